@@ -1,0 +1,166 @@
+"""The generic assessor: one classifier for all LLMs.
+
+Input for an (LLM, prompt) pair = prompt features joined to the LLM's success vector on a
+small reference set. A new LLM is characterised by running it on the reference set only.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, clone
+
+from assessors.core.rows import PairRows, cosine_similarity, observed_pairs
+from assessors.errors import DataError, NotFittedError
+
+log = logging.getLogger(__name__)
+
+
+class GenericAssessor(BaseEstimator):
+    """One classifier for all LLMs, conditioned on their reference-set results.
+
+    Parameters
+    ----------
+    classifier : assessors.classifiers.grid.ParamGrid
+        Candidate classifiers; the one with the best average win rate over validation
+        LLMs is kept (the paper's model selection), or the first if no validation data.
+    instance_features : {"embedding", "similarity", "similarity_interaction", "none"}
+        Instance part of each row: the prompt embedding, its cosine similarity to each
+        reference prompt, the similarity plus similarity x reference success, or nothing
+        but the reference vector is dropped too (``none`` with ``use_reference=False`` is
+        not allowed; use ``embedding``).
+    use_reference : bool
+        False gives the "all train data" baseline: one classifier on pooled training
+        LLMs, with no reference vector (so the same prediction for every LLM).
+    """
+
+    def __init__(self, classifier, instance_features: str = "embedding", use_reference: bool = True):
+        self.classifier = classifier
+        self.instance_features = instance_features
+        self.use_reference = use_reference
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def _mode(self) -> str:
+        return self.instance_features if self.use_reference else "none"
+
+    def _instance_part(self, X: np.ndarray) -> np.ndarray:
+        if self.instance_features == "embedding" or not self.use_reference:
+            return np.asarray(X, dtype=np.float32)
+        return cosine_similarity(X, self.reference_features_)
+
+    def _fill(self, R: np.ndarray) -> np.ndarray:
+        R = np.asarray(R, dtype=np.float32)
+        if R.ndim != 2 or R.shape[1] != len(self.reference_fill_):
+            raise DataError(f"reference results must have shape (n_llms, {len(self.reference_fill_)}), got {R.shape}")
+        # an LLM not evaluated on a reference item gets the training LLMs' mean on that item
+        return np.where(np.isnan(R), self.reference_fill_[None, :], R).astype(np.float32)
+
+    def _rows(self, X: np.ndarray, R: np.ndarray, S: np.ndarray | None = None):
+        inst = self._instance_part(X)
+        if S is None:
+            li, ii = np.divmod(np.arange(R.shape[0] * X.shape[0]), X.shape[0])
+            y = None
+        else:
+            li, ii, y = observed_pairs(S)
+        return PairRows(inst, self._fill(R) if self.use_reference else np.zeros((R.shape[0], 0), np.float32),
+                        li, ii, self._mode), y
+
+    # ---------------------------------------------------------------------- fit
+    def fit(self, X: np.ndarray, S: np.ndarray, ref_index: np.ndarray, validation=None) -> "GenericAssessor":
+        """Fit on training LLMs x training instances.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_instances, d)
+            Features of the training instances (the reference instances among them).
+        S : ndarray of shape (n_llms, n_instances)
+            Training LLMs' success (float32, NaN = not evaluated).
+        ref_index : ndarray of shape (n_ref,)
+            Positions of the reference instances in ``X``/``S``. Their rows are left out
+            of the training pairs: there the reference vector would contain the label.
+        validation : tuple (X_val (m, d), S_val (k, m), R_val (k, n_ref)), optional
+            Validation instances, validation LLMs' success on them and on the reference
+            set; used to pick the classifier by average win rate.
+        """
+        X = np.asarray(X, dtype=np.float32)
+        S = np.asarray(S, dtype=np.float32)
+        ref_index = np.asarray(ref_index, dtype=int)
+        self.reference_features_ = X[ref_index]
+        R = S[:, ref_index]
+        fill = np.nanmean(np.where(np.isnan(R).all(0, keepdims=True), 0.5, R), axis=0)
+        self.reference_fill_ = np.nan_to_num(fill, nan=0.5).astype(np.float32)
+        keep = np.setdiff1d(np.arange(X.shape[0]), ref_index)
+        rows, y = self._rows(X[keep], R, S[:, keep])
+        if len(np.unique(y)) < 2:
+            raise DataError(f"generic assessor: training labels are all {y[0]!r}; nothing to learn")
+        candidates = self.classifier.candidates()
+        log.info("generic assessor: %d training pairs x %d features, %d candidate classifiers",
+                 len(rows), rows.width, len(candidates))
+        dense = None if _is_streaming(candidates) else rows.to_array()
+        fitted, scores = [], {}
+        for name, est in candidates:
+            est = clone(est).fit(rows if dense is None or _streams(est) else dense, y)
+            fitted.append((name, est))
+            if validation is not None and len(candidates) > 1:
+                self.classifier_ = est
+                scores[name] = self._validation_aucs(*validation)
+        if scores:
+            from assessors.metrics import win_rates
+
+            table = pd.DataFrame(scores).T  # candidates x validation LLMs
+            wr = win_rates(table)
+            self.selection_ = pd.DataFrame({"win_rate": wr, "mean_val_auc": table.mean(axis=1)})
+            best = wr.idxmax()
+        else:
+            best = fitted[0][0]
+            self.selection_ = None
+        self.classifier_name_ = best
+        self.classifier_ = dict(fitted)[best]
+        return self
+
+    def _validation_aucs(self, X_val, S_val, R_val) -> pd.Series:
+        from assessors.metrics import auc
+
+        P = self.predict_proba(X_val, R_val)
+        return pd.Series([auc(S_val[k], P[k]) for k in range(len(S_val))])
+
+    # ------------------------------------------------------------------ predict
+    def predict_proba(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:
+        """P(success) for each LLM and prompt.
+
+        Parameters
+        ----------
+        X : ndarray of shape (m, d)
+            Prompt features.
+        R : ndarray of shape (k, n_ref) or (n_ref,)
+            Reference-set success vectors of ``k`` LLMs (NaN where not evaluated).
+
+        Returns
+        -------
+        ndarray of shape (k, m) (or (m,) for a single vector)
+        """
+        if not hasattr(self, "classifier_"):
+            raise NotFittedError("GenericAssessor is not fitted")
+        R = np.asarray(R, dtype=np.float32)
+        single = R.ndim == 1
+        R = R[None, :] if single else R
+        X = np.asarray(X, dtype=np.float32)
+        rows, _ = self._rows(X, R)
+        src = rows if _streams(self.classifier_) else rows.to_array()
+        p = self.classifier_.predict_proba(src)[:, 1].reshape(R.shape[0], X.shape[0]).astype(np.float32)
+        return p[0] if single else p
+
+    @property
+    def n_reference(self) -> int:
+        return len(self.reference_fill_)
+
+
+def _streams(est) -> bool:
+    """Whether a classifier consumes lazy row sources (the Lightning MLP does)."""
+    return bool(getattr(est, "accepts_row_source", False))
+
+
+def _is_streaming(candidates) -> bool:
+    return all(_streams(est) for _, est in candidates)

@@ -1,0 +1,160 @@
+"""Loader for the Open LLM Leaderboard v2 per-item results shipped by PredictaBoard.
+
+Files (see ``datasets/open_llm_leaderboard_v2.md``)::
+
+    <root>/open_llm_leaderboard_v2/results/<Benchmark>__<subtask>_results.csv   # model,timestamp,<item id>...
+    <root>/open_llm_leaderboard_v2/results/MMLU-Pro_results.csv                 # no subtask, no prompts
+    <root>/open_llm_leaderboard_v2/prompts/<bbh|musr>_<subtask>_prompts.csv     # id,prompt,target
+
+Subtask names are ``<prefix>_<subtask>`` with prefix ``bbh`` (Big-Bench-Hard), ``musr`` (MuSR),
+``ifeval``, ``math`` (MATH-LvL-5), and ``mmlu_pro`` for MMLU-Pro. Instance ids are
+``"<subtask name>/<item id>"`` (e.g. ``"bbh_boolean_expressions/0"``), unique across subtasks.
+"""
+from __future__ import annotations
+
+import fnmatch
+import logging
+import re
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from assessors.data.download import locate
+from assessors.data.loaders._common import check_binary, latest_per_model, read_csv, read_text_csv, select
+from assessors.data.results import Results
+from assessors.errors import DataError
+
+log = logging.getLogger("assessors.data")
+
+NAME = "open_llm_leaderboard_v2"
+#: Benchmark file prefix -> short prefix used in subtask names and prompt file names.
+BENCHMARK_PREFIX = {"Big-Bench-Hard": "bbh", "MuSR": "musr", "MMLU-Pro": "mmlu_pro",
+                    "IFEVAL": "ifeval", "MATH-LvL-5": "math"}
+_RESULTS_RE = re.compile(r"^(?P<bench>.+?)(?:__(?P<sub>.+))?_results\.csv$")
+
+
+def subtask_name(filename: str) -> str | None:
+    """``Big-Bench-Hard__snarks_results.csv`` -> ``bbh_snarks``; None if not a results file."""
+    m = _RESULTS_RE.match(filename)
+    if not m:
+        return None
+    bench = m["bench"]
+    prefix = BENCHMARK_PREFIX.get(bench, re.sub(r"[^0-9a-z]+", "_", bench.lower()).strip("_"))
+    return prefix if m["sub"] is None else f"{prefix}_{m['sub']}"
+
+
+def load_open_llm_leaderboard_v2(
+    root: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    subtasks: Sequence[str] | str | None = ("bbh_*", "musr_*"),
+    mmlu_pro: bool = False,
+    prompts: bool = True,
+    download: bool = True,
+) -> Results:
+    """Load per-item Open LLM Leaderboard v2 results, keeping the latest row per model.
+
+    Parameters
+    ----------
+    root : path, optional
+        Data directory holding ``open_llm_leaderboard_v2/`` (or that folder itself). Defaults to
+        ``$ASSESSORS_DATA_DIR``, then to a download into ``cache_dir``.
+    cache_dir : path, optional
+        Download cache (default ``$ASSESSORS_CACHE_DIR`` or ``~/.cache/assessors``).
+    subtasks : sequence of str or str or None
+        Glob patterns over subtask names (``bbh_*``, ``musr_team_allocation``, ``mmlu_pro``);
+        None selects every results file. Default: all Big-Bench-Hard and MuSR subtasks.
+    mmlu_pro : bool
+        Also load MMLU-Pro (which has no prompt text: its ``prompt`` is NaN).
+    prompts : bool
+        Read the prompt files (``prompt`` and ``target`` columns).
+    download : bool
+        Allow downloading when no local copy is found.
+
+    Returns
+    -------
+    Results
+        ``success`` of shape (n_llms, n_instances); LLMs sorted by name; instances in subtask then
+        file-column order; ``subgroup`` = subtask name. LLMs missing from a subtask get NaN cells.
+    """
+    base = locate(NAME, root=root, cache_dir=cache_dir, download=download)
+    res_dir = base / "results"
+    files = {subtask_name(p.name): p for p in sorted(res_dir.glob("*_results.csv"))}
+    files.pop(None, None)
+    if not files:
+        raise DataError(f"{res_dir}: no *_results.csv files found")
+    patterns = None if subtasks is None else ([subtasks] if isinstance(subtasks, str) else list(subtasks))
+    if mmlu_pro and patterns is not None and not any(fnmatch.fnmatchcase("mmlu_pro", p) for p in patterns):
+        patterns.append("mmlu_pro")
+    chosen = select(sorted(files), patterns, "subtask", res_dir)
+
+    blocks: list[tuple[str, pd.DataFrame, Path]] = []
+    n_old = 0
+    for sub in chosen:
+        path = files[sub]
+        frame = read_csv(path, fast=True)
+        for col in ("model", "timestamp"):
+            if col not in frame.columns:
+                raise DataError(f"{path}: missing column {col!r}")
+        items = [c for c in frame.columns if c not in ("model", "timestamp")]
+        # validate every row in file order (so the error names the real line), before dropping old rows
+        values = check_binary(frame[items].to_numpy(), path, frame["model"].tolist(), items)
+        frame = frame[["model", "timestamp"]].assign(_row=np.arange(len(frame)))
+        frame = latest_per_model(frame, path, log_each=False)
+        n_old += frame.attrs.get("n_dropped", 0)
+        block = pd.DataFrame(values[frame["_row"].to_numpy()], index=frame["model"].astype(str).to_numpy(),
+                             columns=[str(c) for c in items])
+        dup = block.columns[block.columns.duplicated()]
+        if len(dup):
+            raise DataError(f"{path}: duplicated item id column(s) {list(dup[:5])}")
+        blocks.append((sub, block, path))
+
+    log.info("%s: kept the latest row per model; dropped %d older rows in %d file(s)", NAME, n_old, len(blocks))
+    llms = sorted(set().union(*(set(f.index.astype(str)) for _, f, _ in blocks)))
+    mats, inst_frames = [], []
+    for sub, frame, path in blocks:
+        missing = len(llms) - len(frame)
+        if missing:
+            log.info("%s: %d of %d LLMs have no row in this file (NaN cells)", path.name, missing, len(llms))
+        frame = frame.reindex(llms)
+        mats.append(frame.to_numpy(dtype=np.float32))
+        item_ids = frame.columns.tolist()
+        inst = pd.DataFrame({"subgroup": sub, "prompt": np.nan, "target": np.nan},
+                            index=pd.Index([f"{sub}/{i}" for i in item_ids], name="instance_id"))
+        if prompts and sub != "mmlu_pro":
+            inst = _attach_prompts(inst, base / "prompts" / f"{sub}_prompts.csv", sub, item_ids)
+        inst_frames.append(inst)
+
+    instances = pd.concat(inst_frames)
+    success = np.concatenate(mats, axis=1)
+    log.info("%s: loaded %d LLMs x %d instances from %d subtask file(s) (%d NaN cells)", NAME, len(llms),
+             success.shape[1], len(blocks), int(np.isnan(success).sum()))
+    return Results(instances=instances, llms=llms, success=success, name=NAME,
+                   meta={"subtasks": chosen, "root": str(base)})
+
+
+def _attach_prompts(inst: pd.DataFrame, path: Path, sub: str, item_ids: list[str]) -> pd.DataFrame:
+    if not path.exists():
+        log.warning("%s: no prompt file for subtask %s; its %d instances have no prompt text", path, sub, len(inst))
+        return inst
+    # strict reader: prompts contain quoted newlines, and a truncated last row must be an error
+    table = read_text_csv(path, string_columns=("id", "prompt", "target"))
+    for col in ("id", "prompt", "target"):
+        if col not in table.columns:
+            raise DataError(f"{path}: missing column {col!r} (have {list(table.columns)})")
+    dup = table["id"].duplicated()
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise DataError(f"{path}: duplicated id {table['id'].iloc[i]!r} at line {i + 2}")
+    table = table.set_index("id")
+    extra = len(table.index.difference(item_ids))
+    if extra:
+        log.info("%s: %d prompt rows have no results column and are not loaded", path.name, extra)
+    have = table.reindex(item_ids)
+    n_missing = int(have["prompt"].isna().sum())
+    if n_missing:
+        log.warning("%s: %d of %d result items have no prompt row (prompt NaN)", path.name, n_missing, len(item_ids))
+    inst["prompt"] = have["prompt"].to_numpy(dtype=object)
+    inst["target"] = have["target"].to_numpy(dtype=object)
+    return inst

@@ -1,0 +1,231 @@
+"""Loaders for OpenAI ``evals`` run logs and for the KindsOfReasoning final table.
+
+OpenAI evals logs (``<root>/openai_evals/<dataset>/<model>.jsonl``, KindsOfReasoning's raw results):
+the first line is a ``spec`` record, then each sample has a ``sampling`` event (``data.prompt``,
+``data.sampled``) and a ``match`` event (``data.correct``, ``data.expected``) with the same
+``sample_id``. Other records (``final_report``, ...) are ignored.
+
+Prompt rendering
+    Chat prompts (a list of ``{"role", "content"}`` messages) are rendered one message per line as
+    ``"<role>: <content>"``, e.g. ``"system: Answer with 'Yes' or 'No'.\\nuser: Is it ...?"``.
+    Completion models log a pre-rendered string instead; the instance prompt is the chat rendering
+    whenever any model has one (the same item must have one text for every LLM), else the string.
+
+Instance ids are the ``sample_id`` (``causal_judgment.test.57``), prefixed with ``<dataset>/``
+when the sample id does not already start with the dataset name. ``subgroup`` = dataset,
+``target`` = ``match.data.expected``, LLM = file stem. Responses (``data.sampled``) go to
+``Results.responses``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from assessors.data.download import locate
+from assessors.data.loaders._common import bool_success, read_csv, select
+from assessors.data.results import Results
+from assessors.errors import DataError
+
+log = logging.getLogger("assessors.data")
+
+NAME = "openai_evals"
+KOR_SPLIT_COLUMNS = ("Random_split", "OOD_1_split", "OOD_2_split", "OOD_3_split", "OOD_4_split")
+
+
+def render_messages(prompt) -> str:
+    """Chat messages -> ``"role: content"`` lines; a string prompt is returned unchanged."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list):
+        return "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in prompt)
+    raise TypeError(f"unexpected prompt type {type(prompt).__name__}")
+
+
+def _text(value) -> str | float:
+    if value is None:
+        return np.nan
+    if isinstance(value, list):
+        return value[0] if len(value) == 1 and isinstance(value[0], str) else json.dumps(value)
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def read_evals_log(path: Path) -> pd.DataFrame:
+    """Pair sampling and match events of one log: columns sample_id, prompt, is_chat, response, correct, expected."""
+    sampling, matches = {}, {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"{path}: line {n} is not valid JSON (truncated or corrupt file?): {e}") from None
+            kind = rec.get("type")
+            if kind not in ("sampling", "match"):
+                continue
+            sid = rec.get("sample_id")
+            data = rec.get("data") or {}
+            store = sampling if kind == "sampling" else matches
+            if sid in store:
+                raise DataError(f"{path}: line {n}: duplicated {kind} event for sample_id {sid!r}")
+            store[sid] = (n, data)
+    if not matches:
+        raise DataError(f"{path}: no 'match' events (empty, truncated or not an evals log)")
+    only_s, only_m = set(sampling) - set(matches), set(matches) - set(sampling)
+    if only_s or only_m:
+        log.warning("%s: %d sampling events without a match and %d matches without a sampling event are not "
+                    "loaded", path, len(only_s), len(only_m))
+    rows = []
+    for sid, (n, m) in matches.items():
+        if sid not in sampling:
+            continue
+        s = sampling[sid][1]
+        rows.append({"sample_id": sid, "prompt": render_messages(s.get("prompt", "")),
+                     "is_chat": isinstance(s.get("prompt"), list), "response": _text(s.get("sampled")),
+                     "correct": bool_success(m.get("correct"), f"{path}: line {n}, field data.correct"),
+                     "expected": _text(m.get("expected"))})
+    return pd.DataFrame(rows)
+
+
+def load_openai_evals(
+    root: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    datasets: Sequence[str] | str | None = None,
+    models: Sequence[str] | str | None = None,
+    responses: bool = True,
+    download: bool = True,
+) -> Results:
+    """Load OpenAI evals logs ``<dataset>/<model>.jsonl`` into a Results.
+
+    Parameters
+    ----------
+    root, cache_dir, download
+        Data location, see :func:`assessors.data.download.locate`.
+    datasets, models : sequence of str or str, optional
+        Glob patterns over dataset folder names and model file stems (None = all).
+    responses : bool
+        Keep the sampled answers as ``Results.responses``.
+
+    Returns
+    -------
+    Results
+        ``success`` of shape (n_models, n_samples), NaN where a model has no log for a dataset.
+    """
+    base = locate(NAME, root=root, cache_dir=cache_dir, download=download)
+    ds_names = select(sorted(p.name for p in base.iterdir() if p.is_dir()), datasets, "dataset", base)
+    files = {ds: {p.stem: p for p in sorted((base / ds).glob("*.jsonl"))} for ds in ds_names}
+    llms = select(sorted(set().union(*(set(v) for v in files.values()))), models, "model", base)
+
+    inst_rows: dict[str, dict] = {}
+    cells, resp = [], []
+    n_conflict = 0
+    for ds in ds_names:
+        for llm in llms:
+            if llm not in files[ds]:
+                log.info("%s: no log for model %s (its cells are NaN)", base / ds, llm)
+                continue
+            frame = read_evals_log(files[ds][llm])
+            for r in frame.itertuples(index=False):
+                iid = r.sample_id if str(r.sample_id).startswith(f"{ds}.") else f"{ds}/{r.sample_id}"
+                cur = inst_rows.get(iid)
+                if cur is None or (r.is_chat and not cur["is_chat"]):
+                    inst_rows[iid] = {"prompt": r.prompt, "is_chat": r.is_chat, "subgroup": ds, "target": r.expected}
+                elif r.is_chat and cur["prompt"] != r.prompt:
+                    n_conflict += 1
+                cells.append((llm, iid, r.correct))
+                if responses:
+                    resp.append((llm, iid, r.response))
+    if n_conflict:
+        log.warning("%s: %d (model, sample) pairs had a chat prompt differing from the first one seen; "
+                    "the first is used", base, n_conflict)
+    instances = pd.DataFrame.from_dict(inst_rows, orient="index").drop(columns="is_chat")
+    instances.index.name = "instance_id"
+    long = pd.DataFrame(cells, columns=["llm", "instance_id", "success"])
+    res = Results.from_long(long, instances=instances, name=NAME, source=str(base))
+    res = res.subset(llms=[m for m in llms if m in res.llms])
+    if responses:
+        res.responses = pd.DataFrame(resp, columns=["llm", "instance_id", "response"])
+    res.meta = {"datasets": ds_names, "root": str(base)}
+    log.info("%s: loaded %d LLMs x %d instances from %d dataset(s)", NAME, *res.shape, len(ds_names))
+    return res
+
+
+def load_kindsofreasoning_table(
+    path: str | Path,
+    datasets: Sequence[str] | str | None = None,
+    models: Sequence[str] | str | None = None,
+    responses: bool = True,
+) -> Results:
+    """Load KindsOfReasoning's final table (``KindsOfReasoning_with_llm_results.csv`` or ``.json`` lines).
+
+    One row per prompt with columns ``prompt``, ``system_prompt``, ``dataset``, the split columns
+    ``Random_split`` and ``OOD_1_split`` ... ``OOD_4_split`` (values ``train``/``validation``/
+    ``test``), then ``Success_<llm>`` and ``Answer_<llm>`` per LLM.
+
+    The instance prompt is rendered like a chat log: ``"system: <system_prompt>\\nuser: <prompt>"``
+    (just ``prompt`` when there is no system prompt). Instance ids are ``"<dataset>/<k>"`` with ``k``
+    the row's position within its dataset. Split columns and ``system_prompt`` are kept as instance
+    columns (use :class:`~assessors.data.instance_splits.PredefinedSplit`); ``Answer_`` columns go
+    to ``Results.responses``.
+    """
+    path = Path(path)
+    table = _read_table(path)
+    for col in ("prompt", "dataset"):
+        if col not in table.columns:
+            raise DataError(f"{path}: missing column {col!r} (have {list(table.columns)[:12]} ...)")
+    succ_cols = [c for c in table.columns if c.startswith("Success_")]
+    if not succ_cols:
+        raise DataError(f"{path}: no Success_<llm> columns")
+    all_llms = [c[len("Success_"):] for c in succ_cols]
+    llms = select(all_llms, models, "model", path)
+    ds = select(list(dict.fromkeys(table["dataset"].astype(str))), datasets, "dataset", path)
+    keep = table["dataset"].astype(str).isin(ds)
+    if (~keep).any():
+        log.info("%s: %d rows of unselected datasets not loaded", path.name, int((~keep).sum()))
+    line = np.arange(len(table)) + 1  # 1-based record number after the header (prompts span several lines)
+    table, line = table[keep.to_numpy()], line[keep.to_numpy()]
+
+    k = table.groupby("dataset", sort=False).cumcount().astype(str)
+    ids = (table["dataset"].astype(str) + "/" + k).tolist()
+    system = table["system_prompt"] if "system_prompt" in table.columns else pd.Series(np.nan, index=table.index)
+    has_sys = system.notna() & (system.astype(str).str.len() > 0)
+    user = table["prompt"].astype(str)
+    prompt = np.where(has_sys, "system: " + system.astype(str) + "\nuser: " + user, user)
+    instances = pd.DataFrame({"prompt": prompt, "subgroup": table["dataset"].astype(str).to_numpy(),
+                              "target": table["target"].to_numpy() if "target" in table.columns else np.nan},
+                             index=pd.Index(ids, name="instance_id"))
+    for col in ("system_prompt", *[c for c in KOR_SPLIT_COLUMNS if c in table.columns]):
+        if col in table.columns:
+            instances[col] = table[col].to_numpy(dtype=object)
+    success = np.full((len(llms), len(table)), np.nan, dtype=np.float32)
+    for i, llm in enumerate(llms):
+        col = table[f"Success_{llm}"]
+        for j, v in enumerate(col.to_numpy(dtype=object)):
+            success[i, j] = bool_success(v, f"{path}: record {line[j]}, column 'Success_{llm}'")
+    res = Results(instances=instances, llms=llms, success=success, name="kindsofreasoning",
+                  meta={"path": str(path), "datasets": ds})
+    if responses:
+        ans = [(llm, iid, a) for llm in llms if f"Answer_{llm}" in table.columns
+               for iid, a in zip(ids, table[f"Answer_{llm}"].to_numpy(dtype=object))]
+        res.responses = pd.DataFrame(ans, columns=["llm", "instance_id", "response"])
+    log.info("kindsofreasoning: loaded %d LLMs x %d instances from %s", *res.shape, path.name)
+    return res
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    if path.suffix.lower() == ".csv":
+        return read_csv(path)
+    try:
+        return pd.read_json(path, lines=True)
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except ValueError:
+        try:  # the same records as one JSON array
+            return pd.read_json(path)
+        except ValueError as e:
+            raise DataError(f"{path}: truncated or corrupt JSON lines file ({e})") from e

@@ -1,0 +1,148 @@
+"""Loader for the RouterBench subset shipped by RouterDC (``<root>/routerbench/<dataset>_<split>.csv``).
+
+Columns: an unnamed RouterBench row number, ``sample_id, prompt, eval_name``, one 0/1 score column
+per model, ``<model>|model_response``, ``<model>|total_cost`` (USD per item) and
+``oracle_model_to_route_to``. Prompts and responses are stored as Python list literals
+(``"['text']"``); they are decoded to plain text (list items joined by newlines), falling back to
+the raw cell when a cell is not a list literal.
+
+Instance ids are the ``sample_id``. A few ids occur on more than one row upstream (14 in
+arc_challenge, with different prompts or results): all rows are kept, and each duplicated id is
+suffixed with ``#<RouterBench row number>``; the count is logged. Instance columns:
+``subgroup`` (= ``eval_name``), ``routerbench_split`` (train/test), ``oracle_model_to_route_to``.
+"""
+from __future__ import annotations
+
+import ast
+import logging
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from assessors.data.download import locate
+from assessors.data.loaders._common import check_binary, read_csv, select
+from assessors.data.results import Results
+from assessors.errors import DataError
+
+log = logging.getLogger("assessors.data")
+
+NAME = "routerbench"
+_META = {"sample_id", "prompt", "eval_name", "oracle_model_to_route_to"}
+
+
+def decode_list_literal(cell) -> str | float:
+    """``"['a', 'b']"`` -> ``"a\\nb"``; other strings unchanged; NaN stays NaN."""
+    if not isinstance(cell, str):
+        return np.nan if cell is None or (isinstance(cell, float) and np.isnan(cell)) else str(cell)
+    s = cell.strip()
+    if s.startswith("[") and s.endswith("]"):
+        try:
+            val = ast.literal_eval(s)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return cell
+        if isinstance(val, list) and all(isinstance(v, str) for v in val):
+            return "\n".join(val)
+    return cell
+
+
+def load_routerbench(
+    root: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+    splits: Sequence[str] = ("train", "test"),
+    datasets: Sequence[str] = ("arc_challenge", "mbpp", "winograde"),
+    responses: bool = True,
+    download: bool = True,
+) -> Results:
+    """Load RouterBench CSVs with per-cell cost and (optionally) model responses.
+
+    Parameters
+    ----------
+    root, cache_dir, download
+        Data location, see :func:`assessors.data.download.locate`.
+    splits : sequence of str
+        Which RouterDC splits to load (``train``, ``test``).
+    datasets : sequence of str
+        File prefixes (globs allowed): ``arc_challenge``, ``mbpp``, ``winograde``.
+    responses : bool
+        Keep ``<model>|model_response`` as ``Results.responses``.
+
+    Returns
+    -------
+    Results
+        ``success`` and ``cost`` of shape (11, n_prompts); NaN where a model has no score.
+    """
+    base = locate(NAME, root=root, cache_dir=cache_dir, download=download)
+    available = sorted(p.stem for p in base.glob("*.csv"))
+    ds_avail = sorted({s.rsplit("_", 1)[0] for s in available if "_" in s})
+    chosen_ds = select(ds_avail, datasets, "dataset", base)
+    frames = []
+    for ds in chosen_ds:
+        for sp in splits:
+            path = base / f"{ds}_{sp}.csv"
+            if not path.exists():
+                raise DataError(f"{path}: not found (available: {available})")
+            # C engine: prompts and responses hold quoted newlines, quotes and commas.
+            frame = read_csv(path, dtype={"sample_id": str, "prompt": str, "eval_name": str})
+            missing = _META - set(frame.columns)
+            if missing:
+                raise DataError(f"{path}: missing column(s) {sorted(missing)}")
+            first = frame.columns[0]
+            frame = frame.rename(columns={first: "row"}) if first.startswith("Unnamed") or first == "" else frame
+            frame["routerbench_split"] = sp
+            frame["_file"] = path.name
+            frame["_line"] = np.arange(len(frame)) + 2
+            frames.append(frame)
+    cols = frames[0].columns
+    for f in frames[1:]:
+        if list(f.columns) != list(cols):
+            raise DataError(f"{f['_file'].iloc[0]}: columns differ from {frames[0]['_file'].iloc[0]}")
+    table = pd.concat(frames, ignore_index=True)
+    llms = [c for c in cols if "|" not in c and c not in _META | {"row", "routerbench_split", "_file", "_line"}]
+    if not llms:
+        raise DataError(f"{base}: no model score columns found")
+
+    ids = table["sample_id"].astype(str)
+    dup = ids.duplicated(keep=False)
+    if dup.any():
+        suffix = table["row"].astype(str) if "row" in table.columns else pd.Series(table.index.astype(str))
+        ids = ids.where(~dup, ids + "#" + suffix)
+        log.warning("%s: %d rows share %d duplicated sample_ids; kept all, ids suffixed with '#<row>'",
+                    NAME, int(dup.sum()), table.loc[dup, "sample_id"].nunique())
+        if ids.duplicated().any():
+            raise DataError(f"{base}: duplicated sample_id {ids[ids.duplicated()].iloc[0]!r} even with row numbers")
+    instances = pd.DataFrame({
+        "prompt": [decode_list_literal(p) for p in table["prompt"]],
+        "subgroup": table["eval_name"].to_numpy(dtype=object),
+        "target": np.nan,
+        "routerbench_split": table["routerbench_split"].to_numpy(dtype=object),
+        "oracle_model_to_route_to": table["oracle_model_to_route_to"].to_numpy(dtype=object),
+    }, index=pd.Index(ids.tolist(), name="instance_id"))
+
+    success = np.empty((len(llms), len(table)), dtype=np.float32)
+    cost = np.full((len(llms), len(table)), np.nan, dtype=np.float32)
+    for f_name, part in table.groupby("_file", sort=False):
+        pos = part.index.to_numpy()
+        path = base / f_name
+        success[:, pos] = _binary_T(part, llms, path)
+        for i, m in enumerate(llms):
+            if f"{m}|total_cost" in part.columns:
+                cost[i, pos] = pd.to_numeric(part[f"{m}|total_cost"], errors="coerce").to_numpy(dtype=np.float32)
+    n_nan = int(np.isnan(success).sum())
+    if n_nan:
+        log.info("%s: %d cells have no score (NaN)", NAME, n_nan)
+    res = Results(instances=instances, llms=llms, success=success, cost=cost, name=NAME,
+                  meta={"datasets": chosen_ds, "splits": list(splits), "root": str(base)})
+    if responses:
+        rows = [(m, iid, decode_list_literal(r)) for m in llms if f"{m}|model_response" in table.columns
+                for iid, r in zip(instances.index, table[f"{m}|model_response"])]
+        res.responses = pd.DataFrame(rows, columns=["llm", "instance_id", "response"])
+    log.info("%s: loaded %d LLMs x %d instances", NAME, *res.shape)
+    return res
+
+
+def _binary_T(part: pd.DataFrame, llms: list[str], path: Path) -> np.ndarray:
+    """(n_rows, n_llms) score block -> checked float32 (n_llms, n_rows); errors name the CSV line."""
+    block = part[llms].to_numpy()
+    return check_binary(block, path, part["sample_id"].tolist(), llms, row_offset=2).T

@@ -1,0 +1,25 @@
+"""Typed errors. Each names what is wrong and, where it can, what to do about it."""
+
+
+class AssessorsError(Exception):
+    """Base class for all errors raised by ``assessors``."""
+
+
+class DataError(AssessorsError, ValueError):
+    """Bad or inconsistent input data (names the file and the row or column)."""
+
+
+class OfflineError(AssessorsError, RuntimeError):
+    """A download was needed but the machine is offline or the source is unreachable."""
+
+
+class ChecksumError(DataError):
+    """A downloaded or cached file does not match its recorded checksum."""
+
+
+class ConfigError(AssessorsError, ValueError):
+    """An invalid combination of options (e.g. a reference set larger than the pool)."""
+
+
+class NotFittedError(AssessorsError, RuntimeError):
+    """A component was used before ``fit``."""

@@ -1,0 +1,79 @@
+"""Anchor Points (Vivek et al. 2024): k-medoids on the items' correlations over source LLMs."""
+from __future__ import annotations
+
+import numpy as np
+
+from assessors.errors import ConfigError
+from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate, cached, impute_rows
+
+
+def item_correlations(S: np.ndarray) -> np.ndarray:
+    """Pearson correlation between items (columns) over source LLMs, NaN (constant items) -> 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.corrcoef(S, rowvar=False)
+    c = np.nan_to_num(c, nan=0.0)
+    np.fill_diagonal(c, 1.0)
+    return c
+
+
+class AnchorPoints(BenchmarkEstimator):
+    """Core = k-medoids (FasterPAM, ``kmedoids`` package) medoids of ``1 - corr`` between items.
+
+    Parameters
+    ----------
+    variant : {"weighted", "predictor"}
+        ``weighted``: accuracy is the medoids' results weighted by their cluster sizes (each item
+        joins the medoid it correlates with most). ``predictor``: every other item is predicted
+        from the anchor that explains it best on the sources (largest r^2) by a linear fit, and
+        the benchmark mean averages these predictions with the observed anchor results (the
+        reference averages over the non-anchor items only).
+    max_iter : int
+        FasterPAM iterations.
+    """
+
+    selects_core = True
+
+    def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, variant: str = "weighted",
+                 max_iter: int = 100):
+        super().__init__(core_size, seed, alpha)
+        self.variant = variant
+        self.max_iter = max_iter
+
+    def _select_core(self, S, features, rng):
+        import kmedoids
+
+        if self.variant not in ("weighted", "predictor"):
+            raise ConfigError(f"AnchorPoints: variant must be 'weighted' or 'predictor', got {self.variant!r}")
+        corr = cached("item_corr", S, (), lambda: item_correlations(S))
+        diss = 1.0 - (corr if self.variant == "weighted" else np.abs(corr))
+        res = kmedoids.fasterpam(diss, self.core_size, max_iter=self.max_iter, init="random",
+                                 random_state=int(self.seed), n_cpu=1)
+        core = np.unique(np.asarray(res.medoids, dtype=int))
+        self._corr = corr
+        return core
+
+    def _fit(self, S, filled, features, rng):
+        corr, core = self._corr, self.core_index_
+        del self._corr  # not fitted state; large
+        m = filled.shape[1]
+        if self.variant == "weighted":
+            member = np.argmax(corr[core], axis=0)
+            member[core] = np.arange(core.size)  # a medoid belongs to its own cluster
+            self.weights_ = np.bincount(member, minlength=core.size) / m
+            return
+        floaters = np.setdiff1d(np.arange(m), core)
+        nearest = np.argmax(corr[np.ix_(core, floaters)] ** 2, axis=0)  # min residual = max r^2
+        a = filled[:, core[nearest]]
+        f = filled[:, floaters]
+        am, fm = a.mean(0), f.mean(0)
+        va = ((a - am) ** 2).sum(0)
+        slope = np.divide(((a - am) * (f - fm)).sum(0), va, out=np.zeros_like(va), where=va > 1e-12)
+        self.floaters_, self.nearest_ = floaters, nearest
+        self.slope_, self.bias_ = slope, fm - slope * am
+
+    def _estimate(self, Y):
+        Y = impute_rows(Y)
+        if self.variant == "weighted":
+            return Estimate(Y @ self.weights_)
+        pred = (Y[:, self.nearest_] * self.slope_ + self.bias_).clip(0, 1)
+        return Estimate((Y.sum(1) + pred.sum(1)) / self.n_items_)

@@ -1,0 +1,105 @@
+"""tinyBenchmarks p-IRT and gp-IRT (Polo et al. 2024) on the shared multidimensional 2PL model."""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.cluster import KMeans
+
+from assessors.errors import ConfigError
+from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate, cached, impute_rows
+from assessors.selection.irt import MultidimIRT
+
+
+class TinyBenchmarksIRT(BenchmarkEstimator):
+    """IRT anchor items (k-means on item parameters) and the p-IRT / gp-IRT estimators.
+
+    * Core: k-means (k = ``core_size``) on ``[discrimination, difficulty]`` of an IRT model fitted on
+      the source LLMs; the item nearest each centroid is an anchor, weighted by its cluster size.
+    * p-IRT: the target's ability is fitted on the anchors with items fixed; the estimate is
+      ``(n/N) mean(anchors) + (1 - n/N) mean(P(correct) on the other items)``.
+    * gp-IRT: ``(1 - lam) p-IRT + lam weighted-anchor mean``, with ``lam = b^2 / (v + b^2)``; ``b`` is the
+      IRT's mean error on held-out source LLMs (every 5th; abilities from even items, error on odd
+      items, from a second IRT fit without them) and ``v`` the anchor estimator's variance proxy,
+      as in the reference implementation.
+
+    Both IRT fits depend only on the source split and are cached across core sizes.
+
+    Parameters
+    ----------
+    variant : {"gpirt", "pirt"}
+    dims : int
+        IRT dimension (10, as tinyBenchmarks).
+    irt_params : dict, optional
+        Extra ``MultidimIRT`` parameters.
+    """
+
+    selects_core = True
+
+    def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, variant: str = "gpirt",
+                 dims: int = 10, irt_params: dict | None = None):
+        super().__init__(core_size, seed, alpha)
+        self.variant = variant
+        self.dims = dims
+        self.irt_params = irt_params
+
+    def _irt(self, S: np.ndarray, tag: str) -> MultidimIRT:
+        params = dict(self.irt_params or {})
+        key = (self.dims, tuple(sorted(params.items())), self.seed)
+        return cached(tag, S, key, lambda: MultidimIRT(dims=self.dims, seed=self.seed, **params).fit(S))
+
+    def _select_core(self, S, features, rng):
+        if self.variant not in ("gpirt", "pirt"):
+            raise ConfigError(f"TinyBenchmarksIRT: variant must be 'gpirt' or 'pirt', got {self.variant!r}")
+        self.irt_ = self._irt(self._raw, "irt_full")
+        X = self.irt_.item_parameters()
+        km = KMeans(n_clusters=self.core_size, n_init=1, random_state=int(self.seed)).fit(X)
+        d2 = ((X[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1) if X.shape[0] * self.core_size < 5e6 \
+            else None
+        if d2 is None:
+            from sklearn.metrics import pairwise_distances_argmin
+
+            anchors = pairwise_distances_argmin(km.cluster_centers_, X)
+        else:
+            anchors = d2.argmin(0)
+        sizes = np.bincount(km.labels_, minlength=self.core_size).astype(np.float64)
+        core = np.unique(anchors)
+        w = np.zeros(core.size)
+        np.add.at(w, np.searchsorted(core, anchors), sizes)
+        self.anchor_weights_ = w / X.shape[0]
+        return core
+
+    def fit(self, source_success, features=None, core_index=None, source_llms=None):
+        self._raw = np.asarray(source_success, dtype=np.float64)  # IRT handles NaN itself
+        try:
+            return super().fit(source_success, features, core_index, source_llms)
+        finally:
+            del self._raw
+
+    def _fit(self, S, filled, features, rng):
+        self.lam_ = 0.0
+        if self.variant != "gpirt":
+            return
+        n = S.shape[0]
+        val = np.arange(0, n, 5)
+        tr = np.setdiff1d(np.arange(n), val)
+
+        def lam_error():
+            irt = self._irt(S[tr], "irt_train")
+            seen, unseen = np.arange(0, S.shape[1], 2), np.arange(1, S.shape[1], 2)
+            th = irt.ability_for(S[val][:, seen], seen)
+            pred = irt.predict_proba(th, unseen).mean(1)
+            return float(np.abs(pred - np.nanmean(S[val][:, unseen], axis=1)).mean())
+
+        b = cached("gpirt_b", S, (self.dims, self.seed), lam_error)
+        v = np.nanvar(S, axis=1).mean() / (4 * self.core_index_.size)
+        self.lam_ = b ** 2 / (v + b ** 2)
+
+    def _estimate(self, Y):
+        core, N = self.core_index_, self.n_items_
+        th = self.irt_.ability_for(Y, core)
+        rest = np.setdiff1d(np.arange(N), core)
+        n = core.size
+        pirt = (n / N) * np.nanmean(Y, axis=1) + (1 - n / N) * self.irt_.predict_proba(th, rest).mean(1)
+        if self.variant == "pirt":
+            return Estimate(pirt)
+        anchor = impute_rows(Y) @ self.anchor_weights_
+        return Estimate((1 - self.lam_) * pirt + self.lam_ * anchor)

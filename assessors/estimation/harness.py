@@ -1,0 +1,145 @@
+"""Benchmark-prediction harness (Zhang et al. 2025): EG / EGR, CI coverage, similarity vs gap.
+
+``python train.py experiment=benchmark_prediction`` runs :func:`run`. For every benchmark, model
+split (interpolation: random 25% of LLMs are targets; extrapolation: the lowest 50% by accuracy
+are sources and the top 30% targets), core-set size and trial, every configured estimator is
+fitted on the source LLMs and estimates each target's full-benchmark accuracy from the target's
+core results. Random-core estimators share the trial's core set (a paired comparison).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from assessors.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def model_split(acc: np.ndarray, kind: str, trial: int, target_fraction: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
+    """(source, target) LLM positions for one trial.
+
+    ``interpolation``: a random ``target_fraction`` of the LLMs are targets (seeded by ``trial``).
+    ``extrapolation``: sources are the lowest 50% by accuracy and targets the top 30% (fixed).
+    """
+    n = acc.size
+    if kind == "interpolation":
+        perm = np.random.default_rng(trial).permutation(n)
+        k = max(1, int(target_fraction * n))
+        return np.sort(perm[k:]), np.sort(perm[:k])
+    if kind == "extrapolation":
+        order = np.argsort(acc, kind="stable")
+        return np.sort(order[: int(0.5 * n)]), np.sort(order[-int(0.3 * n):])
+    raise ConfigError(f"unknown model split {kind!r}: use 'interpolation' or 'extrapolation'")
+
+
+def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: dict[str, Any], splits, sizes,
+                       trials: int, target_fraction: float = 0.25, trials_per_method: dict | None = None,
+                       features: np.ndarray | None = None, progress: bool = True) -> pd.DataFrame:
+    """One row per (split, size, trial, method, target LLM) with truth, estimate, CI and timings.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n_llms, n_items), NaN allowed
+    estimators : dict name -> unfitted BenchmarkEstimator (cloned with core_size/seed per trial)
+    trials_per_method : dict name -> int, optional
+        Fewer trials for expensive methods (e.g. the IRT ones).
+    """
+    from sklearn.base import clone
+    from tqdm.auto import tqdm
+
+    S = np.asarray(S, dtype=np.float64)
+    acc = np.nanmean(S, axis=1)
+    n_items = S.shape[1]
+    rows = []
+    todo = [(sp, sz, t) for sp in splits for sz in sizes for t in range(trials)]
+    skipped = sorted({sz for sz in sizes if sz >= n_items})
+    if skipped:
+        log.warning("%s: core sizes %s skipped (benchmark has %d items)", name, skipped, n_items)
+    for split, size, trial in tqdm(todo, desc=name, disable=not progress, mininterval=5):
+        if size >= n_items:
+            continue
+        src, tgt = model_split(acc, split, trial, target_fraction)
+        core = np.sort(np.random.default_rng(10_000 + trial).choice(n_items, size=size, replace=False))
+        Ssrc = S[src]
+        for mname, proto in estimators.items():
+            if trials_per_method and trial >= int(trials_per_method.get(mname, trials)):
+                continue
+            est = clone(proto).set_params(core_size=size, seed=trial)
+            t0 = time.perf_counter()
+            est.fit(Ssrc, features, core_index=None if est.selects_core else core,
+                    source_llms=[llms[i] for i in src])
+            t1 = time.perf_counter()
+            out = est.estimate(S[tgt][:, est.core_index_], target_llms=[llms[i] for i in tgt])
+            t2 = time.perf_counter()
+            lo = out.ci_low if out.ci_low is not None else np.full(tgt.size, np.nan)
+            hi = out.ci_high if out.ci_high is not None else np.full(tgt.size, np.nan)
+            for j, ti in enumerate(tgt):
+                rows.append((name, split, size, trial, mname, llms[ti], acc[ti], out.point[j], lo[j], hi[j],
+                             est.core_index_.size, t1 - t0, (t2 - t1) / tgt.size))
+    return pd.DataFrame(rows, columns=["benchmark", "split", "size", "trial", "method", "llm", "true", "point",
+                                       "ci_low", "ci_high", "core_n", "fit_s", "estimate_s"])
+
+
+def source_similarity(S: np.ndarray, split: str, trial: int, target_fraction: float = 0.25) -> pd.Series:
+    """Similarity of each target to the sources: max Pearson correlation of full score vectors."""
+    from assessors.estimation.benchmark.base import impute_columns
+
+    F = impute_columns(S)
+    src, tgt = model_split(np.nanmean(S, axis=1), split, trial, target_fraction)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        C = np.corrcoef(F[tgt], F[src])[: tgt.size, tgt.size:]
+    return pd.Series(np.nan_to_num(C, nan=0.0).max(1), index=tgt)
+
+
+def load_benchmarks(bench_cfg) -> dict[str, Any]:
+    """Instantiate the configured loaders: name -> Results."""
+    from hydra.utils import instantiate
+
+    return {name: instantiate(c) for name, c in bench_cfg.items()}
+
+
+def run(cfg) -> dict[str, float]:
+    """Hydra task: build estimators and data from ``cfg``, log everything to the tracker."""
+    from assessors.tracking import tracker_from_cfg
+
+    with tracker_from_cfg(cfg).start_run(cfg.get("run_name") or "benchmark_prediction", cfg) as run_:
+        return _run(cfg, run_)
+
+
+def _run(cfg, run_) -> dict[str, float]:
+    """Run the harness; ``run_`` is anything with log_metrics/log_figure/log_table/log_text."""
+    from hydra.utils import instantiate
+    from threadpoolctl import threadpool_limits
+
+    from assessors.estimation import harness_report as rep
+
+    h = cfg.benchmark_prediction
+    estimators = {name: instantiate(c) for name, c in cfg.estimators.items()}
+    if "random_sampling" not in estimators:
+        raise ConfigError("benchmark_prediction needs a 'random_sampling' estimator: EGR is relative to it")
+    splits, sizes, trials = list(h.splits), [int(s) for s in h.sizes], int(h.trials)
+    tpm = dict(h.get("trials_per_method") or {})
+    frames, sims = [], []
+    t0 = time.perf_counter()
+    data = load_benchmarks(h.benchmarks)
+    with threadpool_limits(int(h.get("blas_threads", 1))):
+        for name, res in data.items():
+            S = res.success
+            log.info("%s: %d LLMs x %d items", name, *S.shape)
+            df = evaluate_benchmark(name, S, res.llms, estimators, splits, sizes, trials,
+                                    float(h.target_fraction), tpm, progress=bool(h.get("progress", True)))
+            frames.append(df)
+            for split in splits:
+                for trial in range(trials if split == "interpolation" else 1):
+                    s = source_similarity(S, split, trial, float(h.target_fraction))
+                    sims.append(pd.DataFrame({"benchmark": name, "split": split, "trial": trial,
+                                              "llm": [res.llms[i] for i in s.index], "similarity": s.values}))
+    wall = time.perf_counter() - t0
+    records = pd.concat(frames, ignore_index=True)
+    sim = pd.concat(sims, ignore_index=True)
+    return rep.report(records, sim, run_, h, wall_seconds=wall)

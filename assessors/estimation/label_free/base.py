@@ -1,0 +1,42 @@
+"""Contract of label-free accuracy estimators: (confidence sets, accuracies) of seen datasets in,
+predicted accuracy of unseen, unlabelled datasets out."""
+from __future__ import annotations
+
+import abc
+from typing import Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from assessors.errors import DataError, NotFittedError
+
+
+class LabelFreeEstimator(BaseEstimator, abc.ABC):
+    """Subclasses implement :meth:`_fit` and :meth:`_predict`.
+
+    ``fit(confidence_sets, accuracies, correct_sets=None)``: ``confidence_sets`` is a list of
+    1-d arrays (one per seen dataset/LLM/prompt variant), ``accuracies`` their measured
+    accuracies, ``correct_sets`` the per-item 0/1 grades (used by ATC only).
+    """
+
+    def fit(self, confidence_sets: Sequence[np.ndarray], accuracies, correct_sets=None) -> "LabelFreeEstimator":
+        acc = np.asarray(accuracies, dtype=float)
+        if len(confidence_sets) != len(acc):
+            raise DataError(f"{len(confidence_sets)} confidence sets but {len(acc)} accuracies")
+        if correct_sets is not None and len(correct_sets) != len(acc):
+            raise DataError(f"{len(correct_sets)} grade sets but {len(acc)} accuracies")
+        self._fit([np.asarray(c, dtype=float) for c in confidence_sets], acc, correct_sets)
+        self.fitted_ = True
+        return self
+
+    def predict(self, confidence_sets: Sequence[np.ndarray]) -> np.ndarray:
+        """Predicted accuracies, shape (n_sets,)."""
+        if not getattr(self, "fitted_", False):
+            raise NotFittedError(f"{type(self).__name__}: call fit first")
+        return np.clip(self._predict([np.asarray(c, dtype=float) for c in confidence_sets]), 0.0, 1.0)
+
+    @abc.abstractmethod
+    def _fit(self, confidence_sets, accuracies, correct_sets): ...
+
+    @abc.abstractmethod
+    def _predict(self, confidence_sets) -> np.ndarray: ...

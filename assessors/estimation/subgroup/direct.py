@@ -1,0 +1,24 @@
+"""DT: the direct estimator, the subgroup mean with a Wilson score interval."""
+from __future__ import annotations
+
+import numpy as np
+from statsmodels.stats.proportion import proportion_confint
+
+from assessors.estimation.subgroup.base import SubgroupEstimator
+
+
+class DirectEstimator(SubgroupEstimator):
+    """Subgroup mean ``k / n`` with a Wilson interval (statsmodels' ``proportion_confint``).
+
+    Parameters
+    ----------
+    alpha : float
+        Non-coverage level of the interval (0.05 gives 95% intervals).
+    """
+
+    def __init__(self, alpha: float = 0.05):
+        self.alpha = alpha
+
+    def _fit(self, successes, trials, group_features, assessor_mean):
+        lo, hi = proportion_confint(successes, trials, alpha=self.alpha, method="wilson")
+        return successes / trials, np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)

@@ -1,0 +1,119 @@
+"""EB: empirical-Bayes combination of DT and cross-fitted SR, with robust EB confidence intervals.
+
+For each (LLM, subgroup) cell, with DT estimate ``y``, its variance ``s2`` and the cross-fitted SR
+prediction ``m`` (trained on the other fold of subgroups, as in Fogliato et al. 2024, who follow
+Ignatiadis & Wager's cross-fitted EB), and within each fold (and LLM, when ``scope="llm"``)::
+
+    eps   = y - m
+    A     = max(0, mean(eps^2 - s2))                    # prior variance of theta around SR
+    kappa = mean(eps^4 - 6 s2 eps^2 + 3 s2^2) / A^2     # its kurtosis (AKP's moment estimator)
+    w     = A / (A + s2)
+    theta_eb = m + w * eps
+    CI    = theta_eb ± cva(s2 / A, kappa) * w * sqrt(s2) # Armstrong, Kolesár & Plagborg-Møller (2022)
+
+``fs_correction="pmt"`` replaces the 0 floor of ``A`` (and the 1 floor of ``kappa``) by AKP's
+posterior-mean-truncation floors (the ``ebci`` default). With ``"none"`` (the paper's formula)
+the point estimate uses ``A`` as above; because ``cva`` is undefined at ``A = 0`` the *interval*
+then uses the PMT floor wherever ``A`` falls below it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from assessors.errors import ConfigError
+from assessors.estimation.subgroup.base import SubgroupEstimator, dt_variance
+from assessors.estimation.subgroup.critical_value import cva_array
+from assessors.estimation.subgroup.regression import SyntheticRegression
+
+
+def eb_moments(eps: np.ndarray, s2: np.ndarray, fs_correction: str = "none"):
+    """Estimate ``(A, A_floored, kappa)`` from residuals ``eps`` and variances ``s2`` (1-d arrays).
+
+    ``A`` follows ``fs_correction``; ``A_floored`` is always at least AKP's PMT floor
+    ``2 mean(s2^2) / (n mean(s2))`` and is what intervals use.
+    """
+    n = len(eps)
+    mu2 = float(np.mean(eps ** 2 - s2))
+    mu4 = float(np.mean(eps ** 4 - 6 * s2 * eps ** 2 + 3 * s2 ** 2))
+    floor2 = 2 * np.mean(s2 ** 2) / (n * np.mean(s2))
+    floor4 = 32 * np.mean(s2 ** 4) / (n * np.mean(s2 ** 2))
+    a_floored = max(mu2, floor2)
+    if fs_correction == "none":
+        a = max(mu2, 0.0)
+    elif fs_correction == "pmt":
+        a = a_floored
+    else:
+        raise ConfigError(f"fs_correction must be 'none' or 'pmt', got {fs_correction!r}")
+    kappa = max(mu4 / a_floored ** 2, 1.0 + floor4 / a_floored ** 2)
+    return a, a_floored, kappa
+
+
+class EmpiricalBayes(SubgroupEstimator):
+    """Empirical-Bayes subgroup accuracy with robust EBCIs.
+
+    Parameters
+    ----------
+    regressor : SyntheticRegression
+        The SR model; its cross-fitting folds are the EB folds (``n_folds=2`` in the paper).
+    alpha : float
+        Non-coverage level of the intervals.
+    scope : {"llm", "pooled"}
+        Estimate ``A`` and ``kappa`` separately per LLM within each fold, or pooled over LLMs.
+    fs_correction : {"none", "pmt"}
+        Floor of ``A``: 0 (the paper) or AKP's posterior-mean truncation.
+    kappa : float or None
+        Fixed kurtosis bound (e.g. ``inf`` for the most robust intervals); None estimates it.
+    clip_intervals : bool
+        Intersect intervals with [0, 1] (accuracies cannot leave it; coverage can only improve).
+
+    Attributes
+    ----------
+    estimate_, lower_, upper_ : ndarray of shape (n_llms, n_groups)
+    direct_, regression_, variance_, weight_ : ndarray of shape (n_llms, n_groups)
+        DT estimate, cross-fitted SR estimate, DT variance and EB weight on DT.
+    a_hat_, kappa_ : ndarray of shape (n_llms, n_groups)
+        The ``A`` and kurtosis used for each cell.
+    """
+
+    def __init__(self, regressor: SyntheticRegression | None = None, alpha: float = 0.05, scope: str = "llm",
+                 fs_correction: str = "none", kappa: float | None = None, clip_intervals: bool = True):
+        self.regressor = regressor
+        self.alpha = alpha
+        self.scope = scope
+        self.fs_correction = fs_correction
+        self.kappa = kappa
+        self.clip_intervals = clip_intervals
+
+    def _fit(self, successes, trials, group_features, assessor_mean):
+        if self.scope not in ("llm", "pooled"):
+            raise ConfigError(f"scope must be 'llm' or 'pooled', got {self.scope!r}")
+        from sklearn.base import clone
+
+        reg = clone(self.regressor) if self.regressor is not None else SyntheticRegression()
+        reg.fit(successes, trials, group_features, assessor_mean)
+        self.regressor_ = reg
+        y = successes / trials
+        m = reg.estimate_
+        s2 = dt_variance(successes, trials)
+        eps = y - m
+        a = np.empty_like(y)
+        a_ci = np.empty_like(y)
+        kap = np.empty_like(y)
+        units = [slice(None)] if self.scope == "pooled" else [slice(i, i + 1) for i in range(y.shape[0])]
+        for f in np.unique(reg.fold_):
+            cols = reg.fold_ == f
+            for rows in units:
+                e, v = eps[rows][:, cols].ravel(), s2[rows][:, cols].ravel()
+                a_u, a_f, k_u = eb_moments(e, v, self.fs_correction)
+                a[rows, cols], a_ci[rows, cols] = a_u, a_f
+                kap[rows, cols] = k_u if self.kappa is None else self.kappa
+        w = a / (a + s2)
+        est = m + w * eps
+        w_ci = a_ci / (a_ci + s2)
+        half = cva_array((s2 / a_ci).ravel(), kap.ravel(), self.alpha).reshape(y.shape) * w_ci * np.sqrt(s2)
+        lo, hi = est - half, est + half
+        if self.clip_intervals:
+            lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
+        self.direct_, self.regression_, self.variance_, self.weight_ = y, m, s2, w
+        self.a_hat_, self.kappa_ = a, kap
+        return est, lo, hi

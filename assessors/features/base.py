@@ -1,0 +1,71 @@
+"""The featurizer contract: texts in, float32 matrix out, cached on disk."""
+from __future__ import annotations
+
+import abc
+from typing import Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from assessors.errors import NotFittedError
+
+
+class Featurizer(BaseEstimator, abc.ABC):
+    """Turns prompts into a float32 feature matrix.
+
+    Subclasses implement :meth:`_transform` (and :meth:`_fit` when they learn from the
+    training prompts, e.g. Word2Vec or unigram frequencies). ``transform`` consults the
+    on-disk cache (``cache_dir``) keyed by :meth:`identity` and the text hash, so a
+    second run re-embeds nothing.
+
+    Parameters
+    ----------
+    cache_dir : str or None
+        Directory of the embedding cache; None disables caching.
+    """
+
+    #: Whether ``fit`` learns from the training texts (then identity includes their hash).
+    learns_from_texts: bool = False
+
+    #: Parameters that change how features are computed but not their values; left out
+    #: of :meth:`identity` so that, e.g., a different batch size still hits the cache.
+    runtime_params: tuple[str, ...] = ("cache_dir", "api_key", "batch_size", "show_progress")
+
+    def __init__(self, cache_dir: str | None = None):
+        self.cache_dir = cache_dir
+
+    def fit(self, texts: Sequence[str], y=None) -> "Featurizer":
+        """Learn from the training prompts (no-op for pretrained models)."""
+        from assessors.features.cache import texts_hash
+
+        texts = list(texts)
+        self.fit_hash_ = texts_hash(texts) if self.learns_from_texts else ""
+        self._fit(texts)
+        return self
+
+    def _fit(self, texts: list[str]) -> None:  # noqa: B027 - optional hook
+        pass
+
+    def transform(self, texts: Sequence[str]) -> np.ndarray:
+        """Features of shape (n_texts, dim), float32."""
+        from assessors.features.cache import EmbeddingCache
+
+        if self.learns_from_texts and not hasattr(self, "fit_hash_"):
+            # Without this, an unfitted featurizer could hit a cache entry keyed by an empty fit hash.
+            raise NotFittedError(f"{type(self).__name__} learns from the training prompts: call fit(texts) first")
+        texts = list(texts)
+        if not self.cache_dir:
+            return np.asarray(self._transform(texts), dtype=np.float32)
+        return EmbeddingCache(self.cache_dir, self.identity()).get_or_compute(texts, self._transform)
+
+    def fit_transform(self, texts: Sequence[str], y=None) -> np.ndarray:
+        return self.fit(texts).transform(texts)
+
+    @abc.abstractmethod
+    def _transform(self, texts: list[str]) -> np.ndarray:
+        """Compute features of shape (n_texts, dim) for uncached texts."""
+
+    def identity(self) -> str:
+        """Stable string naming this featurizer's output space (cache key)."""
+        params = {k: v for k, v in sorted(self.get_params().items()) if k not in self.runtime_params}
+        return f"{type(self).__name__}:{params}:{getattr(self, 'fit_hash_', '')}"

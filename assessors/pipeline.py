@@ -1,0 +1,176 @@
+"""``train_assessors(cfg)``: the default task of ``train.py``.
+
+loader -> validate -> split -> features (cached) -> selector -> generic assessor (+ specific
+and baselines) -> per-test-LLM metrics, plots and MLflow run -> pyfunc model.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+
+from assessors.data.results import Results
+from assessors.errors import ConfigError
+from assessors.metrics import evaluate
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Prepared:
+    """Everything the assessors are fitted on, computed once per run."""
+
+    results: Results
+    inst: dict[str, list[str]]  # train/val/test instance ids
+    llms: dict[str, list[str]]  # train/val/test LLM names
+    X: dict[str, np.ndarray]  # train/val/test features, (n_ids, d)
+    featurizer: object
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def S(self, llm_part: str, inst_part: str) -> np.ndarray:
+        """Success sub-matrix (n_llms, n_instances)."""
+        return self.results.matrix(self.llms[llm_part], self.inst[inst_part])
+
+
+def prepare(cfg: DictConfig) -> Prepared:
+    """Load, validate, split and featurize (steps 1-4 of the pipeline)."""
+    t = {}
+    t0 = time.perf_counter()
+    results: Results = instantiate(cfg.data)
+    t["load_s"] = time.perf_counter() - t0
+    log.info("loaded %r", results)
+    if cfg.get("validate") is not None:
+        from assessors.data.validate import run_validation
+
+        run_validation(results, cfg.validate)
+    inst = instantiate(cfg.split).split(results)
+    llms = instantiate(cfg.llm_split).split(results)
+    log.info("instances %s; LLMs %s", {k: len(v) for k, v in inst.items()}, {k: len(v) for k, v in llms.items()})
+    t0 = time.perf_counter()
+    featurizer, X = featurize(cfg, results, inst, llms["train"])
+    t["features_s"] = time.perf_counter() - t0
+    return Prepared(results, inst, llms, X, featurizer, t)
+
+
+def featurize(cfg, results: Results, inst: dict, train_llms: list[str]):
+    """Fit the configured featurizer on training data and transform every split."""
+    featurizer = instantiate(cfg.features)
+    if getattr(featurizer, "uses_results", False):
+        S_train = results.matrix(train_llms, None)
+        featurizer.fit(S_train[:, results.instance_index(inst["train"])])
+        full = featurizer.transform(S_train)
+        return featurizer, {k: full[results.instance_index(ids)] for k, ids in inst.items()}
+    results.require_prompts()
+    featurizer.fit(results.prompts(inst["train"]))
+    # one call over all prompts: the embedding cache and length-sorted batching see everything at once
+    all_ids = [i for ids in inst.values() for i in ids]
+    full = featurizer.transform(results.prompts(all_ids))
+    out, start = {}, 0
+    for k, ids in inst.items():
+        out[k] = full[start:start + len(ids)]
+        start += len(ids)
+    return featurizer, out
+
+
+def fit_generic(cfg, prep: Prepared, selector_cfg=None, assessor_cfg=None):
+    """Select the reference set and fit the generic assessor; returns (assessor, ref ids)."""
+    S_tr = prep.S("train", "train")
+    selector = instantiate(selector_cfg if selector_cfg is not None else cfg.selector)
+    selector.fit(S_tr, prep.inst["train"], prep.X["train"])
+    ref_ids = selector.reference_ids_
+    ref_idx = np.asarray(selector.reference_index_)
+    R_val = prep.results.matrix(prep.llms["val"], ref_ids)
+    validation = (prep.X["val"], prep.S("val", "val"), R_val) if prep.llms["val"] else None
+    assessor = instantiate(assessor_cfg if assessor_cfg is not None else cfg.assessor)
+    assessor.fit(prep.X["train"], S_tr, ref_idx, validation=validation)
+    return assessor, ref_ids
+
+
+def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
+    """Test-set P(success) of shape (n_test_llms, n_test) for every method."""
+    test_llms, X_te = prep.llms["test"], prep.X["test"]
+    preds, fitted = {}, {}
+    t0 = time.perf_counter()
+    generic, ref_ids = fit_generic(cfg, prep)
+    prep.timings["generic_fit_s"] = time.perf_counter() - t0
+    R_test = prep.results.matrix(test_llms, ref_ids)
+    preds["generic"] = generic.predict_proba(X_te, R_test)
+    fitted.update(generic=generic, reference_ids=ref_ids)
+    cmp = cfg.get("compare", {})
+    if cmp.get("all_train_data", True):
+        t0 = time.perf_counter()
+        base = instantiate(cfg.assessor, use_reference=False, instance_features="embedding")
+        base.fit(prep.X["train"], prep.S("train", "train"), np.array([], dtype=int))
+        preds["all_train_data"] = np.tile(base.predict_proba(X_te, np.zeros((1, 0)))[0], (len(test_llms), 1))
+        prep.timings["all_train_data_fit_s"] = time.perf_counter() - t0
+    if cmp.get("random_selector", True):
+        if OmegaConf.select(cfg, "selector._target_", default="").endswith("RandomSelector"):
+            # the configured selector is already random: the baseline is the generic assessor itself
+            preds["random_selector"] = preds["generic"]
+        else:
+            rand = {"_target_": "assessors.selection.base.RandomSelector", "size": cfg.selector.size, "seed": cfg.seed}
+            g2, ref2 = fit_generic(cfg, prep, selector_cfg=rand)
+            preds["random_selector"] = g2.predict_proba(X_te, prep.results.matrix(test_llms, ref2))
+    ref_pos = prep.results.instance_index(ref_ids)
+    X_ref = prep.X["train"][pd.Index(prep.inst["train"]).get_indexer(ref_ids)]
+    per_llm = {"reference_only": cmp.get("reference_only", True), "specific": cmp.get("specific", True)}
+    for method, on in per_llm.items():
+        if not on:
+            continue
+        t0 = time.perf_counter()
+        out = np.zeros((len(test_llms), len(X_te)), dtype=np.float32)
+        for k, llm in enumerate(tqdm(test_llms, desc=f"{method} assessors", leave=False)):
+            spec = instantiate(cfg.specific)
+            row = prep.results.llm_index([llm])[0]
+            if method == "specific":
+                spec.fit(prep.X["train"], prep.results.success[row, prep.results.instance_index(prep.inst["train"])],
+                         prep.X["val"], prep.results.success[row, prep.results.instance_index(prep.inst["val"])])
+            else:
+                spec.fit(X_ref, prep.results.success[row, ref_pos])
+            out[k] = spec.predict_proba(X_te)
+        preds[method] = out
+        prep.timings[f"{method}_fit_s"] = time.perf_counter() - t0
+    return preds, fitted
+
+
+def score_methods(prep: Prepared, preds: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Long table ``llm, method, metric, value`` on test LLMs x test instances."""
+    S_te = prep.S("test", "test")
+    rows = []
+    for method, P in preds.items():
+        for k, llm in enumerate(prep.llms["test"]):
+            keep = ~np.isnan(S_te[k])
+            for metric, value in evaluate(S_te[k][keep], P[k][keep]).items():
+                rows.append((llm, method, metric, value))
+    return pd.DataFrame(rows, columns=["llm", "method", "metric", "value"])
+
+
+def train_assessors(cfg: DictConfig) -> dict[str, float]:
+    """Train and evaluate the generic assessor, the specific assessor and the baselines.
+
+    Returns
+    -------
+    dict of summary metrics (mean test AUC etc. per method); ``objective`` is the generic
+    assessor's mean test AUC (what sweeps optimise).
+    """
+    from assessors.reporting import report_run
+    from assessors.tracking import tracker_from_cfg
+
+    tracker = tracker_from_cfg(cfg)
+    with tracker.start_run(cfg.get("run_name") or "train", cfg) as run:
+        t_all = time.perf_counter()
+        prep = prepare(cfg)
+        run.set_tags({"data_fingerprint": prep.results.fingerprint(), "data": prep.results.name})
+        if not prep.llms["test"] or not prep.inst["test"]:
+            raise ConfigError("the split leaves no test LLMs or no test instances")
+        preds, fitted = predict_methods(cfg, prep)
+        long = score_methods(prep, preds)
+        prep.timings["total_s"] = time.perf_counter() - t_all
+        summary = report_run(cfg, run, prep, preds, fitted, long)
+    return summary

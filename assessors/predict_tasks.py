@@ -1,0 +1,268 @@
+"""What ``predict.py`` runs: one function per ``mode`` (score, route, serve, onboard).
+
+``conf/predict.yaml`` points ``task._target_`` at ``assessors.predict_tasks.${mode}``; each
+function takes the composed config, prints a JSON summary and returns it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from assessors.errors import ConfigError, DataError
+from assessors.routing.engine import Engine, load_assessor_model
+from assessors.routing.registry import LLMRegistry
+
+log = logging.getLogger("assessors.predict")
+
+ID_COLUMNS = ("instance_id", "reference_id", "id")
+
+
+# ------------------------------------------------------------------------ file formats
+def read_prompts(path: str | os.PathLike) -> pd.DataFrame:
+    """Prompts from CSV or JSONL: a ``prompt`` column and an optional id column -> ``id, prompt``."""
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{p}: prompts file not found")
+    df = pd.read_json(p, lines=True, dtype=False) if p.suffix in (".jsonl", ".json") \
+        else pd.read_csv(p, dtype=str, keep_default_na=False)
+    if "prompt" not in df.columns:
+        raise DataError(f"{p}: no 'prompt' column (columns: {list(df.columns)})")
+    idc = next((c for c in ID_COLUMNS if c in df.columns), None)
+    ids = df[idc].astype(str) if idc else pd.Series(np.arange(len(df)).astype(str))
+    bad = df["prompt"].isna() | (df["prompt"].astype(str).str.len() == 0)
+    if bad.any():
+        raise DataError(f"{p}: empty prompt in row {int(np.flatnonzero(bad.to_numpy())[0]) + 2}")
+    return pd.DataFrame({"id": ids.to_numpy(), "prompt": df["prompt"].astype(str).to_numpy()})
+
+
+def read_reference(path: str | os.PathLike, llm: str | None = None) -> dict[str, float]:
+    """Reference results of one LLM as ``{reference id: success}``.
+
+    Accepts an onboarding output directory (``<dir>/results`` or a ``Results`` parquet
+    directory), a CSV with an id column (``instance_id``/``reference_id``/``id``) and
+    ``success`` (plus ``llm`` to pick one of several LLMs), or JSON ``{id: success}``.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{p}: reference results not found")
+    if p.is_dir():
+        from assessors.data.results import Results
+
+        res = Results.from_parquet(p / "results" if (p / "results").exists() else p)
+        name = llm if llm in res.llms else (res.llms[0] if len(res.llms) == 1 else None)
+        if name is None:
+            raise DataError(f"{p}: holds LLMs {res.llms}; set the LLM name to pick one")
+        row = res.success[res.llms.index(name)]
+        return {i: float(v) for i, v in zip(res.instance_ids, row) if np.isfinite(v)}
+    if p.suffix == ".json":
+        data = json.loads(p.read_text())
+        if not isinstance(data, dict):
+            raise DataError(f"{p}: expected a JSON object {{reference id: success}}")
+        return {str(k): (None if v is None else float(v)) for k, v in data.items()}
+    df = pd.read_csv(p, dtype={c: str for c in ID_COLUMNS + ("llm",)})
+    idc = next((c for c in ID_COLUMNS if c in df.columns), None)
+    if idc is None or "success" not in df.columns:
+        raise DataError(f"{p}: need an id column ({'/'.join(ID_COLUMNS)}) and 'success' (have {list(df.columns)})")
+    if "llm" in df.columns:
+        if llm is None and df["llm"].nunique() > 1:
+            raise DataError(f"{p}: holds several LLMs ({sorted(df['llm'].unique())[:5]}); set the LLM name")
+        df = df[df["llm"] == llm] if llm is not None else df
+    dup = df[idc].duplicated()
+    if dup.any():
+        raise DataError(f"{p}: reference id {df[idc][dup].iloc[0]!r} appears twice (row {int(np.flatnonzero(dup)[0]) + 2})")
+    return {str(i): (None if pd.isna(v) else float(v)) for i, v in zip(df[idc], df["success"])}
+
+
+def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """CSV or JSONL (by suffix), written atomically."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
+    os.close(fd)
+    try:
+        if out.suffix in (".jsonl", ".json"):
+            df.to_json(tmp, orient="records", lines=True)
+        else:
+            df.to_csv(tmp, index=False)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out
+
+
+# ---------------------------------------------------------------------------- engine
+def _plain(node) -> Any:
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) or OmegaConf.is_config(node) else node
+
+
+def build_engine(model_uri: str | None, router: Mapping | None = None, llms: Sequence[Mapping] = (),
+                 known_llms: Any = None, default_cost: Mapping | None = None, trust: Mapping | None = None,
+                 embed_cache_size: int = 10_000, model=None) -> Engine:
+    """Load the assessor from ``model_uri`` (config only) and register the configured LLMs.
+
+    ``llms`` entries: ``{name, reference: path | null, cost: {...}}``; a null reference means
+    an LLM known to the model from training.
+    """
+    model = model if model is not None else load_assessor_model(model_uri)
+    trust_fn = instantiate(_plain(trust)) if trust else None
+    engine = Engine(model, LLMRegistry(model.reference_ids, trust_fn=trust_fn),
+                    router=instantiate(_plain(router)) if router else None, embed_cache_size=embed_cache_size)
+    default_cost = dict(_plain(default_cost) or {})
+    known = list(getattr(model, "llms", []))
+    if known_llms:
+        names = known if known_llms == "all" else list(known_llms)
+        engine.register_known(names, cost=default_cost)
+    for spec in map(_plain, llms or ()):
+        if "name" not in spec:
+            raise ConfigError(f"llms entry {spec} has no 'name'")
+        name, ref, cost = spec["name"], spec.get("reference"), {**default_cost, **(spec.get("cost") or {})}
+        if ref is None:
+            engine.register_known([name], cost=cost)
+        else:
+            engine.registry.register(name, read_reference(ref, name), cost=cost, source=str(ref), overwrite=True)
+    return engine
+
+
+def engine_from_settings(settings) -> Engine:
+    """The app factory's default: build the engine from ``ServerSettings``."""
+    return build_engine(settings.model_uri, settings.router, settings.llms, settings.known_llms,
+                        settings.default_cost, settings.trust, settings.embed_cache_size)
+
+
+def engine_from_cfg(cfg: DictConfig, model=None) -> Engine:
+    return build_engine(cfg.model_uri, cfg.get("router"), cfg.get("llms") or [], cfg.get("known_llms"),
+                        cfg.get("default_cost"), cfg.get("trust"), cfg.server.embed_cache_size, model=model)
+
+
+def _report(out: dict) -> dict:
+    """Print a mode's summary as JSON on stdout (what scripts parse) and return it."""
+    print(json.dumps(out, indent=2, default=str), file=sys.stdout)
+    return out
+
+
+def _print_trust(engine: Engine) -> None:
+    for e in engine.registry.resolve(None):
+        if e.trust is not None:
+            print(f"trust report for {e.name}: {json.dumps(e.trust, indent=2, default=str)}")
+
+
+# ----------------------------------------------------------------------------- modes
+def score(cfg: DictConfig, model=None) -> dict:
+    """P(success) of every configured LLM on every prompt -> long table ``id, llm, p_success``."""
+    engine = engine_from_cfg(cfg, model)
+    if not cfg.prompts:
+        raise ConfigError("mode=score needs prompts=<CSV or JSONL with a 'prompt' column>")
+    prompts = read_prompts(cfg.prompts)
+    names, P = engine.predict(prompts["prompt"].tolist())
+    _print_trust(engine)
+    out = pd.DataFrame({"id": np.tile(prompts["id"].to_numpy(), len(names)),
+                        "llm": np.repeat(names, len(prompts)), "p_success": P.ravel()})
+    path = write_table(out, cfg.out or "outputs/predict/scores.csv")
+    log.info("wrote %d scores (%d prompts x %d LLMs) to %s", len(out), len(prompts), len(names), path)
+    return _report({"n_prompts": len(prompts), "llms": names, "out": str(path),
+                    "mean_p_success": {n: float(P[i].mean()) for i, n in enumerate(names)}})
+
+
+def calibrate(cfg: DictConfig, engine: Engine) -> dict | None:
+    """Tune the router on validation data (``calibration.data``: a Results config node)."""
+    cal = cfg.get("calibration")
+    if not cal or cal.get("data") is None:
+        return None
+    data = instantiate(cal.data)
+    names = [n for n in engine.registry.names() if n in data.llms]
+    if not names:
+        raise ConfigError(f"calibration data has none of the registered LLMs {engine.registry.names()}")
+    ids = data.instance_ids
+    if cal.get("max_prompts") and len(ids) > cal.max_prompts:
+        ids = list(np.random.default_rng(cfg.seed).choice(ids, int(cal.max_prompts), replace=False))
+    prompts = data.prompts(ids)
+    names, P = engine.predict(prompts, names)
+    C = engine.registry.cost_matrix(engine.registry.resolve(names), prompts)
+    C_true = data.cost[data.llm_index(names)][:, data.instance_index(ids)] if (cal.get("use_data_cost") and data.cost is not None) else None
+    engine.router.calibrate(P, data.matrix(names, ids), C, target_accuracy=cal.get("target_accuracy"),
+                            budget=cal.get("budget"), C_true=None if C_true is None else np.nan_to_num(C_true))
+    log.info("calibrated %s: %s", type(engine.router).__name__, engine.router.calibration_)
+    return engine.router.calibration_
+
+
+def route(cfg: DictConfig, model=None) -> dict:
+    """One decision per prompt -> table ``id, llm, expected_cost, p_chosen, p_success[<llm>]...``."""
+    engine = engine_from_cfg(cfg, model)
+    if engine.router is None:
+        raise ConfigError("mode=route needs a router (router=threshold|utility|abstain)")
+    if not cfg.prompts:
+        raise ConfigError("mode=route needs prompts=<CSV or JSONL with a 'prompt' column>")
+    cal = calibrate(cfg, engine)
+    prompts = read_prompts(cfg.prompts)
+    routing = engine.route(prompts["prompt"].tolist())
+    df = routing.to_frame()
+    df.insert(0, "id", prompts["id"].to_numpy())
+    path = write_table(df, cfg.out or "outputs/predict/routes.csv")
+    counts = df["llm"].fillna("(abstain)").value_counts().to_dict()
+    log.info("routed %d prompts: %s; wrote %s", len(df), counts, path)
+    return _report({"n_prompts": len(df), "chosen": counts, "total_expected_cost": float(df["expected_cost"].sum()),
+                    "calibration": cal, "out": str(path)})
+
+
+def server_settings(cfg: DictConfig):
+    from assessors.serving.settings import ServerSettings
+
+    return ServerSettings.model_validate({**_plain(cfg.server), "model_uri": cfg.model_uri,
+                                          "router": _plain(cfg.get("router")), "llms": _plain(cfg.get("llms") or []),
+                                          "known_llms": _plain(cfg.get("known_llms")),
+                                          "default_cost": _plain(cfg.get("default_cost") or {}),
+                                          "trust": _plain(cfg.get("trust"))})
+
+
+def serve(cfg: DictConfig, model=None) -> dict:
+    """Start the HTTP server (uvicorn) with the configured model, router and LLMs."""
+    import uvicorn
+
+    from assessors.serving.app import create_app
+
+    settings = server_settings(cfg)
+    engine = engine_from_cfg(cfg, model)
+    calibrate(cfg, engine)
+    app = create_app(settings, engine=engine)
+    log.info("serving %d LLMs on http://%s:%d (OpenAPI at /docs)", len(engine.registry), settings.host, settings.port)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
+                timeout_keep_alive=5, timeout_graceful_shutdown=10)
+    return {}
+
+
+def onboard(cfg: DictConfig, model=None) -> dict:
+    """Run a new LLM on the model's reference prompts (conf/onboarding) -> ``<out>/reference.csv``."""
+    from assessors.onboarding.cli import read_prompts as read_reference_prompts
+
+    model = model if model is not None else load_assessor_model(cfg.model_uri)
+    ob = cfg.onboard
+    if not ob.prompts:
+        raise ConfigError("mode=onboard needs onboard.prompts=[files with the reference prompts and targets]")
+    ref_ids = list(model.reference_ids)
+    prompts = read_reference_prompts(list(ob.prompts), ids=set(ref_ids))
+    missing = sorted(set(ref_ids) - set(prompts["instance_id"]))
+    if missing:
+        log.warning("%d of %d reference prompts are not in %s (e.g. %s); they stay unanswered",
+                    len(missing), len(ref_ids), list(ob.prompts), missing[:3])
+    if prompts.empty:
+        raise DataError(f"none of the {len(ref_ids)} reference ids occur in {list(ob.prompts)}")
+    out_dir = Path(ob.out_dir)
+    results, summary = instantiate(cfg.onboarding).run(prompts, out_dir)
+    name = results.llms[0]
+    ref = pd.DataFrame({"reference_id": results.instance_ids, "success": results.success[0]})
+    path = write_table(ref, out_dir / "reference.csv")
+    # registering validates the vector against the model and computes the trust report (when configured)
+    reg = LLMRegistry(ref_ids, trust_fn=instantiate(_plain(cfg.trust)) if cfg.get("trust") else None)
+    entry = reg.register(name, read_reference(path), source=str(path))
+    return _report({"llm": name, "reference": str(path), **entry.summary(), "onboarding": summary})

@@ -1,0 +1,79 @@
+"""What a training run logs and prints: per-LLM tables, figures, reference ids, the model."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+METHOD_ORDER = ["generic", "specific", "all_train_data", "reference_only", "random_selector"]
+
+
+def summarise(long: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Per-LLM AUC table (rows test LLMs, cols methods) and mean metrics per method."""
+    from assessors.reporting.tables import per_llm_table
+
+    auc = per_llm_table(long, metric="auc", mean_row=False)
+    auc = auc[[m for m in METHOD_ORDER if m in auc.columns] + [m for m in auc.columns if m not in METHOD_ORDER]]
+    means = long.groupby(["method", "metric"])["value"].mean()
+    summary = {f"{metric}/{method}": float(v) for (method, metric), v in means.items()}
+    if "generic" in auc.columns:
+        for other in auc.columns.drop("generic"):
+            summary[f"generic_wins_vs/{other}"] = float((auc["generic"] > auc[other]).sum())
+    summary["n_test_llms"] = float(len(auc))
+    return auc, summary
+
+
+def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long: pd.DataFrame) -> dict[str, float]:
+    from assessors.reporting import plots
+    from assessors.reporting.tables import to_markdown
+
+    auc, summary = summarise(long)
+    summary.update({f"time/{k}": float(v) for k, v in prep.timings.items()})
+    summary["objective"] = summary.get("auc/generic", float("nan"))
+    run.log_metrics(summary)
+    run.log_table(long, "tables/metrics_long.csv")
+    wide = long.pivot_table(index="llm", columns=["metric", "method"], values="value")
+    wide.columns = [f"{m}/{meth}" for m, meth in wide.columns]
+    run.log_table(wide, "tables/per_llm_metrics.csv")
+    run.log_text(to_markdown(auc), "tables/auc_per_llm.md")
+    run.log_dict({"reference_ids": list(fitted["reference_ids"])}, "reference_ids.json")
+    gen = fitted["generic"]
+    if getattr(gen, "selection_", None) is not None:
+        run.log_table(gen.selection_, "tables/generic_model_selection.csv")
+    run.log_params({"generic.selected_classifier": gen.classifier_name_})
+    if cfg.get("plots", True):
+        S_te = prep.S("test", "test")
+        pooled = {m: (S_te[~np.isnan(S_te)], P[~np.isnan(S_te)]) for m, P in preds.items()}
+        figs = {
+            "plots/auc_by_method.png": plots.auc_by_method_bar(auc),
+            "plots/roc_curves.png": plots.roc_curves(pooled),
+            "plots/reliability.png": plots.reliability_diagram(pooled),
+        }
+        import matplotlib.pyplot as plt
+
+        for path, fig in figs.items():
+            run.log_figure(fig, path)
+            plt.close(fig)
+    if getattr(getattr(cfg, "tracking", None), "log_model", False) and not getattr(prep.featurizer, "uses_results", False):
+        from assessors.core.pyfunc import log_assessor_model
+
+        uri = log_assessor_model(run, gen, prep.featurizer, fitted["reference_ids"],
+                                 prep.results.matrix(prep.llms["train"], fitted["reference_ids"]),
+                                 prep.llms["train"], example_prompts=prep.results.prompts(prep.inst["test"][:2]))
+        if uri:
+            summary_uri = uri
+            run.set_tags({"model_uri": summary_uri})
+            log.info("model logged: %s", summary_uri)
+    print("\nTest AUC per LLM (rows: test LLMs; columns: methods)\n")
+    shown = auc.sort_values(auc.columns[0], ascending=False)
+    shown.loc["mean"] = auc.mean(axis=0)
+    print(to_markdown(shown))
+    for m in ("generic",):
+        if f"ece/{m}" in summary:
+            print(f"{m}: ECE {summary[f'ece/{m}']:.3f}, Brier {summary[f'brier/{m}']:.3f}, "
+                  f"log loss {summary[f'log_loss/{m}']:.3f}; selected classifier {gen.classifier_name_}")
+    print(f"\nMLflow: {run.location}\n")
+    return summary

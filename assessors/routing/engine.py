@@ -1,0 +1,138 @@
+"""Scoring engine: a loaded assessor + LLM registry -> P(success), costs and routes.
+
+Shared by ``predict.py`` (score / route) and the HTTP server. Prompt embeddings are kept in
+an in-memory LRU cache so repeated prompts cost only the classifier.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from assessors.errors import ConfigError, DataError
+from assessors.routing.base import Router, Routing
+from assessors.routing.registry import LLMRegistry
+
+log = logging.getLogger(__name__)
+
+
+def load_assessor_model(uri: str):
+    """Load an :class:`~assessors.core.pyfunc.AssessorModel` from an MLflow model URI or directory.
+
+    ``uri`` is a local directory holding an ``MLmodel`` file, or any MLflow model URI
+    (``runs:/<id>/assessor``, ``models:/<name>/<version>``). It comes from configuration
+    only; the HTTP API never takes one.
+    """
+    import mlflow.pyfunc
+
+    if not uri:
+        raise ConfigError("model_uri is not set: pass model_uri=<MLflow model URI or directory of a logged assessor>")
+    local = Path(uri)
+    if "://" not in uri and not uri.startswith(("runs:", "models:")):
+        if not (local / "MLmodel").exists():
+            raise ConfigError(f"model_uri {uri!r}: no MLmodel file in that directory (expected a logged 'assessor' model)")
+        uri = str(local.resolve())
+    model = mlflow.pyfunc.load_model(uri).unwrap_python_model()
+    for attr in ("assessor", "featurizer", "reference_ids"):
+        if not hasattr(model, attr):
+            raise ConfigError(f"model_uri {uri!r} is not an assessors AssessorModel (no {attr!r})")
+    return model
+
+
+class Engine:
+    """P(success) and routing for registered LLMs.
+
+    Parameters
+    ----------
+    model : AssessorModel
+        Featurizer + fitted generic assessor + reference ids (+ known LLMs).
+    registry : LLMRegistry, optional
+        Defaults to an empty registry over ``model.reference_ids``.
+    router : Router, optional
+        Default routing policy.
+    embed_cache_size : int
+        Number of prompt embeddings kept in memory (0 disables).
+    """
+
+    def __init__(self, model, registry: LLMRegistry | None = None, router: Router | None = None,
+                 embed_cache_size: int = 10_000, trust_fn: Callable | None = None):
+        self.model = model
+        self.registry = registry if registry is not None else LLMRegistry(model.reference_ids, trust_fn=trust_fn)
+        self.router = router
+        self.embed_cache_size = int(embed_cache_size)
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        # torch / tokenizer state is not re-entrant-safe for concurrent encodes of one model
+        self._encode_lock = threading.Lock()
+        feat = model.featurizer
+        if "cache_dir" in feat.get_params():
+            # the on-disk cache reloads every shard per call: right for batch training,
+            # far too slow per request; the in-memory LRU below replaces it
+            feat.set_params(cache_dir=None)
+
+    @property
+    def reference_ids(self) -> list[str]:
+        return list(self.model.reference_ids)
+
+    def register_known(self, names: Sequence[str] | None = None, cost=None, source: str = "training") -> list[str]:
+        """Register LLMs whose reference results ship with the model (by name)."""
+        known = list(getattr(self.model, "llms", []))
+        names = known if names is None else list(names)
+        for n in names:
+            if n not in known:
+                raise DataError(f"LLM {n!r} has no reference results in the model (known: {known[:10]}...)")
+            self.registry.register(n, self.model.reference_success[known.index(n)], cost=cost, source=source,
+                                   overwrite=True)
+        return names
+
+    # ---------------------------------------------------------------- features
+    def embed(self, prompts: Sequence[str]) -> np.ndarray:
+        """Prompt features (m, d), computing only prompts not in the LRU cache."""
+        prompts = [str(p) for p in prompts]
+        if self.embed_cache_size <= 0:
+            with self._encode_lock:
+                return self.model.featurizer.transform(prompts)
+        keys = [hashlib.sha1(p.encode("utf-8")).hexdigest() for p in prompts]
+        with self._cache_lock:
+            found = {k: self._cache[k] for k in keys if k in self._cache}
+            for k in found:
+                self._cache.move_to_end(k)
+        todo = list(dict.fromkeys(k for k in keys if k not in found))
+        if todo:
+            text = dict(zip(keys, prompts))
+            with self._encode_lock:
+                new = self.model.featurizer.transform([text[k] for k in todo])
+            with self._cache_lock:
+                for k, v in zip(todo, new):
+                    found[k] = v
+                    self._cache[k] = v
+                while len(self._cache) > self.embed_cache_size:
+                    self._cache.popitem(last=False)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    # ----------------------------------------------------------------- scoring
+    def predict(self, prompts: Sequence[str], llms: Sequence[str] | None = None,
+                X: np.ndarray | None = None) -> tuple[list[str], np.ndarray]:
+        """P(success) of shape (k, m) for registered ``llms`` (all when None)."""
+        entries = self.registry.resolve(llms)
+        if not entries:
+            raise DataError("no LLM registered: register one (POST /v1/llms, or `llms` in conf/predict.yaml)")
+        if len(prompts) == 0:
+            return [e.name for e in entries], np.zeros((len(entries), 0), np.float32)
+        X = self.embed(prompts) if X is None else X
+        P = self.model.assessor.predict_proba(X, self.registry.reference_matrix(entries))
+        return [e.name for e in entries], np.atleast_2d(P)
+
+    def route(self, prompts: Sequence[str], llms: Sequence[str] | None = None, router: Router | None = None) -> Routing:
+        """One decision per prompt with the configured (or given) router."""
+        router = router if router is not None else self.router
+        if router is None:
+            raise ConfigError("no router configured")
+        names, P = self.predict(prompts, llms)
+        C = self.registry.cost_matrix(self.registry.resolve(names), prompts)
+        return router.route(P, C, names)

@@ -1,0 +1,259 @@
+"""Routing evaluation on RouterBench (``python train.py +experiment=routerbench``).
+
+Train on the RouterBench train CSVs, evaluate on the test CSVs with the real per-item costs of
+the 11 LLMs. Every method predicts P(success) per (LLM, test prompt); the same utility router
+(P - lambda * expected cost) is swept over lambda to give an accuracy-vs-total-cost curve.
+Compared: the generic assessor, kNN on prompt embeddings, RouteLLM-style matrix factorisation,
+every single LLM, the oracle and random routing; "onboarding" repeats the comparison with one
+LLM held out of training that enters only through its reference results.
+
+AIQ (RouterBench, Hu et al. 2024): the area under the non-decreasing upper convex hull of a
+method's (cost, accuracy) points, divided by the cost range of the pool, with the cost range
+set by the cheapest and the most expensive single LLM (the same bounds for every method; the
+hull is extended flat outside a method's own points).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import numpy as np
+import pandas as pd
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+from scipy.optimize import nnls
+
+from assessors.routing.base import realised
+from assessors.routing.costs import CostModel
+
+log = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------------ curve maths
+def upper_hull(cost: np.ndarray, acc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vertices of the non-decreasing upper convex hull of points (cost, acc), by cost."""
+    order = np.lexsort((-np.asarray(acc), np.asarray(cost)))
+    pts = [(float(cost[i]), float(acc[i])) for i in order]
+    hull: list[tuple[float, float]] = []
+    for p in pts:
+        if hull and p[1] <= hull[-1][1]:
+            continue  # non-decreasing: a costlier point must be more accurate to count
+        while len(hull) >= 2:
+            (x1, y1), (x2, y2) = hull[-2], hull[-1]
+            if (x2 - x1) * (p[1] - y1) - (y2 - y1) * (p[0] - x1) >= 0:  # hull[-1] under the chord
+                hull.pop()
+            else:
+                break
+        hull.append(p)
+    h = np.array(hull)
+    return h[:, 0], h[:, 1]
+
+
+def aiq(cost: np.ndarray, acc: np.ndarray, c_min: float, c_max: float, n: int = 2001) -> float:
+    """Average accuracy of the hull over [c_min, c_max] (costs on a linear scale)."""
+    hx, hy = upper_hull(cost, acc)
+    grid = np.linspace(c_min, c_max, n)
+    return float(np.trapezoid(np.interp(grid, hx, hy), grid) / (c_max - c_min))
+
+
+def cost_to_reach(curve: pd.DataFrame, target: float) -> float:
+    """Least total cost among sweep points whose accuracy reaches ``target`` (NaN if none)."""
+    ok = curve[curve["accuracy"] >= target]
+    return float(ok["cost"].min()) if len(ok) else float("nan")
+
+
+def fit_cost_models(prompts: list[str], cost: np.ndarray, chars_per_token: float = 4.0) -> list[CostModel]:
+    """Per-LLM ``per_item + per_1k_input * tokens`` fitted by non-negative least squares on training costs."""
+    n_tok = np.array([len(p) for p in prompts], float) / chars_per_token
+    out = []
+    for c in cost:
+        ok = np.isfinite(c)
+        A = np.column_stack([np.ones(ok.sum()), n_tok[ok] / 1000.0])
+        (a, b), _ = nnls(A, c[ok].astype(float))
+        out.append(CostModel(per_item=a, per_1k_input=b, chars_per_token=chars_per_token))
+    return out
+
+
+# ------------------------------------------------------------------------- methods
+def _generic(cfg, X_fit, S_fit, X_val, S_val, ref_index):
+    gen = instantiate(cfg.assessor)
+    R = S_fit[:, ref_index]
+    # GenericAssessor's validation AUC does not accept NaN outcomes: keep fully graded prompts
+    full = np.isfinite(S_val).all(0)
+    gen.fit(X_fit, S_fit, ref_index, validation=(X_val[full], S_val[:, full], R))
+    return gen
+
+
+def predict_all(cfg, X: dict, S_fit, S_val, ref_index, holdout: int | None):
+    """P(success) on val and test (n_llms, m) per method; ``holdout`` LLM row enters by its reference results only."""
+    k = S_fit.shape[0]
+    seen = [i for i in range(k) if i != holdout]
+    preds = {}
+    t0 = time.perf_counter()
+    gen = _generic(cfg, X["fit"], S_fit[seen], X["val"], S_val[seen], ref_index)
+    R = S_fit[:, ref_index]  # every LLM's reference vector, the held-out one included
+    preds["generic assessor"] = {p: gen.predict_proba(X[p], R) for p in ("val", "test")}
+    log.info("generic assessor fitted in %.1fs (classifier %s)", time.perf_counter() - t0, gen.classifier_name_)
+    X_ref = X["fit"][ref_index]
+    knn = instantiate(cfg.baselines.knn).fit(X["fit"], S_fit[seen])
+    mf = instantiate(cfg.baselines.mf).fit(X["fit"], S_fit[seen])
+    if holdout is not None:
+        knn_new = instantiate(cfg.baselines.knn).fit(X_ref, S_fit[[holdout]][:, ref_index])
+        mf.add_llm(X_ref, S_fit[holdout, ref_index])
+    for name, model in (("kNN", knn), ("matrix factorisation", mf)):
+        out = {}
+        for p in ("val", "test"):
+            P = model.predict_proba(X[p])
+            if holdout is not None:
+                new = (knn_new.predict_proba(X[p]) if model is knn else P[-1:])
+                P = np.insert(P[:len(seen)], holdout, new[0], axis=0)
+            out[p] = P
+        preds[name] = out
+    return preds
+
+
+def evaluate_setting(cfg, preds, S, C_est, C_true, llms, best_acc, best_cost, c_range, label):
+    """Curves, AIQ, goal figures and a calibrated operating point for every method."""
+    router = instantiate(cfg.router)
+    rows, curves = [], {}
+    for name, P in preds.items():
+        curve = router.sweep(P["test"], S["test"], C_est["test"], C_true=C_true["test"])
+        curves[name] = curve
+        need = cost_to_reach(curve, cfg.goal.accuracy_fraction * best_acc)
+        row = {"setting": label, "method": name, "aiq": aiq(curve["cost"].to_numpy(), curve["accuracy"].to_numpy(), *c_range),
+               "max_accuracy": float(curve["accuracy"].max()),
+               f"cost_at_{cfg.goal.accuracy_fraction:g}x_best_acc": need,
+               "cost_ratio_to_best_llm": need / best_cost}
+        row["meets_goal"] = bool(row["cost_ratio_to_best_llm"] <= cfg.goal.cost_fraction)
+        # a deployable operating point: lambda calibrated on validation prompts only
+        val_target = cfg.goal.accuracy_fraction * float(np.nanmax(np.nanmean(np.nan_to_num(S["val"]), axis=1)))
+        try:
+            r = instantiate(cfg.router).calibrate(P["val"], S["val"], C_est["val"], target_accuracy=val_target,
+                                                  C_true=C_true["val"])
+            y, c = realised(r.route(P["test"], C_est["test"]).choice, np.nan_to_num(S["test"]), C_true["test"])
+            row.update(calibrated_knob=r.knob_value, calibrated_test_accuracy=float(np.mean(y)),
+                       calibrated_test_cost=float(c.sum()))
+        except Exception as e:  # noqa: BLE001 - a target out of reach is a result, not a crash
+            row.update(calibrated_knob=np.nan, calibrated_test_accuracy=np.nan, calibrated_test_cost=np.nan)
+            log.warning("%s/%s: calibration failed: %s", label, name, e)
+        rows.append(row)
+    return pd.DataFrame(rows), curves
+
+
+def reference_points(S_test, C_true, llms, seed: int = 0) -> pd.DataFrame:
+    """Single LLMs, the oracle and random routing on the test prompts."""
+    S0 = np.nan_to_num(S_test)
+    rows = [{"method": n, "kind": "single LLM", "accuracy": float(S0[i].mean()), "cost": float(C_true[i].sum())}
+            for i, n in enumerate(llms)]
+    # oracle: the cheapest LLM that succeeds; the cheapest overall when none does
+    big = np.where(S0 > 0, C_true, np.inf)
+    choice = np.where(np.isfinite(big.min(0)), big.argmin(0), C_true.argmin(0))
+    y, c = realised(choice, S0, C_true)
+    rows.append({"method": "oracle", "kind": "oracle", "accuracy": float(y.mean()), "cost": float(c.sum())})
+    rng = np.random.default_rng(seed)
+    draws = [realised(rng.integers(0, len(llms), S0.shape[1]), S0, C_true) for _ in range(200)]
+    rows.append({"method": "random", "kind": "random", "accuracy": float(np.mean([d[0].mean() for d in draws])),
+                 "cost": float(np.mean([d[1].sum() for d in draws]))})
+    return pd.DataFrame(rows)
+
+
+def plot_curves(curves: dict, points: pd.DataFrame, title: str):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for name, cv in curves.items():
+        hx, hy = upper_hull(cv["cost"].to_numpy(), cv["accuracy"].to_numpy())
+        line, = ax.plot(hx, hy, label=f"{name} (hull)")
+        ax.scatter(cv["cost"], cv["accuracy"], s=4, color=line.get_color(), alpha=0.4)
+    for kind, marker in (("single LLM", "o"), ("oracle", "*"), ("random", "x")):
+        sub = points[points["kind"] == kind]
+        ax.scatter(sub["cost"], sub["accuracy"], marker=marker, color="k", s=40 if kind != "oracle" else 120,
+                   label=kind, zorder=3)
+        if kind == "single LLM":
+            for _, r in sub.iterrows():
+                ax.annotate(r["method"].split("/")[-1][:18], (r["cost"], r["accuracy"]), fontsize=6,
+                            xytext=(3, -3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("total cost on the test prompts (USD, log scale)")
+    ax.set_ylabel("accuracy")
+    ax.set_title(title)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def run_routerbench(cfg: DictConfig) -> dict:
+    """The routing evaluation task; logs tables, curves and the figure; returns summary metrics."""
+    from assessors.tracking import tracker_from_cfg
+
+    tracker = tracker_from_cfg(cfg)
+    with tracker.start_run(cfg.get("run_name") or "routerbench", cfg) as run:
+        res = instantiate(cfg.data)
+        split = res.instances["routerbench_split"].to_numpy()
+        train_ids = list(res.instances.index[split == "train"])
+        test_ids = list(res.instances.index[split == "test"])
+        rng = np.random.default_rng(cfg.seed)
+        perm = rng.permutation(len(train_ids))
+        n_val = int(round(cfg.routing_eval.val_fraction * len(train_ids)))
+        ids = {"fit": [train_ids[i] for i in perm[n_val:]], "val": [train_ids[i] for i in perm[:n_val]], "test": test_ids}
+        llms = list(res.llms)
+        featurizer = instantiate(cfg.features)
+        featurizer.fit(res.prompts(ids["fit"]))
+        allX = featurizer.transform(res.prompts([i for p in ids.values() for i in p]))
+        X, start = {}, 0
+        for p, v in ids.items():
+            X[p], start = allX[start:start + len(v)], start + len(v)
+        S = {p: res.matrix(llms, v) for p, v in ids.items()}
+        C_true = {p: np.nan_to_num(res.cost[:, res.instance_index(v)]) for p, v in ids.items()}
+        cost_models = fit_cost_models(res.prompts(train_ids), res.cost[:, res.instance_index(train_ids)])
+        C_est = {p: np.stack([cm.expected(res.prompts(v)) for cm in cost_models]) for p in ids for v in [ids[p]]}
+        selector = instantiate(cfg.selector).fit(S["fit"], ids["fit"], X["fit"])
+        ref_index = np.asarray(selector.reference_index_)
+        points = reference_points(S["test"], C_true["test"], llms, cfg.seed)
+        singles = points[points["kind"] == "single LLM"]
+        best = singles.loc[singles["accuracy"].idxmax()]
+        c_range = (float(singles["cost"].min()), float(singles["cost"].max()))
+        tables, figs = [], {}
+        settings = [("in-distribution", None)] + [(f"onboarding:{h}", llms.index(h)) for h in cfg.routing_eval.onboarding_holdout]
+        for label, holdout in settings:
+            log.info("routing evaluation: %s", label)
+            preds = predict_all(cfg, X, S["fit"], S["val"], ref_index, holdout)
+            table, curves = evaluate_setting(cfg, preds, S, C_est, C_true, llms, float(best["accuracy"]),
+                                             float(best["cost"]), c_range, label)
+            tables.append(table)
+            figs[label] = plot_curves(curves, points, f"RouterBench test ({len(test_ids)} prompts): {label}")
+            for name, cv in curves.items():
+                run.log_table(cv.assign(method=name, setting=label), f"routing/curves/{label}/{name}.csv".replace(":", "_"))
+        ref_rows = points.assign(setting="reference", aiq=[aiq(np.array([c]), np.array([a]), *c_range)
+                                                           for c, a in zip(points["cost"], points["accuracy"])])
+        table = pd.concat(tables, ignore_index=True)
+        run.log_table(table, "routing/routerbench_table.csv")
+        run.log_table(ref_rows, "routing/reference_points.csv")
+        for label, fig in figs.items():
+            run.log_figure(fig, f"routing/cost_accuracy_{label.replace(':', '_').replace('/', '_')}.png")
+        summary = {"best_llm": best["method"], "best_llm_accuracy": float(best["accuracy"]),
+                   "best_llm_cost": float(best["cost"]), "n_test": len(test_ids), "n_reference": int(len(ref_index))}
+        for _, r in table.iterrows():
+            key = f"{r['setting']}/{r['method']}".replace(" ", "_")
+            summary[f"{key}/aiq"] = r["aiq"]
+            summary[f"{key}/cost_ratio"] = r["cost_ratio_to_best_llm"]
+        run.log_metrics({k: v for k, v in summary.items() if isinstance(v, float)})
+        out = {"table": table.to_dict(orient="records"), "reference_points": ref_rows.to_dict(orient="records"),
+               **summary, "objective": float(table.loc[(table.setting == "in-distribution")
+                                                       & (table.method == "generic assessor"), "aiq"].iloc[0])}
+        run.log_dict(out, "routing/summary.json")
+        with pd.option_context("display.width", 200, "display.max_columns", 20):
+            print(table.to_string(index=False))
+            print(ref_rows[["method", "accuracy", "cost", "aiq"]].to_string(index=False))
+        if cfg.routing_eval.get("out"):
+            from pathlib import Path
+
+            o = Path(cfg.routing_eval.out)
+            o.mkdir(parents=True, exist_ok=True)
+            (o / "summary.json").write_text(json.dumps(out, indent=2, default=float))
+            table.to_csv(o / "routerbench_table.csv", index=False)
+            for label, fig in figs.items():
+                fig.savefig(o / f"cost_accuracy_{label.replace(':', '_').replace('/', '_')}.png", dpi=120)
+        log.info("results: %s", run.location)
+    return out

@@ -1,0 +1,124 @@
+"""Request/response bodies of the HTTP API (pydantic v2).
+
+Batch sizes and prompt lengths are also limited per deployment (``ServerSettings.limits``);
+those limits are checked in the endpoints because they come from configuration.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+LLMName = Field(min_length=1, max_length=200, pattern=r"^[\w.\-/:@+]+$",
+                description="LLM name: letters, digits and . - / : @ + _")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CostSpec(Strict):
+    """Expected cost per request: fixed per item and/or per 1k input/output tokens."""
+
+    per_item: float = Field(0.0, ge=0)
+    per_1k_input: float = Field(0.0, ge=0)
+    per_1k_output: float = Field(0.0, ge=0)
+    output_tokens: float = Field(0.0, ge=0, description="expected completion tokens")
+    chars_per_token: float = Field(4.0, gt=0)
+
+
+class PredictRequest(Strict):
+    prompts: list[str] = Field(min_length=1, description="prompts to score")
+    llms: Optional[list[str]] = Field(None, min_length=1, description="registered LLM names (default: all)")
+
+
+class PromptScores(BaseModel):
+    p_success: dict[str, float]
+
+
+class PredictResponse(BaseModel):
+    llms: list[str]
+    results: list[PromptScores]
+
+
+class RouteRequest(PredictRequest):
+    pass
+
+
+class Decision(BaseModel):
+    llm: Optional[str] = Field(description="chosen LLM; null when the router abstains")
+    abstained: bool
+    p_success: dict[str, float]
+    cost: dict[str, float]
+    expected_cost: float
+
+
+class RouterInfo(BaseModel):
+    policy: str
+    knob: str
+    value: float
+
+
+class RouteResponse(BaseModel):
+    router: RouterInfo
+    decisions: list[Decision]
+
+
+class RegisterRequest(Strict):
+    name: str = LLMName
+    reference: Union[dict[str, Optional[float]], list[Optional[float]]] = Field(
+        description="success on the reference set: {reference_id: 0/1} or a list in reference order "
+                    "(null or -1 = not evaluated)")
+    cost: CostSpec = Field(default_factory=CostSpec)
+    overwrite: bool = False
+
+
+class LLMInfo(BaseModel):
+    name: str
+    source: str
+    n_reference: int
+    n_answered: int
+    reference_accuracy: Optional[float]
+    cost: dict[str, float]
+    trust: Optional[dict[str, Any]] = Field(None, description="trust report computed at registration, if enabled")
+
+
+class LLMList(BaseModel):
+    llms: list[LLMInfo]
+
+
+class ReferenceSet(BaseModel):
+    reference_ids: list[str]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    n_llms: int
+    n_reference: int
+    router: RouterInfo
+    featurizer: str
+
+
+class ErrorBody(BaseModel):
+    type: str
+    message: str
+    details: Optional[list[dict[str, Any]]] = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str = Field(min_length=1, max_length=32)
+    content: Union[str, list[dict[str, Any]], None] = None
+
+
+class ChatCompletionRequest(BaseModel):
+    """OpenAI chat-completions body; extra fields (temperature, max_tokens...) are forwarded."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str = Field(min_length=1, max_length=200)
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: Optional[bool] = False

@@ -1,0 +1,54 @@
+"""Server settings (``server:`` in ``conf/predict.yaml``), validated by pydantic."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Cfg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AuthSettings(_Cfg):
+    enabled: bool = True
+    api_keys_env: list[str] = Field(default_factory=lambda: ["ASSESSORS_API_KEYS"],
+                                    description="NAMES of env vars holding API keys (comma-separated values)")
+
+
+class Limits(_Cfg):
+    max_body_bytes: int = Field(1_000_000, gt=0)
+    max_batch: int = Field(256, gt=0, description="prompts per request")
+    max_prompt_chars: int = Field(32_000, gt=0)
+    max_llms: int = Field(64, gt=0, description="LLMs per request")
+    max_registered: int = Field(1_000, gt=0)
+    request_timeout_s: float = Field(30.0, gt=0)
+
+
+class Upstream(_Cfg):
+    """An OpenAI-compatible endpoint serving a registered LLM (for /v1/chat/completions)."""
+
+    base_url: str
+    model: str
+    api_key_env: Optional[str] = None
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(1, ge=0)
+
+
+class ServerSettings(_Cfg):
+    """Everything the app factory needs; models are only ever loaded from ``model_uri``."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    model_uri: Optional[str] = None
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+    limits: Limits = Field(default_factory=Limits)
+    embed_cache_size: int = Field(10_000, ge=0)
+    upstreams: dict[str, Upstream] = Field(default_factory=dict)
+    log_level: str = "info"
+    # what the engine is built from when the app factory loads it itself (see predict_tasks.build_engine)
+    router: Optional[dict[str, Any]] = Field(None, description="Hydra node of the routing policy (_target_)")
+    llms: list[dict[str, Any]] = Field(default_factory=list, description="LLMs registered at start")
+    known_llms: Any = Field(None, description="training LLMs to register by name: list, 'all' or null")
+    default_cost: dict[str, float] = Field(default_factory=dict)
+    trust: Optional[dict[str, Any]] = Field(None, description="Hydra node of a trust-report callable (reference -> dict)")

@@ -1,0 +1,240 @@
+"""Experiment tracking (``conf/tracking/``): MLflow with an embedded SQLite store by default.
+
+Every task runs inside ``with tracker.start_run(name, cfg) as run:``. The run object logs
+metrics, figures, tables and text; on an exception (including Ctrl-C) the MLflow run ends
+as FAILED, never left RUNNING.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+#: Config keys whose values are never logged (matched on the last path component).
+SECRET_PATTERN = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorization|credential)", re.I)
+
+
+def flatten_config(cfg: Any, prefix: str = "") -> dict[str, str]:
+    """Flatten a (Omega)config to ``{"a.b.c": "value"}`` with secrets redacted.
+
+    Keys that name secrets (``api_key``, ``token``, ...) are replaced by ``"***"``, except
+    ``*_env`` keys, which only hold the *name* of an environment variable.
+    """
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    if isinstance(cfg, (DictConfig, ListConfig)):
+        cfg = OmegaConf.to_container(cfg, resolve=False)
+    out: dict[str, str] = {}
+    if isinstance(cfg, dict):
+        for k, v in cfg.items():
+            key = f"{prefix}.{k}" if prefix else str(k)
+            if SECRET_PATTERN.search(str(k)) and not str(k).endswith("_env") and v is not None:
+                out[key] = "***"
+            elif isinstance(v, (dict, list)) and v and not (isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v)):
+                out.update(flatten_config(v, key))
+            else:
+                out[key] = json.dumps(v) if isinstance(v, list) else str(v)
+    elif isinstance(cfg, list):
+        for i, v in enumerate(cfg):
+            out.update(flatten_config(v, f"{prefix}.{i}"))
+    return out
+
+
+def git_commit() -> str:
+    try:
+        root = Path(__file__).resolve().parent.parent
+        return subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=5).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+class RunLogger:
+    """What a task logs to. The base class records to memory (used by tests and ``none``)."""
+
+    def __init__(self) -> None:
+        self.metrics: dict[str, float] = {}
+        self.params: dict[str, str] = {}
+        self.tags: dict[str, str] = {}
+        self.artifacts: dict[str, Any] = {}
+        self.run_id: str | None = None
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        self.params.update({k: str(v) for k, v in params.items()})
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        self.metrics.update({k: float(v) for k, v in metrics.items()})
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        self.tags.update(tags)
+
+    def log_figure(self, fig, path: str) -> None:
+        self.artifacts[path] = fig
+
+    def log_table(self, df: pd.DataFrame, path: str) -> None:
+        self.artifacts[path] = df
+
+    def log_text(self, text: str, path: str) -> None:
+        self.artifacts[path] = text
+
+    def log_dict(self, data: dict, path: str) -> None:
+        self.artifacts[path] = data
+
+    def log_artifact(self, local_path: str, artifact_path: str | None = None) -> None:
+        self.artifacts[artifact_path or os.path.basename(local_path)] = local_path
+
+    def log_model(self, python_model, name: str, **kwargs) -> str | None:
+        self.artifacts[name] = python_model
+        return None
+
+    @property
+    def location(self) -> str:
+        return "(not tracked)"
+
+
+class NullTracker:
+    """Tracker that keeps everything in memory (``tracking=none``)."""
+
+    @contextlib.contextmanager
+    def start_run(self, run_name: str, cfg: Any = None, tags: dict | None = None) -> Iterator[RunLogger]:
+        run = RunLogger()
+        if cfg is not None:
+            run.log_params(flatten_config(cfg))
+        yield run
+
+
+class MlflowRun(RunLogger):
+    """A live MLflow run."""
+
+    def __init__(self, mlflow_module, run, tracker: "MlflowTracker") -> None:
+        super().__init__()
+        self._mlflow = mlflow_module
+        self.run_id = run.info.run_id
+        self.experiment_id = run.info.experiment_id
+        self._tracker = tracker
+
+    def log_params(self, params):
+        super().log_params(params)
+        # MLflow caps a param value at 6000 characters and one batch at 100 params
+        items = [(k[:250], str(v)[:6000]) for k, v in params.items()]
+        for i in range(0, len(items), 100):
+            self._mlflow.log_params(dict(items[i:i + 100]))
+
+    def log_metrics(self, metrics, step=None):
+        super().log_metrics(metrics, step)
+        clean = {re.sub(r"[^\w\-. /]", "_", k): float(v) for k, v in metrics.items() if v == v}  # drop NaN
+        if clean:
+            self._mlflow.log_metrics(clean, step=step)
+
+    def set_tags(self, tags):
+        super().set_tags(tags)
+        self._mlflow.set_tags(tags)
+
+    def log_figure(self, fig, path):
+        self._mlflow.log_figure(fig, path)
+
+    def log_table(self, df, path):
+        with tempfile.TemporaryDirectory() as d:
+            local = Path(d) / Path(path).name
+            (df.to_csv(local, index=True) if local.suffix == ".csv" else df.to_parquet(local))
+            self._mlflow.log_artifact(str(local), str(Path(path).parent) if str(Path(path).parent) != "." else None)
+
+    def log_text(self, text, path):
+        self._mlflow.log_text(text, path)
+
+    def log_dict(self, data, path):
+        self._mlflow.log_dict(data, path)
+
+    def log_artifact(self, local_path, artifact_path=None):
+        self._mlflow.log_artifact(local_path, artifact_path)
+
+    def log_model(self, python_model, name, **kwargs):
+        info = self._mlflow.pyfunc.log_model(name=name, python_model=python_model, **kwargs)
+        return info.model_uri
+
+    @property
+    def location(self) -> str:
+        return (f"run {self.run_id} in experiment {self._tracker.experiment!r} at {self._tracker.uri} "
+                f"(open with: {self._tracker.ui_command()})")
+
+
+class MlflowTracker:
+    """MLflow tracking; embedded SQLite by default, any tracking URI for a server.
+
+    Parameters
+    ----------
+    tracking_uri : str or None
+        None for the embedded store ``sqlite:///<db_path>``; otherwise e.g. ``http://host:5000``.
+    db_path, artifact_root : str
+        SQLite file and artifact directory of the embedded store.
+    experiment : str
+        MLflow experiment name.
+    log_model : bool
+        Whether tasks log fitted models as pyfunc models.
+    """
+
+    def __init__(self, tracking_uri: str | None = None, db_path: str = "outputs/mlflow.db",
+                 artifact_root: str = "outputs/mlartifacts", experiment: str = "assessors", log_model: bool = True):
+        self.tracking_uri = tracking_uri
+        self.db_path = db_path
+        self.artifact_root = artifact_root
+        self.experiment = experiment
+        self.log_model = log_model
+
+    @property
+    def uri(self) -> str:
+        return self.tracking_uri or f"sqlite:///{Path(self.db_path).resolve()}"
+
+    def ui_command(self) -> str:
+        return f"mlflow ui --backend-store-uri {self.uri}"
+
+    def _setup(self):
+        import mlflow
+
+        # mlflow logs noisy alembic migrations when it creates a SQLite store
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+        if self.tracking_uri is None:
+            Path(self.db_path).parent.mkdir(parents=True, exist_ok=True)
+        mlflow.set_tracking_uri(self.uri)
+        if mlflow.get_experiment_by_name(self.experiment) is None:
+            loc = None if self.tracking_uri else Path(self.artifact_root).resolve().as_uri()
+            mlflow.create_experiment(self.experiment, artifact_location=loc)
+        mlflow.set_experiment(self.experiment)
+        return mlflow
+
+    @contextlib.contextmanager
+    def start_run(self, run_name: str, cfg: Any = None, tags: dict | None = None) -> Iterator[MlflowRun]:
+        mlflow = self._setup()
+        # mlflow's own context manager ends the run FAILED on any exception, KeyboardInterrupt included
+        with mlflow.start_run(run_name=run_name) as active:
+            run = MlflowRun(mlflow, active, self)
+            run.set_tags({"git_commit": git_commit(), **(tags or {})})
+            if cfg is not None:
+                run.log_params(flatten_config(cfg))
+            yield run
+
+
+def tracker_from_cfg(cfg) -> NullTracker | MlflowTracker:
+    """Build the configured tracker (``cfg.tracking``), defaulting to in-memory."""
+    from hydra.utils import instantiate
+
+    if cfg is None or cfg.get("tracking") is None:
+        return NullTracker()
+    return instantiate(cfg.tracking)
+
+
+def figure_bytes(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+    return buf.getvalue()

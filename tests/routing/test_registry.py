@@ -1,0 +1,51 @@
+"""Registry and cost model: reference parsing, runtime registration, trust hook, costs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from assessors.errors import ConfigError, DataError
+from assessors.routing.costs import CostModel
+from assessors.routing.registry import DuplicateLLMError, LLMRegistry, UnknownLLMError, reference_vector
+
+IDS = ["a", "b", "c", "d"]
+
+
+def test_reference_vector_from_mapping_and_list():
+    np.testing.assert_array_equal(reference_vector({"b": 1, "a": 0}, IDS), [0, 1, np.nan, np.nan])
+    np.testing.assert_array_equal(reference_vector([1, -1, None, 0], IDS), [1, np.nan, np.nan, 0])
+    with pytest.raises(DataError, match="not reference ids"):
+        reference_vector({"zz": 1}, IDS)
+    with pytest.raises(DataError, match="in \\[0, 1\\]"):
+        reference_vector([0, 2, 1, 1], IDS)
+    with pytest.raises(DataError, match="at least 2"):
+        reference_vector({"a": 1}, IDS, min_answered=2)
+
+
+def test_register_get_remove_and_trust_hook():
+    seen = []
+    reg = LLMRegistry(IDS, trust_fn=lambda r: seen.append(r) or {"accuracy": float(np.nanmean(r))})
+    e = reg.register("m1", {"a": 1, "b": 0, "c": 1}, cost={"per_item": 0.5})
+    assert e.trust == {"accuracy": pytest.approx(2 / 3)} and len(seen) == 1
+    assert e.summary()["n_answered"] == 3 and reg.names() == ["m1"]
+    with pytest.raises(DuplicateLLMError):
+        reg.register("m1", [1, 1, 1, 1])
+    reg.register("m1", [1, 1, 1, 1], overwrite=True)
+    assert reg.get("m1").reference_accuracy == 1.0
+    with pytest.raises(UnknownLLMError, match="unknown LLM 'x'"):
+        reg.resolve(["x"])
+    reg.remove("m1")
+    assert len(reg) == 0
+
+
+def test_cost_model():
+    c = CostModel(per_item=0.001, per_1k_input=0.5, per_1k_output=1.5, output_tokens=100)
+    # 400 chars = 100 input tokens
+    np.testing.assert_allclose(c.expected(["x" * 400, ""]), [0.001 + (100 * 0.5 + 100 * 1.5) / 1000, 0.001 + 0.15])
+    with pytest.raises(ConfigError):
+        CostModel(per_item=-1)
+    reg = LLMRegistry(IDS)
+    reg.register("a", [1, 0, 1, 0], cost=c)
+    reg.register("b", [1, 0, 1, 0])
+    M = reg.cost_matrix(reg.resolve(None), ["x" * 400])
+    assert M.shape == (2, 1) and M[1, 0] == 0

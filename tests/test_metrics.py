@@ -1,0 +1,126 @@
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn import metrics as skm
+from sklearn.calibration import calibration_curve
+
+from assessors import metrics as M
+from assessors.errors import DataError
+
+
+@pytest.fixture
+def yp():
+    rng = np.random.default_rng(0)
+    p = rng.random(500)
+    y = (rng.random(500) < p).astype(float)
+    return y, p
+
+
+def test_against_sklearn(yp):
+    y, p = yp
+    assert M.auc(y, p) == pytest.approx(skm.roc_auc_score(y, p))
+    assert M.brier(y, p) == pytest.approx(np.mean((p - y) ** 2))
+    assert M.log_loss(y, p) == pytest.approx(skm.log_loss(y, p))
+    assert 0.5 < M.auc(y, p) < 1
+
+
+def test_log_loss_is_clipped_not_infinite():
+    # one certain miss among two: clipped at EPS -> (-log(EPS) + 0) / 2
+    assert M.log_loss([1, 0], [0.0, 0.0]) == pytest.approx(-np.log(M.EPS) / 2)
+    assert M.log_loss([1, 1], [1.0, 1.0]) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_ece_on_a_constructed_case():
+    # bin (0.1, 0.2]: four predictions of 0.15, one success -> |0.25 - 0.15| = 0.10, weight 4/10
+    # bin (0.8, 0.9]: six predictions of 0.85, all successes -> |1 - 0.85| = 0.15, weight 6/10
+    p = [0.15] * 4 + [0.85] * 6
+    y = [1, 0, 0, 0] + [1] * 6
+    assert M.ece(y, p) == pytest.approx(0.4 * 0.10 + 0.6 * 0.15)
+    # perfectly calibrated bins -> 0; with one bin, ECE = |base rate - mean p|
+    assert M.ece([1, 0, 0, 0, 1, 1, 1, 1, 1], [0.25] * 4 + [0.8] * 5) == pytest.approx(
+        (4 / 9) * 0 + (5 / 9) * abs(1 - 0.8)
+    )
+    assert M.ece([1, 0, 1, 0], [0.5, 0.5, 0.5, 0.5]) == pytest.approx(0.0)
+    assert M.ece([1, 1, 0], [0.2, 0.9, 0.4], n_bins=1) == pytest.approx(abs(2 / 3 - 0.5))
+
+
+def test_calibration_bins_match_sklearn(yp):
+    y, p = yp
+    p = np.concatenate([p, [0.0, 0.1, 0.2, 1.0]])  # bin edges land where sklearn puts them
+    y = np.concatenate([y, [0, 1, 0, 1]])
+    bins = M.calibration_bins(y, p, n_bins=10)
+    frac, mean = calibration_curve(y, p, n_bins=10, strategy="uniform")
+    full = bins[bins["count"] > 0]
+    np.testing.assert_allclose(full["frac_pos"], frac)
+    np.testing.assert_allclose(full["mean_p"], mean)
+    assert bins["count"].sum() == len(y) and len(bins) == 10
+
+
+def test_evaluate_single_class_and_nan():
+    r = M.evaluate([1, 1, np.nan, 1], [0.9, 0.6, 0.1, 0.7])
+    assert np.isnan(r["auc"]) and r["n"] == 3 and r["base_rate"] == 1.0
+    assert r["brier"] == pytest.approx(np.mean([0.01, 0.16, 0.09]))
+    assert set(r) == {"auc", "brier", "log_loss", "ece", "n", "base_rate"}
+    empty = M.evaluate([np.nan], [0.3])
+    assert empty["n"] == 0 and np.isnan(empty["brier"]) and np.isnan(empty["ece"])
+
+
+def test_bad_inputs():
+    with pytest.raises(DataError, match="0/1"):
+        M.auc([0, 2], [0.1, 0.2])
+    with pytest.raises(DataError, match=r"p\[1\]"):
+        M.brier([0, 1], [0.1, 1.2])
+    with pytest.raises(DataError, match="entries"):
+        M.evaluate([0, 1], [0.1])
+
+
+def test_win_rates_constructed_table():
+    scores = pd.DataFrame(
+        {"llm1": [0.8, 0.7, 0.6], "llm2": [0.7, 0.7, 0.5], "llm3": [np.nan, 0.9, 0.6], "llm4": [np.nan, np.nan, 0.99]},
+        index=["A", "B", "C"],
+    )
+    wr = M.win_rates(scores)
+    # llm1: A beats 2/2, B 1/2, C 0; llm2: A and B tie (half each) -> 0.75, C 0;
+    # llm3: A absent, B beats C -> 1, C 0; llm4: one candidate -> skipped.
+    assert wr["A"] == pytest.approx((1 + 0.75) / 2)
+    assert wr["B"] == pytest.approx((0.5 + 0.75 + 1) / 3)
+    assert wr["C"] == pytest.approx(0.0)
+    assert wr.idxmax() == "A"
+    assert scores.mean(axis=1).idxmax() == "B"  # mean AUC would pick differently
+    assert wr.name == "win_rate" and list(wr.index) == ["A", "B", "C"]
+    # losses: lower is better flips the order
+    assert M.win_rates(-scores, higher_is_better=False).equals(wr)
+    assert np.isnan(M.win_rates(pd.DataFrame({"x": [np.nan, 0.5]}, index=["a", "b"]))["a"])
+
+
+def _win_rates_bruteforce(scores: pd.DataFrame) -> pd.Series:
+    out = {}
+    for c in scores.index:
+        rates = []
+        for llm in scores.columns:
+            me = scores.at[c, llm]
+            others = [scores.at[o, llm] for o in scores.index if o != c and not np.isnan(scores.at[o, llm])]
+            if np.isnan(me) or not others:
+                continue
+            rates.append(np.mean([1.0 if me > o else 0.5 if me == o else 0.0 for o in others]))
+        out[c] = np.mean(rates) if rates else np.nan
+    return pd.Series(out)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_win_rates_match_pairwise_definition(seed):
+    rng = np.random.default_rng(seed)
+    vals = rng.choice([0.5, 0.6, 0.7, 0.8, np.nan], size=(6, 9))  # many ties and gaps
+    scores = pd.DataFrame(vals, index=[f"c{i}" for i in range(6)], columns=[f"l{j}" for j in range(9)])
+    pd.testing.assert_series_equal(M.win_rates(scores), _win_rates_bruteforce(scores), check_names=False)
+
+
+def test_win_rates_recover_the_best_candidate_by_simulation():
+    # candidate k has true AUC 0.60 + 0.02 k; noisy per-LLM estimates; win rate ranks them right
+    rng = np.random.default_rng(0)
+    true = 0.60 + 0.02 * np.arange(5)
+    scores = pd.DataFrame(true[:, None] + rng.normal(0, 0.02, size=(5, 40)), index=list("abcde"))
+    wr = M.win_rates(scores)
+    assert list(wr.sort_values().index) == list("abcde")
