@@ -82,7 +82,12 @@ def fit_generic(cfg, prep: Prepared, selector_cfg=None, assessor_cfg=None):
     """Select the reference set and fit the generic assessor; returns (assessor, ref ids)."""
     S_tr = prep.S("train", "train")
     selector = instantiate(selector_cfg if selector_cfg is not None else cfg.selector)
-    selector.fit(S_tr, prep.inst["train"], prep.X["train"])
+    if getattr(selector, "uses_validation", False) and prep.llms["val"]:
+        # random_best_of_n judges its draws on the validation LLMs (their results on the candidates)
+        val = (prep.X["val"], prep.S("val", "val"), prep.results.matrix(prep.llms["val"], prep.inst["train"]))
+        selector.fit(S_tr, prep.inst["train"], prep.X["train"], validation=val)
+    else:
+        selector.fit(S_tr, prep.inst["train"], prep.X["train"])
     ref_ids = selector.reference_ids_
     ref_idx = np.asarray(selector.reference_index_)
     R_val = prep.results.matrix(prep.llms["val"], ref_ids)
@@ -106,7 +111,10 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
     if cmp.get("all_train_data", True):
         t0 = time.perf_counter()
         base = instantiate(cfg.assessor, use_reference=False, instance_features="embedding")
-        base.fit(prep.X["train"], prep.S("train", "train"), np.array([], dtype=int))
+        val = None
+        if prep.llms["val"]:
+            val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
+        base.fit(prep.X["train"], prep.S("train", "train"), np.array([], dtype=int), validation=val)
         preds["all_train_data"] = np.tile(base.predict_proba(X_te, np.zeros((1, 0)))[0], (len(test_llms), 1))
         prep.timings["all_train_data_fit_s"] = time.perf_counter() - t0
     if cmp.get("random_selector", True):

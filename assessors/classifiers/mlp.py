@@ -180,6 +180,9 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
     best_epoch_ : int or None   epoch whose weights were kept (early stopping only).
     """
 
+    #: The generic assessor hands it lazy (LLM, instance) rows instead of a dense copy.
+    accepts_row_source = True
+
     def __init__(self, hidden_sizes=(256,), dropout=0.1, lr=1e-3, weight_decay=1e-4, batch_size=512, max_epochs=20,
                  validation_fraction=0.1, patience=3, seed=0, num_threads=None, accelerator="cpu", progress=False):
         self.hidden_sizes = hidden_sizes

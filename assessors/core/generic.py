@@ -96,6 +96,9 @@ class GenericAssessor(BaseEstimator):
         if len(np.unique(y)) < 2:
             raise DataError(f"generic assessor: training labels are all {y[0]!r}; nothing to learn")
         candidates = self.classifier.candidates()
+        if validation is None:
+            # nothing to choose with: fit only the first candidate instead of all of them
+            candidates = candidates[:1]
         log.info("generic assessor: %d training pairs x %d features, %d candidate classifiers",
                  len(rows), rows.width, len(candidates))
         dense = None if _is_streaming(candidates) else rows.to_array()

@@ -22,10 +22,11 @@ def tokenize(text: str) -> list[str]:
 
 
 def stable_hash(s: str) -> int:
-    """Process-independent string hash for gensim's vector seeding.
+    """Process-independent string hash for gensim's ``hashfxn``.
 
-    gensim's default ``hashfxn`` is Python's ``hash``, which is salted per process
-    (PYTHONHASHSEED), so two runs with the same ``seed`` would still give different vectors.
+    gensim's default is Python's ``hash``, salted per process (PYTHONHASHSEED). gensim 4 seeds
+    its initial vectors from ``seed`` directly, but still routes per-word seeding helpers through
+    ``hashfxn``; a stable one keeps every path reproducible across processes.
     """
     return zlib.crc32(s.encode("utf-8"))
 

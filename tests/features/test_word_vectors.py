@@ -46,8 +46,9 @@ print(hashlib.sha256(x.tobytes()).hexdigest())
 """
 
 
+@pytest.mark.slow
 def test_word2vec_deterministic_across_processes(train_prompts):
-    """gensim seeds word vectors with hash(); a salted str hash would differ between processes."""
+    """Same seed, different PYTHONHASHSEED (salted str hashes, set order): same vectors."""
     data = "\n\x00\n".join(train_prompts[:40])
     digests = set()
     for hash_seed in ("1", "2"):

@@ -20,7 +20,7 @@ def _build(compose, name, size, seed=0, tmp=None):
     if name == "random_best_of_n":
         over += ["selector.n_draws=3"]
     if name.endswith("_irt"):
-        over += ["selector.space.max_iter=30"]
+        over += ["selector.space.max_iter=30", "selector.space.dims=2"]
     return instantiate(compose(over).selector)
 
 
@@ -97,9 +97,11 @@ def test_principal_factors_match_factor_analyzer():
 def test_factor_analysis_recovers_factor_count_and_spreads_picks():
     # 3 latent factors over 60 observations; each candidate loads on exactly one of them
     rng = np.random.default_rng(2)
-    scores = rng.normal(size=(60, 3))
+    # 300 observations: Kaiser's rule over-counts factors when noise eigenvalues exceed 1,
+    # which happens once candidates outnumber observations (Marchenko-Pastur); not so here
+    scores = rng.normal(size=(300, 3))
     group = np.repeat(np.arange(3), [40, 30, 20])
-    obs = scores[:, group] * 0.9 + rng.normal(0, 0.45, size=(60, 90))
+    obs = scores[:, group] * 0.9 + rng.normal(0, 0.45, size=(300, 90))
     sel = FactorAnalysisSelector(size=10, space=EmbeddingSpace()).fit(np.zeros((2, 90)), [str(i) for i in range(90)], obs.T)
     assert sel.n_factors_ == 3
     counts = np.bincount(group[sel.reference_index_], minlength=3)

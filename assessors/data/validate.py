@@ -1,0 +1,315 @@
+"""Degenerate and suspicious data, caught at load time (``conf/validate/``).
+
+Checks, each reported with counts and names (nothing is dropped; the caller decides):
+
+* ``constant_llm``: an LLM whose success is constant on a dataset (subgroup);
+* ``constant_dataset``: a dataset on which every LLM has the same success (e.g. a grading
+  failure that scored everything 0);
+* ``conflicting_duplicates``: the same LLM listed with different results (loaders keep such rows
+  as ``name#2``), and ``identical_llms``: different names with identical result rows;
+* ``missing_llm`` / ``missing_instance``: too many missing cells;
+* ``duplicate_prompts``: the same prompt text under several instance ids;
+* ``leakage``: exact or near-duplicate prompts across train and test (:func:`check_leakage`,
+  on features, after the split).
+
+Warnings go to the console (logging) and, through :func:`log_validation`, to MLflow.
+``strict: true`` (or a check named in ``fail_on``) turns warnings into a :class:`DataError`.
+Standalone: ``python -m assessors.data.validate data=openai_evals`` or
+``python train.py +experiment=validate data=...``.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from assessors.data.results import Results
+from assessors.errors import DataError
+
+log = logging.getLogger(__name__)
+
+DEFAULTS = dict(strict=False, fail_on=[], min_cells=5, max_missing_llm=0.5, max_missing_instance=0.5,
+                identical_min_cells=50, near_duplicate=0.98, max_names=10, leakage=True)
+
+
+@dataclass
+class Issue:
+    """One failed check: ``count`` offenders, the first ``max_names`` of them named."""
+
+    check: str
+    count: int
+    names: list
+    message: str
+
+
+@dataclass
+class ValidationReport:
+    """All issues found in one data set (empty ``issues`` = clean)."""
+
+    data: str
+    n_llms: int
+    n_instances: int
+    issues: list[Issue] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def counts(self) -> dict[str, int]:
+        return {i.check: i.count for i in self.issues}
+
+    def __str__(self) -> str:
+        head = f"validation of {self.data} ({self.n_llms} LLMs x {self.n_instances} instances): "
+        if not self.issues:
+            return head + "no issues"
+        return head + f"{len(self.issues)} issue(s)\n" + "\n".join(f"  [{i.check}] {i.message}" for i in self.issues)
+
+
+def _opts(cfg) -> dict:
+    if cfg is None:
+        return dict(DEFAULTS)
+    get = cfg.get if hasattr(cfg, "get") else (lambda k, d=None: getattr(cfg, k, d))
+    out = {k: get(k, v) for k, v in DEFAULTS.items()}
+    out["fail_on"] = list(out["fail_on"] or [])
+    return out
+
+
+def _named(items: Sequence, n: int) -> list:
+    return [list(x) if isinstance(x, tuple) else x for x in list(items)[:n]]
+
+
+def _more(count: int, n: int) -> str:
+    return f" (+{count - n} more)" if count > n else ""
+
+
+def check_results(results: Results, cfg=None) -> ValidationReport:
+    """All load-time checks (everything but leakage) on one :class:`Results`; never raises."""
+    o = _opts(cfg)
+    n = o["max_names"]
+    S = results.success
+    rep = ValidationReport(results.name, *S.shape)
+    add = lambda check, items, msg: rep.issues.append(  # noqa: E731
+        Issue(check, len(items), _named(items, n), msg + _more(len(items), n)))
+
+    groups = results.instances["subgroup"].fillna("<none>").astype(str)
+    const_llm, const_ds = [], []
+    for g, cols in groups.groupby(groups, sort=True).indices.items():
+        block = S[:, cols]
+        answered = (~np.isnan(block)).sum(1)
+        wins = np.nansum(block, 1)
+        const = (answered >= o["min_cells"]) & ((wins == 0) | (wins == answered))
+        const_llm += [(results.llms[i], g, int(wins[i] > 0), int(answered[i])) for i in np.flatnonzero(const)]
+        vals = block[~np.isnan(block)]
+        if vals.size >= o["min_cells"] and np.unique(vals).size == 1:
+            const_ds.append((g, int(vals[0]), int(vals.size)))
+    if const_llm:
+        add("constant_llm", const_llm, f"{len(const_llm)} (LLM, dataset) pairs with constant success, e.g. "
+            + ", ".join(f"{m} on {g} = {v} ({c} items)" for m, g, v, c in const_llm[:n]))
+    if const_ds:
+        add("constant_dataset", const_ds, f"{len(const_ds)} dataset(s) where every LLM has the same success "
+            "(a grading failure?): " + ", ".join(f"{g} = {v} on all {c} cells" for g, v, c in const_ds[:n]))
+
+    base = {}
+    for m in results.llms:
+        base.setdefault(re.sub(r"#\d+$", "", m), []).append(m)
+    conflicts = [tuple(v) for v in base.values() if len(v) > 1]
+    if conflicts:
+        add("conflicting_duplicates", conflicts, f"{len(conflicts)} LLM name(s) listed with conflicting results "
+            "(kept as name#k, one of them is probably a re-run): " + ", ".join("/".join(c) for c in conflicts[:n]))
+
+    answered = ~np.isnan(S)
+    keyed = {}
+    total = np.nansum(S, 1)
+    # constant rows (all 0 / all 1) are equal to each other trivially and already reported above
+    varied = (total > 0) & (total < answered.sum(1))
+    for i in np.flatnonzero((answered.sum(1) >= o["identical_min_cells"]) & varied):
+        keyed.setdefault(np.where(answered[i], S[i], -1).tobytes(), []).append(results.llms[i])
+    same = [tuple(v) for v in keyed.values() if len(v) > 1]
+    if same:
+        add("identical_llms", same, f"{len(same)} group(s) of differently named LLMs with identical results "
+            "(same model twice? it leaks across an LLM split): " + ", ".join(" = ".join(s) for s in same[:n]))
+
+    miss_l = 1 - answered.mean(1)
+    bad_l = [(results.llms[i], round(float(miss_l[i]), 3)) for i in np.flatnonzero(miss_l > o["max_missing_llm"])]
+    if bad_l:
+        add("missing_llm", bad_l, f"{len(bad_l)} LLM(s) with more than {o['max_missing_llm']:.0%} missing cells: "
+            + ", ".join(f"{m} ({f:.0%})" for m, f in bad_l[:n]))
+    miss_i = 1 - answered.mean(0)
+    ids = results.instance_ids
+    bad_i = [(ids[j], round(float(miss_i[j]), 3)) for j in np.flatnonzero(miss_i > o["max_missing_instance"])]
+    if bad_i:
+        add("missing_instance", bad_i, f"{len(bad_i)} instance(s) with more than {o['max_missing_instance']:.0%} "
+            "missing cells, e.g. " + ", ".join(f"{i} ({f:.0%})" for i, f in bad_i[:n]))
+
+    prompts = results.instances["prompt"].dropna().astype(str)
+    dup = prompts[prompts.duplicated(keep=False)]
+    if len(dup):
+        grp = [tuple(v) for v in dup.groupby(dup).groups.values()]
+        add("duplicate_prompts", [tuple(map(str, g)) for g in grp], f"{len(grp)} prompt text(s) shared by "
+            f"{len(dup)} instance ids (they can land on both sides of a split), e.g. "
+            + ", ".join("/".join(map(str, g[:3])) for g in grp[:n]))
+    return rep
+
+
+def check_leakage(X_train, X_test, train_ids: Sequence[str], test_ids: Sequence[str],
+                  threshold: float = 0.98, batch: int = 1024, train_texts: Sequence[str] | None = None,
+                  test_texts: Sequence[str] | None = None) -> pd.DataFrame:
+    """Near-duplicate prompts across train and test, by cosine similarity of their features.
+
+    Parameters
+    ----------
+    X_train : ndarray of shape (n_train, d)
+    X_test : ndarray of shape (n_test, d)
+    train_ids, test_ids : sequence of str
+        Instance ids, row for row.
+    threshold : float
+        Cosine similarity at or above which a pair is reported (exact duplicates give 1.0).
+    train_texts, test_texts : sequence of str, optional
+        Prompt texts; when given, ``exact_text`` tells identical texts from texts that only
+        have (near-)identical features (e.g. a featurizer that truncates long shared prefixes).
+
+    Returns
+    -------
+    DataFrame with columns ``test_id, train_id, cosine, exact_text`` (the nearest train prompt of
+    each leaking test prompt), sorted by decreasing similarity; ``exact_text`` is NaN without texts.
+    """
+    A = np.asarray(X_train, dtype=np.float32)
+    B = np.asarray(X_test, dtype=np.float32)
+    if A.shape[0] != len(train_ids) or B.shape[0] != len(test_ids):
+        raise DataError(f"check_leakage: {A.shape[0]} train rows for {len(train_ids)} ids, "
+                        f"{B.shape[0]} test rows for {len(test_ids)} ids")
+    norm = lambda M: M / np.maximum(np.linalg.norm(M, axis=1, keepdims=True), 1e-12)  # noqa: E731
+    A, B = norm(A), norm(B)
+    rows = []
+    for s in range(0, len(B), batch):  # chunks keep memory at batch x n_train
+        sim = B[s:s + batch] @ A.T
+        best = sim.argmax(1)
+        top = sim[np.arange(len(best)), best]
+        for j in np.flatnonzero(top >= threshold - 1e-6):
+            same = (np.nan if train_texts is None or test_texts is None
+                    else bool(test_texts[s + j] == train_texts[best[j]]))
+            rows.append((str(test_ids[s + j]), str(train_ids[best[j]]), float(top[j]), same))
+    out = pd.DataFrame(rows, columns=["test_id", "train_id", "cosine", "exact_text"])
+    return out.sort_values("cosine", ascending=False, ignore_index=True)
+
+
+def enforce(report: ValidationReport, cfg=None) -> ValidationReport:
+    """Log every issue as a warning; raise :class:`DataError` if strictness says so."""
+    o = _opts(cfg)
+    for i in report.issues:
+        log.warning("%s: [%s] %s", report.data, i.check, i.message)
+    fatal = [i for i in report.issues if o["strict"] or i.check in o["fail_on"]]
+    if fatal:
+        raise DataError(f"{report.data}: data validation failed ({'strict' if o['strict'] else 'fail_on'}): "
+                        + "; ".join(f"[{i.check}] {i.message}" for i in fatal))
+    return report
+
+
+def run_validation(results: Results, cfg_validate=None) -> ValidationReport:
+    """Load-time validation (what ``pipeline.prepare`` calls); the report is kept in
+    ``results.meta["validation"]`` so the run can log it later (:func:`log_validation`)."""
+    report = check_results(results, cfg_validate)
+    results.meta["validation"] = report.to_dict()
+    return enforce(report, cfg_validate)
+
+
+def validate_prepared(prep, cfg_validate=None, run=None) -> ValidationReport:
+    """Leakage check on a prepared pipeline (split + features) and logging of the full report.
+
+    The one call for ``pipeline.train_assessors`` after ``prepare``:
+    ``validate_prepared(prep, cfg.get("validate"), run)``.
+    """
+    o = _opts(cfg_validate)
+    res = prep.results
+    stored = res.meta.get("validation")
+    report = (ValidationReport(stored["data"], stored["n_llms"], stored["n_instances"],
+                               [Issue(**i) for i in stored["issues"]]) if stored else check_results(res, cfg_validate))
+    issue, leaks = leakage_issue(prep, o)
+    if issue is not None:
+        report.issues.append(issue)
+        enforce(ValidationReport(report.data, report.n_llms, report.n_instances, [issue]), cfg_validate)
+    if run is not None:
+        log_validation(run, report, leaks)
+    return report
+
+
+def leakage_issue(prep, o: dict) -> tuple[Issue | None, pd.DataFrame]:
+    """The ``leakage`` issue (or None) and all leaking pairs, from a prepared pipeline."""
+    leaks = pd.DataFrame(columns=["test_id", "train_id", "cosine", "exact_text"])
+    # success-pattern features describe results, not prompt text: near-duplicates there are not leakage
+    text = not getattr(prep.featurizer, "uses_results", False)
+    if not (o["leakage"] and text and len(prep.inst.get("test", [])) and len(prep.inst.get("train", []))):
+        return None, leaks
+    res = prep.results
+    leaks = check_leakage(prep.X["train"], prep.X["test"], prep.inst["train"], prep.inst["test"], o["near_duplicate"],
+                          train_texts=res.prompts(prep.inst["train"]), test_texts=res.prompts(prep.inst["test"]))
+    if not len(leaks):
+        return None, leaks
+    n, exact = o["max_names"], int(leaks["exact_text"].sum())
+    return Issue("leakage", len(leaks), leaks.head(n)[["test_id", "train_id", "cosine"]].values.tolist(),
+                 f"{len(leaks)} test prompt(s) with a train prompt at feature cosine >= {o['near_duplicate']} "
+                 f"({exact} identical texts; the other {len(leaks) - exact} differ in text but not in features, "
+                 "e.g. long shared prefixes cut by the featurizer's truncation), e.g. "
+                 + ", ".join(f"{t}~{r} ({c:.3f})" for t, r, c, _ in leaks.head(n).itertuples(index=False))
+                 + _more(len(leaks), n)), leaks
+
+
+def log_validation(run, report: ValidationReport, leaks: pd.DataFrame | None = None) -> None:
+    """Log counts as metrics ``validate.<check>``, the report as JSON/text, leak pairs as a table."""
+    run.log_metrics({f"validate.{k}": float(v) for k, v in report.counts().items()} | {
+        "validate.n_issues": float(len(report.issues))})
+    run.log_dict(report.to_dict(), "validate/report.json")
+    run.log_text(str(report), "validate/report.txt")
+    if leaks is not None and len(leaks):
+        run.log_table(leaks, "validate/leakage.csv")
+
+
+def validate_task(cfg) -> dict[str, float]:
+    """Task for ``python train.py +experiment=validate``: load, check, (split, featurize, leakage), log."""
+    from hydra.utils import instantiate
+
+    from assessors.tracking import tracker_from_cfg
+
+    vcfg = cfg.get("validate")
+    tracker = tracker_from_cfg(cfg)
+    with tracker.start_run(cfg.get("run_name") or "validate", cfg) as run:
+        results: Results = instantiate(cfg.data)
+        report = check_results(results, vcfg)
+        results.meta["validation"] = report.to_dict()
+        leaks = None
+        if _opts(vcfg)["leakage"] and results.has_prompts:
+            from assessors.pipeline import Prepared, featurize
+
+            inst = instantiate(cfg.split).split(results)
+            llms = instantiate(cfg.llm_split).split(results)
+            featurizer, X = featurize(cfg, results, inst, llms["train"])
+            issue, leaks = leakage_issue(Prepared(results, inst, llms, X, featurizer), _opts(vcfg))
+            report.issues += [issue] if issue is not None else []
+        print(report)
+        log_validation(run, report, leaks)
+        enforce(report, vcfg)
+    return {"objective": float(len(report.issues)), **{f"validate.{k}": float(v) for k, v in report.counts().items()}}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m assessors.data.validate [overrides...]``: compose conf/train.yaml and validate."""
+    import sys
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+
+    overrides = list(sys.argv[1:] if argv is None else argv)
+    conf = Path(__file__).resolve().parents[2] / "conf"
+    logging.basicConfig(level=logging.INFO, format="[%(levelname)s] %(name)s: %(message)s")
+    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
+        cfg = compose("train", overrides=overrides)
+        if cfg.get("validate") is None:
+            cfg = compose("train", overrides=overrides + ["+validate=default"])
+    validate_task(cfg)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""One combination of the paper's grid: ``run_grid(cfg)``, the task every sweep job runs.
+
+A combination is (instance features, selector, classifier grid, reference size) on one
+split. The job selects the reference set (memoised on disk across the sweep), fits the
+generic assessor, and records validation AUC per validation LLM (what the winner is chosen
+by) and test AUC per test LLM (what is reported), in one MLflow run tagged with the
+combination's config hash so that a restarted sweep skips it.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import time
+
+import numpy as np
+import pandas as pd
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from assessors.errors import ConfigError
+from assessors.grid.resume import config_hash, finished_run, job_tags
+from assessors.selection.cache import array_digest, memo
+
+log = logging.getLogger(__name__)
+
+
+def _choice(group: str) -> str | None:
+    """The option name chosen for a config group in this Hydra job (None outside Hydra)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    return HydraConfig.get().runtime.choices.get(group)
+
+
+def combination(cfg: DictConfig) -> dict[str, str]:
+    """The grid coordinates of a job (also MLflow tags ``grid.<key>``)."""
+    grid = cfg.get("grid") or {}
+    return {
+        "split": str(grid.get("split_name") or _choice("split") or cfg.split._target_.rsplit(".", 1)[-1]),
+        "features": str(cfg.assessor.instance_features),
+        "selector": str(_choice("selector") or cfg.selector._target_.rsplit(".", 1)[-1]),
+        "classifier": str(_choice("classifier") or cfg.classifier.estimator._target_.rsplit(".", 1)[-1]),
+        "size": str(cfg.selector.size),
+    }
+
+
+def select_reference(cfg: DictConfig, S_tr: np.ndarray, ids: list[str], X_tr: np.ndarray, validation=None):
+    """Fit the configured selector, memoised on disk by (selector params, inputs' content).
+
+    Returns
+    -------
+    ndarray of shape (size,): positions of the reference instances in ``ids``.
+    """
+    params = OmegaConf.to_container(cfg.selector, resolve=True)
+    params.pop("cache_dir", None)
+    if isinstance(params.get("space"), dict):
+        params["space"].pop("cache_dir", None)
+    val_digest = None if validation is None else array_digest(*validation)
+    key = array_digest(params, list(ids), S_tr, X_tr, val_digest)
+
+    def fit():
+        selector = instantiate(cfg.selector)
+        if getattr(selector, "uses_validation", False):
+            selector.fit(S_tr, ids, X_tr, validation=validation)
+        else:
+            selector.fit(S_tr, ids, X_tr)
+        return {"index": np.asarray(selector.reference_index_, dtype=np.int64)}
+
+    return memo(cfg.paths.cache_dir + "/selection", "reference_ids", key, fit)["index"]
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM -> KeyboardInterrupt, so the MLflow run ends KILLED/FAILED instead of RUNNING."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (e.g. some launchers): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def per_llm_auc(S: np.ndarray, P: np.ndarray, llms: list[str]) -> pd.Series:
+    """AUC of each LLM's predictions; S and P of shape (n_llms, n_instances)."""
+    from assessors.metrics import auc
+
+    out = {}
+    for k, llm in enumerate(llms):
+        keep = ~np.isnan(S[k])
+        out[llm] = auc(S[k][keep], P[k][keep])
+    return pd.Series(out, dtype=float)
+
+
+def run_grid(cfg: DictConfig) -> dict[str, float]:
+    """Run one grid combination (skipped if an identical one already FINISHED).
+
+    Returns
+    -------
+    dict with ``objective`` (mean validation AUC over validation LLMs), ``val_auc_mean``,
+    ``test_auc_mean`` and ``skipped`` (1.0 when the result came from an earlier run).
+    """
+    from assessors.pipeline import prepare
+    from assessors.tracking import tracker_from_cfg
+
+    tracker = tracker_from_cfg(cfg)
+    h = config_hash(cfg)
+    combo = combination(cfg)
+    done = finished_run(tracker, h)
+    if done is not None:
+        log.info("grid combination %s already finished in run %s: skipping", combo, done.info.run_id)
+        m = done.data.metrics
+        return {"objective": m.get("val_auc_mean", float("nan")), "val_auc_mean": m.get("val_auc_mean", float("nan")),
+                "test_auc_mean": m.get("test_auc_mean", float("nan")), "skipped": 1.0}
+    tags = {**job_tags(h), **{f"grid.{k}": v for k, v in combo.items()}}
+    with _sigterm_as_interrupt(), tracker.start_run(cfg.get("run_name") or "grid", cfg, tags=tags) as run:
+        t0 = time.perf_counter()
+        prep = prepare(cfg)
+        if not prep.llms["val"] or not prep.inst["val"]:
+            raise ConfigError("the grid chooses its winner on validation LLMs x validation instances; the split has none")
+        S_tr = prep.S("train", "train")
+        validation_cand = (prep.X["val"], prep.S("val", "val"), prep.results.matrix(prep.llms["val"], prep.inst["train"]))
+        t1 = time.perf_counter()
+        ref_idx = select_reference(cfg, S_tr, prep.inst["train"], prep.X["train"], validation_cand)
+        ref_ids = [prep.inst["train"][i] for i in ref_idx]
+        t2 = time.perf_counter()
+        R_val = prep.results.matrix(prep.llms["val"], ref_ids)
+        assessor = instantiate(cfg.assessor)
+        assessor.fit(prep.X["train"], S_tr, ref_idx, validation=(prep.X["val"], prep.S("val", "val"), R_val))
+        t3 = time.perf_counter()
+        val = per_llm_auc(prep.S("val", "val"), assessor.predict_proba(prep.X["val"], R_val), prep.llms["val"])
+        R_te = prep.results.matrix(prep.llms["test"], ref_ids)
+        test = per_llm_auc(prep.S("test", "test"), assessor.predict_proba(prep.X["test"], R_te), prep.llms["test"])
+        metrics = {"val_auc_mean": float(val.mean()), "test_auc_mean": float(test.mean()),
+                   "time/prepare_s": t1 - t0, "time/select_s": t2 - t1, "time/fit_s": t3 - t2,
+                   "time/total_s": time.perf_counter() - t0}
+        run.log_metrics(metrics)
+        # per-LLM AUCs as metrics: the report reads them for all runs in one search_runs call
+        run.log_metrics({f"val_auc/{k}": v for k, v in val.items()} | {f"test_auc/{k}": v for k, v in test.items()})
+        run.log_table(pd.concat([pd.DataFrame({"llm": val.index, "auc": val.values, "part": "val"}),
+                                 pd.DataFrame({"llm": test.index, "auc": test.values, "part": "test"})],
+                                ignore_index=True), "grid/auc_per_llm.csv")
+        run.log_dict({"reference_ids": ref_ids}, "reference_ids.json")
+        run.log_text(OmegaConf.to_yaml(cfg, resolve=False), "grid/job_config.yaml")
+        run.log_params({"generic.selected_classifier": assessor.classifier_name_})
+    log.info("grid %s: mean val AUC %.3f, mean test AUC %.3f", combo, metrics["val_auc_mean"], metrics["test_auc_mean"])
+    return {"objective": metrics["val_auc_mean"], **metrics, "skipped": 0.0}
