@@ -48,6 +48,7 @@ def prepare(cfg: DictConfig) -> Prepared:
     if cfg.get("validate") is not None:
         from assessors.data.validate import run_validation
 
+        # before splitting: degenerate data fails here, not after minutes of fitting
         run_validation(results, cfg.validate)
     inst = instantiate(cfg.split).split(results)
     llms = instantiate(cfg.llm_split).split(results)
@@ -177,7 +178,14 @@ def train_assessors(cfg: DictConfig) -> dict[str, float]:
         run.set_tags({"data_fingerprint": prep.results.fingerprint(), "data": prep.results.name})
         if not prep.llms["test"] or not prep.inst["test"]:
             raise ConfigError("the split leaves no test LLMs or no test instances")
+        if cfg.get("validate") is not None:
+            from assessors.data.validate import validate_prepared
+
+            validate_prepared(prep, cfg.validate, run)  # adds the train/test leakage check, logs the report
         preds, fitted = predict_methods(cfg, prep)
+        from assessors.trust.fit import fit_trust
+
+        fitted["trust_model"] = fit_trust(cfg, prep, fitted["generic"], fitted["reference_ids"], run)
         long = score_methods(prep, preds)
         prep.timings["total_s"] = time.perf_counter() - t_all
         summary = report_run(cfg, run, prep, preds, fitted, long)

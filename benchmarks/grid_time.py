@@ -38,11 +38,13 @@ def compose(overrides):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--features", default="minilm")
+    ap.add_argument("--features", default="success_pattern")
     ap.add_argument("--sizes", type=int, nargs="+", default=[30, 300])
     ap.add_argument("--classifiers", nargs="+", default=CLASSIFIERS)
     ap.add_argument("--selectors", nargs="+", default=SELECTORS)
     ap.add_argument("--budget-s", type=float, default=2400)
+    ap.add_argument("--measured-dim", type=int, default=50, help="feature width of --features (success_pattern: 50)")
+    ap.add_argument("--target-dim", type=int, default=384, help="feature width of the real grid (MiniLM: 384)")
     ap.add_argument("--out", default=None, help="also write the JSON here (updated after every step)")
     a = ap.parse_args()
     from assessors.grid.job import run_grid
@@ -103,9 +105,10 @@ def main() -> None:
             est = float(np.interp(size, xs, ys)) if len(xs) == 1 or xs[0] <= size <= xs[-1] else \
                 float(ys[-1] + (ys[-1] - ys[0]) / (xs[-1] - xs[0]) * (size - xs[-1])) if size > xs[-1] else float(ys[0])
             # modes: embedding (d + size), similarity (size + size), similarity_interaction (3 size)
-            d = 384
+            # measured at width measured_dim + size; rows of the real grid are wider (MiniLM)
+            d = a.target_dim
             widths = [d + size, 2 * size, 3 * size]
-            per_mode = [est * w / (d + size) for w in widths]
+            per_mode = [est * w / (a.measured_dim + size) for w in widths]
             total += len(SELECTORS) * (sum(per_mode) + 3 * prep)
     total += sum(sel.values()) * len(SIZES)
     res.update({"prepare_s_mean": prep, "estimated_total_s_serial": total, "n_jobs": 2,

@@ -29,14 +29,17 @@ class AssessorModel(PythonModel):
     reference_success : ndarray of shape (n_llms, n_ref)
         Known LLMs' reference results, so they can be scored by name.
     llms : list of str, length n_llms
+    trust_model : assessors.trust.expected.TrustModel, optional
+        Fitted on validation LLMs; gives trust reports an expected-AUC band.
     """
 
-    def __init__(self, assessor, featurizer, reference_ids, reference_success, llms):
+    def __init__(self, assessor, featurizer, reference_ids, reference_success, llms, trust_model=None):
         self.assessor = assessor
         self.featurizer = featurizer
         self.reference_ids = list(reference_ids)
         self.reference_success = np.asarray(reference_success, dtype=np.float32)
         self.llms = list(llms)
+        self.trust_model = trust_model  # expected-AUC model for trust reports (assessors.trust)
 
     def reference_vector(self, llm: str | None = None, reference_success=None) -> np.ndarray:
         """The reference vector (n_ref,) for a known LLM name or a supplied list."""
@@ -66,11 +69,12 @@ class AssessorModel(PythonModel):
         return pd.DataFrame({"p_success": p})
 
 
-def log_assessor_model(run, assessor, featurizer, reference_ids, reference_success, llms, example_prompts):
+def log_assessor_model(run, assessor, featurizer, reference_ids, reference_success, llms, example_prompts,
+                       trust_model=None):
     """Log an :class:`AssessorModel` with a signature (prompt -> p_success, params llm/reference)."""
     from mlflow.models import infer_signature
 
-    model = AssessorModel(assessor, featurizer, reference_ids, reference_success, llms)
+    model = AssessorModel(assessor, featurizer, reference_ids, reference_success, llms, trust_model)
     example = pd.DataFrame({"prompt": list(example_prompts)})
     params = {"llm": "", "reference_success": [0.0] * len(model.reference_ids)}
     out = model.predict(None, example, {"llm": llms[0]})

@@ -62,7 +62,8 @@ def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long:
 
         uri = log_assessor_model(run, gen, prep.featurizer, fitted["reference_ids"],
                                  prep.results.matrix(prep.llms["train"], fitted["reference_ids"]),
-                                 prep.llms["train"], example_prompts=prep.results.prompts(prep.inst["test"][:2]))
+                                 prep.llms["train"], example_prompts=prep.results.prompts(prep.inst["test"][:2]),
+                                 trust_model=fitted.get("trust_model"))
         if uri:
             summary_uri = uri
             run.set_tags({"model_uri": summary_uri})

@@ -58,11 +58,23 @@ class MFSuccess(BaseEstimator):
     def _train(self, params, X, li, ii, y, V, b, epochs=None):
         import torch
 
+        # small dense ops: one thread avoids oversubscription stalls on shared CPUs
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            self._steps(params, X, li, ii, y, V, b, epochs)
+        finally:
+            torch.set_num_threads(threads)
+
+    def _steps(self, params, X, li, ii, y, V, b, epochs):
+        import torch
+
         opt = torch.optim.Adam(params, lr=self.lr, weight_decay=self.weight_decay)
         loss_fn = torch.nn.BCEWithLogitsLoss()
         for _ in range(int(epochs or self.epochs)):
             opt.zero_grad()
-            z = self.w2_(V[li] * self.W1_(X[ii])).squeeze(-1) + b[li]
+            # project each prompt once, then gather: the pair count is n_llms times the prompt count
+            z = self.w2_(V[li] * self.W1_(X)[ii]).squeeze(-1) + b[li]
             loss_fn(z, y).backward()
             opt.step()
 

@@ -81,6 +81,11 @@ def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
     band = tm.predict(test)
     test["expected_auc"], test["expected_low"], test["expected_high"] = band["estimate"], band["low"], band["high"]
     chosen = {"trust_model_n_fit": tm.n_fit_, "trust_model_halfwidth": tm.halfwidth_}
+    # the same calibration on the LOO reference AUC alone (fewer signals to extrapolate on)
+    tm1 = instantiate(te.trust_model, features=["loo_auc"]).fit(val, val["auc_generic"])
+    band1 = tm1.predict(test)
+    test["expected_loo_auc"], test["expected_loo_low"], test["expected_loo_high"] = (
+        band1["estimate"], band1["low"], band1["high"])
     policies = {"policy": instantiate(te.fallback)}
     policies.update({f"policy_{k}": instantiate(te.fallback, triggers=list(v)) for k, v in FLAG_SETS.items()})
     for col, pol in policies.items():
@@ -124,6 +129,9 @@ def summarise(test: pd.DataFrame) -> pd.DataFrame:
             inside = (g["auc_generic"] >= g["expected_low"]) & (g["auc_generic"] <= g["expected_high"])
             row["band_coverage"] = inside[g["auc_generic"].notna()].mean()
             row["expected_abs_error"] = (g["expected_auc"] - g["auc_generic"]).abs().mean()
+            inside = (g["auc_generic"] >= g["expected_loo_low"]) & (g["auc_generic"] <= g["expected_loo_high"])
+            row["band_coverage_loo_only"] = inside[g["auc_generic"].notna()].mean()
+            row["expected_abs_error_loo_only"] = (g["expected_loo_auc"] - g["auc_generic"]).abs().mean()
         corr = g[["similarity", "range_excess", "loo_auc", "auc_generic"]].corr(method="spearman")["auc_generic"]
         row.update({f"spearman_{k}_vs_auc": v for k, v in corr.drop("auc_generic").items()})
         out[scen] = row

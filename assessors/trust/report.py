@@ -124,10 +124,15 @@ class TrustReport:
 def training_profile(training_reference, k: int = 3) -> np.ndarray:
     """Each training LLM's mean kappa to its ``k`` nearest other training LLMs, shape (n_train_llms,).
 
-    The reference distribution for :func:`similarity_pvalue`.
+    The reference distribution for :func:`similarity_pvalue`. Constant training LLMs (all-0 or
+    all-1 reference vectors) get NaN: kappa with them is 0 or undefined by construction, and
+    counting them would make any new LLM look typical.
     """
-    K = pairwise_kappa(training_reference)
-    return np.array([top_k_mean(row, k) for row in K])
+    T = np.atleast_2d(np.asarray(training_reference, dtype=np.float64))
+    K = pairwise_kappa(T)
+    with np.errstate(invalid="ignore"):
+        acc = np.nanmean(T, axis=1)
+    return np.array([top_k_mean(row, k) if 0 < a < 1 else np.nan for row, a in zip(K, acc)])
 
 
 def trust_report(reference_success, training_reference, training_llms: Sequence[str] | None = None, *,

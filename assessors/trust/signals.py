@@ -24,7 +24,7 @@ def _as_vector(r, name: str) -> np.ndarray:
     bad = ~np.isnan(r) & (r != 0) & (r != 1)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{name}[{i}] = {r[i]!r}; success values must be 0, 1 or NaN")
+        raise DataError(f"{name}[{i}] = {float(r[i])!r}; success values must be 0, 1 or NaN")
     return r
 
 

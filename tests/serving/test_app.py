@@ -215,3 +215,18 @@ def test_auth_off_only_on_loopback(engine, monkeypatch):
     monkeypatch.setenv("ASSESSORS_API_KEYS", "short")
     with pytest.raises(ConfigError, match="at least 16"):
         create_app({"host": "0.0.0.0"}, engine=engine)
+
+
+def test_chat_upstream_down_is_502(engine):
+    from fastapi.testclient import TestClient
+
+    from assessors.serving.app import create_app
+
+    name = engine.registry.names()[0]
+    app = create_app({"host": "127.0.0.1", "auth": {"enabled": False},
+                      "upstreams": {name: {"base_url": "http://127.0.0.1:9/v1", "model": "x", "timeout_s": 2,
+                                           "max_retries": 0}}}, engine=engine)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        r = c.post("/v1/chat/completions", json={"model": "router", "messages": [{"role": "user", "content": "hi"}]})
+    assert r.status_code == 502 and r.json()["error"]["type"] == "upstream_error"
+    assert r.json()["error"]["message"] == f"upstream {name!r} failed: APIConnectionError"

@@ -75,3 +75,32 @@ def test_loo_auc_of_a_real_generic_assessor_is_informative():
     g = GenericAssessor(ParamGrid(LogisticRegression(max_iter=500), {})).fit(X, S[:25], ref)
     aucs = [loo_reference_auc(g, S[i, ref]) for i in range(25, 30)]
     assert np.mean(aucs) > 0.7
+
+
+def test_fit_trust_hook_on_a_synthetic_pipeline():
+    from omegaconf import OmegaConf
+    from sklearn.linear_model import LogisticRegression
+
+    from assessors.classifiers.grid import ParamGrid
+    from assessors.core.generic import GenericAssessor
+    from assessors.data.results import Results
+    from assessors.pipeline import Prepared
+    from assessors.tracking import RunLogger
+    from assessors.trust.fit import fit_trust
+
+    rng = np.random.default_rng(0)
+    n, k = 300, 40
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    S = (rng.random((k, n)) < 1 / (1 + np.exp(-(2 * X[:, :1].T + rng.normal(size=(k, 1)))))).astype(np.float32)
+    ids = [str(i) for i in range(n)]
+    res = Results(pd.DataFrame({"subgroup": "x"}, index=ids), [f"m{i}" for i in range(k)], S)
+    inst = {"train": ids[:150], "val": ids[150:200], "test": ids[200:]}
+    llms = {"train": res.llms[:25], "val": res.llms[25:35], "test": res.llms[35:]}
+    prep = Prepared(res, inst, llms, {"train": X[:150], "val": X[150:200], "test": X[200:]}, featurizer=None)
+    ref = np.arange(40)
+    g = GenericAssessor(ParamGrid(LogisticRegression(max_iter=500), {})).fit(X[:150], S[:25, :150], ref)
+    run = RunLogger()
+    tm = fit_trust(OmegaConf.create({}), prep, g, ids[:40], run)
+    assert tm.n_fit_ == 10 and np.isfinite(tm.halfwidth_)
+    table = run.artifacts["trust/test_llms.csv"]
+    assert len(table) == 5 and table["expected_auc"].between(0, 1).all()

@@ -1,0 +1,101 @@
+"""Data validation: constructed Results with known problems, strictness, leakage, a real loader."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from assessors.data.results import Results
+from assessors.data.validate import check_leakage, check_results, run_validation, validate_prepared
+from assessors.errors import DataError
+from assessors.tracking import RunLogger
+
+
+def _results():
+    rng = np.random.default_rng(0)
+    ids = [f"a{i}" for i in range(20)] + [f"b{i}" for i in range(20)]
+    inst = pd.DataFrame({"prompt": [f"question {i}" for i in range(40)], "subgroup": ["a"] * 20 + ["b"] * 20},
+                        index=ids)
+    inst.loc["a1", "prompt"] = inst.loc["a0", "prompt"]  # one duplicated prompt text
+    S = (rng.random((6, 40)) < 0.5).astype(np.float32)
+    S[:, 20:] = 0  # dataset b: everyone fails (a grading failure)
+    S[1, :20] = 1  # m1 constant on dataset a
+    S[3] = S[2]  # m2 and m3 identical (and not constant)
+    S[4, :30] = np.nan  # m4 mostly missing
+    S[:, 5] = np.nan  # instance a5 missing everywhere
+    llms = ["m0", "m1", "m2", "m3", "m4", "m0#2"]
+    return Results(instances=inst, llms=llms, success=S, name="toy")
+
+
+def test_constructed_issues_are_found_with_counts_and_names():
+    res = _results()
+    rep = check_results(res, {"identical_min_cells": 10})
+    c = rep.counts()
+    assert c["constant_dataset"] == 1 and rep.issues[[i.check for i in rep.issues].index("constant_dataset")].names[0][:2] == ["b", 0]
+    const = next(i for i in rep.issues if i.check == "constant_llm")
+    pairs = {(n[0], n[1]) for n in const.names}
+    assert ("m1", "a") in pairs and ("m0", "b") in pairs
+    assert c["constant_llm"] == 7  # 6 LLMs on b (m4 too: 10 answered) + m1 on a
+    assert next(i for i in rep.issues if i.check == "conflicting_duplicates").names == [["m0", "m0#2"]]
+    assert next(i for i in rep.issues if i.check == "identical_llms").names == [["m2", "m3"]]
+    assert next(i for i in rep.issues if i.check == "missing_llm").names == [["m4", 0.75]]
+    assert next(i for i in rep.issues if i.check == "missing_instance").names == [["a5", 1.0]]
+    assert next(i for i in rep.issues if i.check == "duplicate_prompts").names == [["a0", "a1"]]
+
+
+def test_clean_data_has_no_issues():
+    rng = np.random.default_rng(1)
+    S = (rng.random((5, 60)) < 0.5).astype(np.float32)
+    inst = pd.DataFrame({"prompt": [f"q{i}" for i in range(60)], "subgroup": "x"}, index=[str(i) for i in range(60)])
+    assert check_results(Results(inst, [f"m{i}" for i in range(5)], S)).issues == []
+
+
+def test_strictness_and_nothing_dropped(caplog):
+    res = _results()
+    before = res.success.copy()
+    rep = run_validation(res, {"strict": False})
+    assert np.array_equal(res.success, before, equal_nan=True) and res.shape == (6, 40)
+    assert res.meta["validation"]["issues"] and "constant_dataset" in caplog.text
+    with pytest.raises(DataError, match="constant_dataset"):
+        run_validation(res, {"fail_on": ["constant_dataset"]})
+    with pytest.raises(DataError, match="strict"):
+        run_validation(res, {"strict": True})
+    assert len(rep.issues) == 6  # identical_llms needs 50 cells by default
+
+
+def test_check_leakage_exact_and_near_duplicates():
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(50, 16))
+    B = rng.normal(size=(10, 16))
+    B[0] = A[3]  # exact
+    B[1] = A[7] + 0.01 * rng.normal(size=16)  # near
+    out = check_leakage(A, B, [f"tr{i}" for i in range(50)], [f"te{i}" for i in range(10)], threshold=0.98,
+                        train_texts=[f"t{i}" for i in range(50)], test_texts=["t3"] + [f"x{i}" for i in range(9)])
+    assert out[["test_id", "train_id"]].values.tolist() == [["te0", "tr3"], ["te1", "tr7"]]
+    assert out["exact_text"].tolist() == [True, False]
+    with pytest.raises(DataError, match="train rows"):
+        check_leakage(A, B, ["x"], [f"te{i}" for i in range(10)])
+
+
+def test_validate_prepared_logs_leakage():
+    from assessors.pipeline import Prepared
+
+    res = _results()
+    run_validation(res)
+    X = np.random.default_rng(3).normal(size=(40, 8)).astype(np.float32)
+    X[20] = X[0]
+    inst = {"train": res.instance_ids[:20], "val": [], "test": res.instance_ids[20:]}
+    prep = Prepared(res, inst, {}, {"train": X[:20], "val": X[:0], "test": X[20:]}, featurizer=object())
+    run = RunLogger()
+    rep = validate_prepared(prep, {"near_duplicate": 0.99}, run)
+    assert rep.counts()["leakage"] == 1 and run.metrics["validate.leakage"] == 1.0
+    assert "validate/leakage.csv" in run.artifacts and run.metrics["validate.n_issues"] == 7
+
+
+def test_real_openai_evals_text_models_are_constant(data_dir):
+    from assessors.data.loaders.openai_evals import load_openai_evals
+
+    res = load_openai_evals(root=data_dir, cache_dir=None, datasets=["causal_judgment"])
+    rep = check_results(res)
+    const = next(i for i in rep.issues if i.check == "constant_llm")
+    names = {n[0] for n in const.names}
+    assert {"text-ada-001", "text-davinci-003"} <= names and all(n[2] == 0 for n in const.names)
+    assert "constant_dataset" not in rep.counts()  # gpt-4 models succeed sometimes
