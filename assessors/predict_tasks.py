@@ -106,6 +106,25 @@ def _plain(node) -> Any:
     return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) or OmegaConf.is_config(node) else node
 
 
+def trust_hook(model, trust: Mapping | None):
+    """The registry's trust-report callable (reference -> dict) for ``model``.
+
+    ``trust`` is ``{enabled: bool, **report options}`` (the built-in report of
+    :mod:`assessors.trust`), a node with a ``_target_`` for a custom callable, or None (off).
+    """
+    trust = _plain(trust)
+    if not trust:
+        return None
+    if "_target_" in trust:
+        return instantiate(trust)
+    opts = {k: v for k, v in trust.items() if k != "enabled"}
+    if not trust.get("enabled", True):
+        return None
+    from assessors.trust.report import make_trust_fn
+
+    return make_trust_fn(model, **opts)
+
+
 def build_engine(model_uri: str | None, router: Mapping | None = None, llms: Sequence[Mapping] = (),
                  known_llms: Any = None, default_cost: Mapping | None = None, trust: Mapping | None = None,
                  embed_cache_size: int = 10_000, model=None) -> Engine:
@@ -115,8 +134,7 @@ def build_engine(model_uri: str | None, router: Mapping | None = None, llms: Seq
     an LLM known to the model from training.
     """
     model = model if model is not None else load_assessor_model(model_uri)
-    trust_fn = instantiate(_plain(trust)) if trust else None
-    engine = Engine(model, LLMRegistry(model.reference_ids, trust_fn=trust_fn),
+    engine = Engine(model, LLMRegistry(model.reference_ids, trust_fn=trust_hook(model, trust)),
                     router=instantiate(_plain(router)) if router else None, embed_cache_size=embed_cache_size)
     default_cost = dict(_plain(default_cost) or {})
     known = list(getattr(model, "llms", []))
@@ -263,6 +281,6 @@ def onboard(cfg: DictConfig, model=None) -> dict:
     ref = pd.DataFrame({"reference_id": results.instance_ids, "success": results.success[0]})
     path = write_table(ref, out_dir / "reference.csv")
     # registering validates the vector against the model and computes the trust report (when configured)
-    reg = LLMRegistry(ref_ids, trust_fn=instantiate(_plain(cfg.trust)) if cfg.get("trust") else None)
+    reg = LLMRegistry(ref_ids, trust_fn=trust_hook(model, cfg.get("trust")))
     entry = reg.register(name, read_reference(path), source=str(path))
     return _report({"llm": name, "reference": str(path), **entry.summary(), "onboarding": summary})

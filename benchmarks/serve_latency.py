@@ -166,7 +166,7 @@ def main() -> None:
             # cached prompts, all 11 LLMs registered on the fly
             for n in res.llms:
                 if n not in llms3:
-                    c.post(base + "/v1/llms", json={"name": n, "reference": model.reference_success[model.llms.index(n)].tolist()}).raise_for_status()
+                    c.post(base + "/v1/llms", json={"name": n, "reference": [None if v != v else float(v) for v in model.reference_success[model.llms.index(n)]]}).raise_for_status()
             cached = single + batch
             t = time.perf_counter()
             reps = 5

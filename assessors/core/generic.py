@@ -127,7 +127,8 @@ class GenericAssessor(BaseEstimator):
         from assessors.metrics import auc
 
         P = self.predict_proba(X_val, R_val)
-        return pd.Series([auc(S_val[k], P[k]) for k in range(len(S_val))])
+        keep = ~np.isnan(S_val)  # ungraded cells do not count
+        return pd.Series([auc(S_val[k][keep[k]], P[k][keep[k]]) for k in range(len(S_val))])
 
     # ------------------------------------------------------------------ predict
     def predict_proba(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:

@@ -18,9 +18,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping
 
-#: Fastest settings measured by benchmarks/llama_server_settings.py that still return
-#: logprobs (see notes/onboarding.md for the figures).
-FAST_SETTINGS: dict[str, object] = {"n_ctx": 2048, "n_batch": 512, "n_threads": 2, "n_threads_batch": 2}
+#: Fastest settings that still return logprobs, measured by benchmarks/llama_server_settings.py
+#: on the shared 2-core machine (llama-cpp-python 0.3.36): one thread for both decode and
+#: prompt batches (4.2 s per 243-token BBH prompt, 58 prompt tokens/s, against 9.7 s / 25 tok/s
+#: for the server defaults and 14-35 s with 2 threads, which contend with other processes).
+#: logits_all must stay true: 0.3.36 answers logprobs requests with HTTP 500 otherwise.
+#: n_ctx 2048 fits BBH and most MuSR prompts (the longest MuSR prompts need 4096).
+FAST_SETTINGS: dict[str, object] = {"n_ctx": 2048, "n_batch": 512, "n_threads": 1, "n_threads_batch": 1,
+                                    "logits_all": True, "verbose": False}
 MODEL_ALIAS = "smollm2-135m-instruct"
 
 

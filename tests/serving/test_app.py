@@ -230,3 +230,32 @@ def test_chat_upstream_down_is_502(engine):
         r = c.post("/v1/chat/completions", json={"model": "router", "messages": [{"role": "user", "content": "hi"}]})
     assert r.status_code == 502 and r.json()["error"]["type"] == "upstream_error"
     assert r.json()["error"]["message"] == f"upstream {name!r} failed: APIConnectionError"
+
+
+def test_registration_returns_trust_report_with_default_hook(tiny, monkeypatch):
+    """conf/predict.yaml's default trust hook: every registration carries a trust report."""
+    from fastapi.testclient import TestClient
+
+    from assessors.predict_tasks import trust_hook
+    from assessors.routing.engine import Engine
+    from assessors.routing.registry import LLMRegistry
+    from assessors.serving.app import create_app
+
+    model = tiny["model"]
+    eng = Engine(model, LLMRegistry(model.reference_ids, trust_fn=trust_hook(model, {"enabled": True, "k": 3})))
+    monkeypatch.setenv("TEST_ASSESSORS_KEYS", API_KEY)
+    app = create_app({"auth": {"api_keys_env": ["TEST_ASSESSORS_KEYS"]}}, engine=eng)
+    ref_ids = tiny["reference_ids"]
+    known = model.llms[0]  # a training LLM: identical reference results -> similarity 1
+    vec = model.reference_success[0]
+    with TestClient(app, headers={"Authorization": f"Bearer {API_KEY}"}) as c:
+        r = c.post("/v1/llms", json={"name": "twin", "reference": {i: float(v) for i, v in zip(ref_ids, vec)}})
+        assert r.status_code == 201, r.text
+        trust = r.json()["trust"]
+        assert trust is not None and trust["nearest"][0]["llm"] == known
+        assert trust["nearest"][0]["kappa"] == pytest.approx(1.0)
+        zeros = c.post("/v1/llms", json={"name": "zeros", "reference": [0.0] * len(ref_ids)}).json()["trust"]
+        assert "insufficient_data" in zeros["flags"] or zeros["warnings"]
+        listed = {x["name"]: x for x in c.get("/v1/llms").json()["llms"]}
+        assert listed["twin"]["trust"]["nearest"][0]["llm"] == known
+    assert trust_hook(model, None) is None and trust_hook(model, {"enabled": False}) is None
