@@ -63,6 +63,10 @@ class SentenceTransformerFeaturizer(Featurizer):
         Texts per forward pass.
     max_seq_length : int
         Token truncation length (the paper's 256).
+    truncation_side : {"right", "left"}
+        Which end of a too-long prompt is cut. ``"left"`` keeps the end, where the question of
+        long prompts usually is: with ``"right"``, MuSR prompts that share a long preamble get
+        identical embeddings (``validate`` reports them as near-duplicates).
     normalize : bool
         L2-normalise the embeddings (MiniLM's own pipeline already ends in a Normalize layer).
     device : str
@@ -82,11 +86,13 @@ class SentenceTransformerFeaturizer(Featurizer):
 
     def __init__(self, model_name: str = BUNDLED_MINILM, batch_size: int = 32, max_seq_length: int = 256,
                  normalize: bool = True, device: str = "cpu", backend: str = "torch",
-                 num_threads: int | None = None, show_progress: bool = True, cache_dir: str | None = None):
+                 num_threads: int | None = None, show_progress: bool = True, cache_dir: str | None = None,
+                 truncation_side: str = "right"):
         super().__init__(cache_dir=cache_dir)
         self.model_name = model_name
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
+        self.truncation_side = truncation_side
         self.normalize = normalize
         self.device = device
         self.backend = backend
@@ -120,6 +126,9 @@ class SentenceTransformerFeaturizer(Featurizer):
             hint = " (HF_HUB_OFFLINE is set: only locally cached models load)" if offline else ""
             raise OfflineError(f"cannot load sentence-transformers model {self.model_name!r}{hint}: {e}") from e
         model.max_seq_length = int(self.max_seq_length)
+        if self.truncation_side not in ("right", "left"):
+            raise ConfigError(f"truncation_side must be 'right' or 'left', got {self.truncation_side!r}")
+        model.tokenizer.truncation_side = self.truncation_side
         return model
 
     def _transform(self, texts: list[str]) -> np.ndarray:

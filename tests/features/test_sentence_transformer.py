@@ -87,3 +87,17 @@ def test_unknown_model_offline_fails_clearly():
     f = SentenceTransformerFeaturizer(model_name="no-such-org/no-such-model-xyz")
     with pytest.raises(OfflineError, match="no-such-model-xyz"):
         f.transform(["hello"])
+
+
+def test_left_truncation_keeps_the_question_of_long_prompts(minilm):
+    """Two long prompts differing only at the end: right truncation cannot tell them apart."""
+    preamble = "Alice moved the keys from the drawer to the shelf while Bob was in the garden. " * 40
+    a, b = preamble + "Where will Bob look for the keys?", preamble + "What colour is the garden gate?"
+    right = minilm.transform([a, b])
+    assert float(right[0] @ right[1]) > 0.999
+    left = SentenceTransformerFeaturizer(show_progress=False, truncation_side="left")
+    ea, eb = left.transform([a, b])
+    assert float(ea @ eb) < 0.99
+    assert left.identity() != minilm.identity()  # cached separately
+    with pytest.raises(Exception, match="truncation_side"):
+        SentenceTransformerFeaturizer(truncation_side="middle").transform(["x"])
