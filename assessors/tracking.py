@@ -7,7 +7,6 @@ as FAILED, never left RUNNING.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import logging
 import os
@@ -233,8 +232,3 @@ def tracker_from_cfg(cfg) -> NullTracker | MlflowTracker:
         return NullTracker()
     return instantiate(cfg.tracking)
 
-
-def figure_bytes(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
-    return buf.getvalue()

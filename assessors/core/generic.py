@@ -156,10 +156,6 @@ class GenericAssessor(BaseEstimator):
         p = self.classifier_.predict_proba(src)[:, 1].reshape(R.shape[0], X.shape[0]).astype(np.float32)
         return p[0] if single else p
 
-    @property
-    def n_reference(self) -> int:
-        return len(self.reference_fill_)
-
 
 def _streams(est) -> bool:
     """Whether a classifier consumes lazy row sources (the Lightning MLP does)."""

@@ -118,3 +118,20 @@ def test_bad_inputs_have_clear_errors():
         RandomSampling(core_size=10).fit(bad, source_llms=names[:15])
     with pytest.raises(DataError, match="core set has 10 items"):
         est.estimate(S[15:, :5])
+
+
+def test_aipw_with_generic_assessor_proxy_is_unbiased_and_covers():
+    """conf/estimator/aipw_assessor.yaml: the generic assessor as AIPW's proxy (data without text)."""
+    from pathlib import Path
+
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    node = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf/estimator/aipw_assessor.yaml")
+    node.seed = 0
+    node.proxy.assessor.classifier.estimator.n_estimators = 30
+    est = instantiate(node)
+    S, _ = simulate(n_llms=40, n_items=300, dims=1, seed=8)
+    err, cover, _ = _trials(est, S, 30, 40, range(12))
+    assert abs(err.mean()) < 0.02, err.mean()
+    assert cover.mean() >= 0.85, cover.mean()  # 12 trials x 10 targets: loose but can fail
