@@ -229,6 +229,13 @@ class Results:
         if instances is None:
             ids = list(dict.fromkeys(long["instance_id"]))
             instances = pd.DataFrame(index=pd.Index(ids, name="instance_id"))
+            if "subgroup" in long.columns:
+                # an instance-level column carried in the long table (no prompts table needed)
+                per = long.drop_duplicates(["instance_id", "subgroup"])
+                clash = per["instance_id"].duplicated()
+                if clash.any():
+                    raise DataError(f"{source}: instance_id {per['instance_id'][clash].iloc[0]!r} has more than one subgroup")
+                instances["subgroup"] = per.set_index("instance_id")["subgroup"].astype(str).reindex(ids).to_numpy()
         else:
             instances = instances.copy()
             instances.index = instances.index.astype(str)

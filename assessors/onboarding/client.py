@@ -141,6 +141,10 @@ class Onboarder:
         system = row.get("system_prompt") if "system_prompt" in row.index else None
         system = system if isinstance(system, str) and system else self.system_prompt
         msgs = [{"role": "system", "content": system}] if system else []
+        # few-shot demonstrations go in as earlier chat turns, so graders still parse only the
+        # item's own prompt, and a local server reuses the shared prefix across items
+        for shot_prompt, shot_answer in _shots(row.get("shots") if "shots" in row.index else None):
+            msgs += [{"role": "user", "content": shot_prompt}, {"role": "assistant", "content": shot_answer}]
         return msgs + [{"role": "user", "content": str(row["prompt"])}]
 
     def _key(self, messages: list[dict]) -> str:
@@ -201,7 +205,8 @@ class Onboarder:
         ----------
         prompts : pandas.DataFrame
             Columns ``instance_id`` (or index), ``prompt``, ``target``, ``subgroup``
-            (optional ``system_prompt``).
+            (optional ``system_prompt``; optional ``shots``: a list, or JSON string, of
+            ``[prompt, answer]`` demonstrations sent as earlier chat turns).
         out_dir : path
             Directory for ``journal.jsonl``, ``results/`` and ``summary.json``.
         http_client : httpx.Client, optional
@@ -294,7 +299,7 @@ class Onboarder:
         name = self.llm_name or self.model
         has_cost = self.price_per_1k_prompt is not None or self.price_per_1k_completion is not None
         results = Results(
-            instances=df[[c for c in df.columns if c != "system_prompt"]], llms=[name], success=succ[None],
+            instances=df[[c for c in df.columns if c not in ("system_prompt", "shots")]], llms=[name], success=succ[None],
             confidence=conf[None] if self.logprobs else None, cost=cost[None] if has_cost else None,
             responses=pd.DataFrame([(name, i, a) for i, a in resp], columns=["llm", "instance_id", "response"]),
             name=f"onboarding:{name}",
@@ -311,6 +316,17 @@ class Onboarder:
             "cost": float(np.nansum(cost)) if has_cost else None,
         }
         return results, summary
+
+
+def _shots(value) -> list[tuple[str, str]]:
+    """Parse a ``shots`` cell: None/NaN/"" -> [], else a list (or JSON list) of [prompt, answer]."""
+    if value is None or (isinstance(value, float) and np.isnan(value)) or (isinstance(value, str) and not value):
+        return []
+    items = json.loads(value) if isinstance(value, str) else value
+    try:
+        return [(str(p), str(a)) for p, a in items]
+    except (TypeError, ValueError) as e:
+        raise DataError(f"shots must be a list of [prompt, answer] pairs, got {str(value)[:80]!r}") from e
 
 
 def onboard(prompts: pd.DataFrame, out_dir: str | os.PathLike, graders: GraderMap, **endpoint) -> tuple[Results, dict]:

@@ -18,20 +18,57 @@ class GenericAssessorProxy(ItemProxy):
     ----------
     assessor : GenericAssessor
         An unfitted generic assessor (cloned at fit).
+    max_pairs : int, optional
+        Cap on training (LLM, item) pairs: when ``n_sources x n_items`` exceeds it, the
+        assessor trains on a seeded random subset of source LLMs (at least ``min_llms``). The
+        success-pattern features still use every source LLM. This bounds the per-trial cost on
+        the 400-LLM leaderboards, where a full fit took ~20 s per trial.
+    pattern_dims : int, optional
+        Compress success-pattern features to this many SVD components (``None`` keeps all).
+    min_llms : int
+        Lower bound on the subsampled source LLMs.
+    seed : int
     """
 
-    def __init__(self, assessor=None):
+    def __init__(self, assessor=None, max_pairs: int | None = None, pattern_dims: int | None = None,
+                 min_llms: int = 16, seed: int = 0):
         self.assessor = assessor
+        self.max_pairs = max_pairs
+        self.pattern_dims = pattern_dims
+        self.min_llms = min_llms
+        self.seed = seed
 
     def fit(self, source_success, features, core_index):
         from sklearn.base import clone
 
         super().fit(source_success, features, core_index)
         S = np.asarray(source_success, dtype=np.float32)
-        self.X_ = (np.asarray(features, dtype=np.float32) if features is not None else S.T.copy())
-        self.model_ = clone(self.assessor).fit(self.X_, S, self.core_index_)
+        if features is not None:
+            self.X_ = np.asarray(features, dtype=np.float32)
+        else:
+            self.X_ = _patterns(S, self.pattern_dims)
+        rows = np.arange(len(S))
+        if self.max_pairs and S.size > self.max_pairs:
+            k = max(int(self.min_llms), int(self.max_pairs) // S.shape[1])
+            if k < len(S):
+                rows = np.sort(np.random.default_rng(self.seed).choice(len(S), k, replace=False))
+        self.train_llms_ = rows
+        self.model_ = clone(self.assessor).fit(self.X_, S[rows], self.core_index_)
         return self
 
     def predict(self, core_success):
         R = np.atleast_2d(np.asarray(core_success, dtype=np.float32))
         return np.clip(np.asarray(self.model_.predict_proba(self.X_, R), dtype=np.float64), 0.0, 1.0)
+
+
+def _patterns(S: np.ndarray, dims: int | None) -> np.ndarray:
+    """Items' success patterns over the sources, shape (n_items, n_sources or dims)."""
+    P = S.T.copy()
+    if dims is None or dims >= min(P.shape):
+        return P
+    # NaN cells -> item mean, then a rank-`dims` projection: keeps the dominant ability axes
+    # (the patterns are close to low rank) at a fraction of the tree-building cost
+    mean = np.nanmean(P, axis=1, keepdims=True)
+    P = np.where(np.isnan(P), np.nan_to_num(mean, nan=0.5), P) - P.mean(axis=0, keepdims=True)
+    U, s, _ = np.linalg.svd(P, full_matrices=False)
+    return (U[:, :dims] * s[:dims]).astype(np.float32)
