@@ -215,13 +215,33 @@ class MlflowTracker:
     @contextlib.contextmanager
     def start_run(self, run_name: str, cfg: Any = None, tags: dict | None = None) -> Iterator[MlflowRun]:
         mlflow = self._setup()
-        # mlflow's own context manager ends the run FAILED on any exception, KeyboardInterrupt included
-        with mlflow.start_run(run_name=run_name) as active:
+        # mlflow's own context manager ends the run FAILED on any exception, KeyboardInterrupt
+        # included; SIGTERM (kill, job schedulers) is turned into one so it is covered too
+        with sigterm_as_interrupt(), mlflow.start_run(run_name=run_name) as active:
             run = MlflowRun(mlflow, active, self)
             run.set_tags({"git_commit": git_commit(), **(tags or {})})
             if cfg is not None:
                 run.log_params(flatten_config(cfg))
             yield run
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM -> KeyboardInterrupt, so an MLflow run ends KILLED/FAILED instead of RUNNING."""
+    import signal
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (e.g. some launchers): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def tracker_from_cfg(cfg) -> NullTracker | MlflowTracker:

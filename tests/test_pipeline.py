@@ -64,3 +64,21 @@ def test_secrets_never_reach_params(compose):
     assert flat["features.api_key"] == "***"
     assert flat["onboard.api_key_env"] == "OPENAI_API_KEY"
     assert not any("sk-verysecret" in v for v in flat.values())
+
+
+def test_sigterm_ends_any_tracked_run_killed_not_running(tmp_path):
+    import os
+    import signal
+
+    from assessors.tracking import MlflowTracker
+
+    tracker = MlflowTracker(experiment="sig", db_path=str(tmp_path / "m.db"), artifact_root=str(tmp_path / "a"))
+    with pytest.raises(KeyboardInterrupt, match="signal"):
+        with tracker.start_run("killed") as run:
+            run_id = run.run_id
+            os.kill(os.getpid(), signal.SIGTERM)
+    from mlflow.tracking import MlflowClient
+
+    status = MlflowClient(tracker.uri).get_run(run_id).info.status
+    assert status in ("KILLED", "FAILED")
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler was restored

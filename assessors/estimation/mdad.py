@@ -84,11 +84,23 @@ def mdad_with_ci(curve: pd.DataFrame, boots: np.ndarray, threshold: float = 0.8,
 
 
 def evaluate(S: np.ndarray, estimators: dict, sizes, trials: int, edges: np.ndarray, n_boot: int = 200,
-             progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Agreement curves and MDAD per (method, size); ``raw_mean`` is the micro-benchmark mean.
+             progress: bool = True, selectors: dict | None = None,
+             selector_trials: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Agreement curves and MDAD per (selector, method, size); ``raw_mean`` is the micro-benchmark mean.
 
-    Each trial: a random half of the LLMs are sources, the rest targets; a random micro-benchmark
-    of ``size`` items; every estimator ranks the targets from their micro-benchmark results.
+    Each trial: a random half of the LLMs are sources, the rest targets; a micro-benchmark of
+    ``size`` items, drawn at random (selector ``random``) or chosen by a reference selector
+    fitted on the sources' results; every estimator ranks the targets from their
+    micro-benchmark results.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n_llms, n_items)
+    estimators : dict name -> BenchmarkEstimator (cloned per trial)
+    selectors : dict name -> Selector or None, optional
+        ``None`` (or the name ``random``) draws the micro-benchmark uniformly. Default: random only.
+    selector_trials : int, optional
+        Trials for the fitted selectors (they refit per trial, on that trial's sources).
     """
     from sklearn.base import clone
     from tqdm.auto import tqdm
@@ -96,30 +108,42 @@ def evaluate(S: np.ndarray, estimators: dict, sizes, trials: int, edges: np.ndar
     S = np.asarray(S, dtype=np.float64)
     n, m = S.shape
     acc = np.nanmean(S, 1)
+    selectors = dict(selectors or {"random": None})
     curves, summary = [], []
     for size in [s for s in sizes if s < m]:
-        per = {name: ([], []) for name in ["raw_mean", *estimators]}
-        for t in tqdm(range(trials), desc=f"mdad n={size}", disable=not progress, mininterval=5):
-            rng = np.random.default_rng(t)
-            perm = rng.permutation(n)
-            src, tgt = np.sort(perm[: n // 2]), np.sort(perm[n // 2:])
-            core = np.sort(rng.choice(m, size, replace=False))
-            Y = S[tgt][:, core]
-            est_acc = {"raw_mean": np.nanmean(Y, 1)}
-            for name, proto in estimators.items():
-                e = clone(proto).set_params(core_size=size, seed=t).fit(S[src], core_index=core)
-                est_acc[name] = e.estimate(Y).point
-            for name, ea in est_acc.items():
-                d, a = pair_agreement(acc[tgt], ea)
-                per[name][0].append(d)
-                per[name][1].append(a)
-        for name, (d, a) in per.items():
-            curve, boots = agreement_curve(d, a, edges, n_boot=n_boot, seed=size)
-            point, lo, hi = mdad_with_ci(curve, boots)
-            curves.append(curve.assign(method=name, size=size))
-            summary.append((name, size, point, lo, hi))
+        for sel_name, sel in selectors.items():
+            n_trials = trials if sel is None else int(selector_trials or trials)
+            per = {name: ([], []) for name in ["raw_mean", *estimators]}
+            for t in tqdm(range(n_trials), desc=f"mdad {sel_name} n={size}", disable=not progress, mininterval=5):
+                rng = np.random.default_rng(t)
+                perm = rng.permutation(n)
+                src, tgt = np.sort(perm[: n // 2]), np.sort(perm[n // 2:])
+                core = np.sort(rng.choice(m, size, replace=False))
+                if sel is not None:
+                    fitted = clone(sel).set_params(size=size, seed=t).fit(S[src].astype(np.float32), [str(i) for i in range(m)])
+                    core = np.sort(np.asarray(fitted.reference_index_, dtype=int))
+                Y = S[tgt][:, core]
+                est_acc = {"raw_mean": np.nanmean(Y, 1)}
+                for name, proto in estimators.items():
+                    e = clone(proto).set_params(core_size=size, seed=t).fit(S[src], core_index=core)
+                    est_acc[name] = e.estimate(Y).point
+                for name, ea in est_acc.items():
+                    d, a = pair_agreement(acc[tgt], ea)
+                    per[name][0].append(d)
+                    per[name][1].append(a)
+            for name, (d, a) in per.items():
+                curve, boots = agreement_curve(d, a, edges, n_boot=n_boot, seed=size)
+                point, lo, hi = mdad_with_ci(curve, boots)
+                curves.append(curve.assign(selector=sel_name, method=name, size=size))
+                summary.append((sel_name, name, size, n_trials, point, lo, hi))
     return (pd.concat(curves, ignore_index=True),
-            pd.DataFrame(summary, columns=["method", "size", "mdad", "mdad_ci_low", "mdad_ci_high"]))
+            pd.DataFrame(summary, columns=["selector", "method", "size", "trials", "mdad", "mdad_ci_low", "mdad_ci_high"]))
+
+
+def _label(df: pd.DataFrame) -> pd.Series:
+    """Plot label: the method, plus the selector when it is not random."""
+    sel = df["selector"] if "selector" in df.columns else pd.Series("random", index=df.index)
+    return df["method"].where(sel == "random", df["method"] + " [" + sel + "]")
 
 
 def _plots(curves: pd.DataFrame, summary: pd.DataFrame, name: str):
@@ -131,7 +155,8 @@ def _plots(curves: pd.DataFrame, summary: pd.DataFrame, name: str):
     sizes = sorted(curves["size"].unique())
     fig, axes = plt.subplots(1, len(sizes), figsize=(3.2 * len(sizes), 3.2), squeeze=False, sharey=True)
     for ax, s in zip(axes[0], sizes):
-        for m, g in curves[curves["size"] == s].groupby("method"):
+        cs = curves[curves["size"] == s]
+        for m, g in cs.groupby(_label(cs)):
             ax.plot(g["centroid"], g["agreement"], marker=".", label=m)
             ax.fill_between(g["centroid"], g["ci_low"], g["ci_high"], alpha=0.15)
         ax.axhline(0.8, ls="--", c="k", lw=0.8)
@@ -139,7 +164,7 @@ def _plots(curves: pd.DataFrame, summary: pd.DataFrame, name: str):
     axes[0][0].set_ylabel("agreement")
     axes[0][-1].legend(fontsize=7)
     fig2, ax = plt.subplots(figsize=(5, 3.5))
-    for m, g in summary.groupby("method"):
+    for m, g in summary.groupby(_label(summary)):
         ax.errorbar(g["size"], g["mdad"], yerr=[g["mdad"] - g["mdad_ci_low"], g["mdad_ci_high"] - g["mdad"]],
                     marker="o", capsize=3, label=m)
     ax.set(xscale="log", xlabel="micro-benchmark size", ylabel="MDAD (points)", title=f"{name}: MDAD vs size")
@@ -166,16 +191,20 @@ def _run(cfg, run_) -> dict[str, float]:
     with threadpool_limits(1):
         for name, c in h.benchmarks.items():
             res = instantiate(c)
+            selectors = {k: (None if v is None else instantiate(v)) for k, v in (h.get("selectors") or {"random": None}).items()}
             curves, summary = evaluate(res.success, estimators, list(h.sizes), int(h.trials), edges,
-                                       int(h.n_boot), bool(h.get("progress", True)))
+                                       int(h.n_boot), bool(h.get("progress", True)), selectors,
+                                       h.get("selector_trials"))
             run_.log_table(curves, f"tables/{name}_agreement.csv")
             run_.log_table(summary, f"tables/{name}_mdad.csv")
             for p, fig in _plots(curves, summary, name).items():
                 run_.log_figure(fig, p)
             for _, r in summary.iterrows():
-                metrics[f"{name}.{r['method']}.mdad.n{r['size']}"] = float(r["mdad"])
+                metrics[f"{name}.{r['selector']}.{r['method']}.mdad.n{r['size']}"] = float(r["mdad"])
             md += [f"## {name} ({res.success.shape[0]} LLMs x {res.success.shape[1]} items)", "",
-                   summary.pivot(index="size", columns="method", values="mdad").round(2).to_markdown(), ""]
+                   "MDAD in accuracy points (NaN: agreement never reaches 0.8 within the buckets).", "",
+                   summary.assign(label=_label(summary)).pivot(index="size", columns="label", values="mdad")
+                   .round(2).to_markdown(), ""]
     run_.log_metrics({k: v for k, v in metrics.items() if np.isfinite(v)})
     run_.log_text("\n".join(md), "mdad_report.md")
     return metrics

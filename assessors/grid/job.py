@@ -8,9 +8,7 @@ combination's config hash so that a restarted sweep skips it.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
-import signal
 import time
 
 import numpy as np
@@ -71,23 +69,6 @@ def select_reference(cfg: DictConfig, S_tr: np.ndarray, ids: list[str], X_tr: np
     return memo(cfg.paths.cache_dir + "/selection", "reference_ids", key, fit)["index"]
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM -> KeyboardInterrupt, so the MLflow run ends KILLED/FAILED instead of RUNNING."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    try:
-        old = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread (e.g. some launchers): leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def per_llm_auc(S: np.ndarray, P: np.ndarray, llms: list[str]) -> pd.Series:
     """AUC of each LLM's predictions; S and P of shape (n_llms, n_instances)."""
     from assessors.metrics import auc
@@ -120,7 +101,7 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
         return {"objective": m.get("val_auc_mean", float("nan")), "val_auc_mean": m.get("val_auc_mean", float("nan")),
                 "test_auc_mean": m.get("test_auc_mean", float("nan")), "skipped": 1.0}
     tags = {**job_tags(h), **{f"grid.{k}": v for k, v in combo.items()}}
-    with _sigterm_as_interrupt(), tracker.start_run(cfg.get("run_name") or "grid", cfg, tags=tags) as run:
+    with tracker.start_run(cfg.get("run_name") or "grid", cfg, tags=tags) as run:
         t0 = time.perf_counter()
         prep = prepare(cfg)
         if not prep.llms["val"] or not prep.inst["val"]:

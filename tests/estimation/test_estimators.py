@@ -158,5 +158,11 @@ def test_generic_proxy_caps_training_pairs_and_compresses_patterns():
     from sklearn.metrics import roc_auc_score
     auc = np.mean([roc_auc_score(S[50 + i], p[i]) for i in range(10) if 0 < S[50 + i].mean() < 1])
     assert auc > 0.7, auc
+    few = GenericAssessorProxy(logreg(), max_pairs=1000, min_llms=5, seed=1).fit(S[:50], None, core)
+    assert len(few.train_llms_) == 5 and len(few.train_items_) == 200  # 5 x 200 = 1000 pairs
+    assert np.isin(core, few.train_items_).all()
+    tiny = GenericAssessorProxy(logreg(), max_pairs=500, min_llms=5, seed=1).fit(S[:50], None, core)
+    assert len(tiny.train_items_) == 100 and np.isin(core, tiny.train_items_).all()
+    assert tiny.predict(S[50:, core]).shape == (10, 200)
     full = GenericAssessorProxy(logreg()).fit(S[:50], None, core)
     assert len(full.train_llms_) == 50 and full.X_.shape == (200, 50)

@@ -59,3 +59,26 @@ def test_evaluate_ranks_by_raw_mean_and_estimator():
     small = curves[(curves["method"] == "raw_mean") & (curves["size"] == 20)]["agreement"].iloc[:3].mean()
     big = curves[(curves["method"] == "raw_mean") & (curves["size"] == 200)]["agreement"].iloc[:3].mean()
     assert big > small
+
+
+def test_evaluate_with_a_fitted_selector_uses_its_reference_set():
+    from assessors.selection.base import Selector
+    from tests.estimation.conftest import simulate
+
+    class Hardest(Selector):
+        """Constructed known answer: picks the items the sources fail most (all-fail core)."""
+
+        def _select(self, success, features):
+            return np.argsort(np.nanmean(success, 0))[: self.size]
+
+    S, _ = simulate(n_llms=30, n_items=400, seed=2)
+    S[:, :40] = 0.0  # 40 items nobody solves: the selector's micro-benchmark cannot rank anyone
+    curves, summary = M.evaluate(S, {}, [20], 4, np.arange(0, 41, 4.0), n_boot=10, progress=False,
+                                 selectors={"random": None, "hardest": Hardest()}, selector_trials=3)
+    hard = summary[summary["selector"] == "hardest"].iloc[0]
+    rand = summary[summary["selector"] == "random"].iloc[0]
+    assert (hard["trials"], rand["trials"]) == (3, 4)
+    # every pair ties on an all-zero core -> agreement 0.5 everywhere, MDAD undefined
+    agree = curves[(curves["selector"] == "hardest") & (curves["pairs"] > 0)]["agreement"]
+    np.testing.assert_allclose(agree, 0.5)
+    assert np.isnan(hard["mdad"]) and np.isfinite(rand["mdad"])

@@ -21,8 +21,9 @@ class GenericAssessorProxy(ItemProxy):
     max_pairs : int, optional
         Cap on training (LLM, item) pairs: when ``n_sources x n_items`` exceeds it, the
         assessor trains on a seeded random subset of source LLMs (at least ``min_llms``). The
-        success-pattern features still use every source LLM. This bounds the per-trial cost on
-        the 400-LLM leaderboards, where a full fit took ~20 s per trial.
+        success-pattern features still use every source LLM. If ``min_llms`` sources over all
+        items still exceed the cap, a random item subset (always with the core items) is used.
+        This bounds the per-trial cost: a full fit on the 400-LLM leaderboards took ~20 s.
     pattern_dims : int, optional
         Compress success-pattern features to this many SVD components (``None`` keeps all).
     min_llms : int
@@ -47,13 +48,21 @@ class GenericAssessorProxy(ItemProxy):
             self.X_ = np.asarray(features, dtype=np.float32)
         else:
             self.X_ = _patterns(S, self.pattern_dims)
-        rows = np.arange(len(S))
+        rng = np.random.default_rng(self.seed)
+        rows, items = np.arange(len(S)), np.arange(S.shape[1])
         if self.max_pairs and S.size > self.max_pairs:
             k = max(int(self.min_llms), int(self.max_pairs) // S.shape[1])
             if k < len(S):
-                rows = np.sort(np.random.default_rng(self.seed).choice(len(S), k, replace=False))
-        self.train_llms_ = rows
-        self.model_ = clone(self.assessor).fit(self.X_, S[rows], self.core_index_)
+                rows = np.sort(rng.choice(len(S), k, replace=False))
+            if rows.size * items.size > self.max_pairs:
+                # even min_llms sources over every item is too many pairs (e.g. MMLU-Pro's 12k
+                # items): train on a random item subset, always keeping the core items
+                rest = np.setdiff1d(items, self.core_index_)
+                n_keep = max(int(self.max_pairs) // rows.size - self.core_index_.size, 1)
+                items = np.union1d(self.core_index_, rng.choice(rest, min(n_keep, rest.size), replace=False))
+        self.train_llms_, self.train_items_ = rows, items
+        core = np.searchsorted(items, self.core_index_)
+        self.model_ = clone(self.assessor).fit(self.X_[items], S[np.ix_(rows, items)], core)
         return self
 
     def predict(self, core_success):
