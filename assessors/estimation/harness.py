@@ -96,6 +96,32 @@ def source_similarity(S: np.ndarray, split: str, trial: int, target_fraction: fl
     return pd.Series(np.nan_to_num(C, nan=0.0).max(1), index=tgt)
 
 
+def _checkpoint_path(ckpt_dir, name: str, cfg, res):
+    """Per-benchmark records file keyed by everything that changes them (None: no checkpoints)."""
+    if not ckpt_dir:
+        return None
+    import hashlib
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    h = cfg.benchmark_prediction
+    ident = OmegaConf.to_yaml(OmegaConf.create({
+        "estimators": OmegaConf.to_container(cfg.estimators, resolve=True),
+        "run": {k: OmegaConf.to_container(h[k], resolve=True) if OmegaConf.is_config(h[k]) else h[k]
+                for k in ("splits", "sizes", "trials", "target_fraction", "trials_per_method") if k in h},
+        "data": res.fingerprint()}))
+    key = hashlib.sha256(ident.encode()).hexdigest()[:16]
+    return Path(ckpt_dir) / f"{name}-{key}.parquet"
+
+
+def _atomic_parquet(df: pd.DataFrame, path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    df.to_parquet(tmp, index=False)
+    tmp.replace(path)
+
+
 def load_benchmarks(bench_cfg) -> dict[str, Any]:
     """Instantiate the configured loaders: name -> Results."""
     from hydra.utils import instantiate
@@ -127,13 +153,22 @@ def _run(cfg, run_) -> dict[str, float]:
     frames, sims = [], []
     t0 = time.perf_counter()
     data = load_benchmarks(h.benchmarks)
+    ckpt = h.get("checkpoint_dir")
     with threadpool_limits(int(h.get("blas_threads", 1))):
         for name, res in data.items():
             S = res.success
             log.info("%s: %d LLMs x %d items", name, *S.shape)
-            df = evaluate_benchmark(name, S, res.llms, estimators, splits, sizes, trials,
-                                    float(h.target_fraction), tpm, progress=bool(h.get("progress", True)))
-            frames.append(df)
+            path = _checkpoint_path(ckpt, name, cfg, res)
+            if path is not None and path.exists():
+                # a restarted run reuses every benchmark that finished before it was interrupted
+                log.info("%s: reusing finished records %s", name, path)
+                frames.append(pd.read_parquet(path))
+            else:
+                df = evaluate_benchmark(name, S, res.llms, estimators, splits, sizes, trials,
+                                        float(h.target_fraction), tpm, progress=bool(h.get("progress", True)))
+                if path is not None:
+                    _atomic_parquet(df, path)
+                frames.append(df)
             for split in splits:
                 for trial in range(trials if split == "interpolation" else 1):
                     s = source_similarity(S, split, trial, float(h.target_fraction))

@@ -164,5 +164,13 @@ def test_generic_proxy_caps_training_pairs_and_compresses_patterns():
     tiny = GenericAssessorProxy(logreg(), max_pairs=500, min_llms=5, seed=1).fit(S[:50], None, core)
     assert len(tiny.train_items_) == 100 and np.isin(core, tiny.train_items_).all()
     assert tiny.predict(S[50:, core]).shape == (10, 200)
+    # missing cells: AIPW hands this proxy the raw matrix (NaN), not the mean-imputed one
+    from assessors.estimation.benchmark.aipw import AIPW
+
+    S_nan = S.copy()
+    S_nan[np.random.default_rng(0).random(S.shape) < 0.05] = np.nan
+    est = AIPW(core_size=20, proxy=GenericAssessorProxy(logreg(), pattern_dims=8)).fit(S_nan[:50])
+    out = est.estimate(S_nan[50:][:, est.core_index_])
+    assert np.all(np.isfinite(out.point))
     full = GenericAssessorProxy(logreg()).fit(S[:50], None, core)
     assert len(full.train_llms_) == 50 and full.X_.shape == (200, 50)

@@ -57,3 +57,38 @@ def test_run_with_recorder(monkeypatch):
     assert "plots/eg_vs_size.png" in rec.figures
     assert metrics["aipw.interpolation_EG.n20"] > 0
     assert (rec.tables["tables/records.csv"]["size"] == 20).all()  # 200 >= 150 items: skipped
+
+
+def test_restarted_run_reuses_finished_benchmarks(monkeypatch, tmp_path):
+    S, _ = simulate(n_llms=30, n_items=120, seed=1)
+    res = Results(instances=pd.DataFrame(index=[f"i{j}" for j in range(120)]), llms=[f"m{i}" for i in range(30)],
+                  success=S, name="sim")
+    monkeypatch.setattr(harness, "load_benchmarks", lambda cfg: {"a": res, "b": res})
+    B = "assessors.estimation.benchmark"
+    cfg = OmegaConf.create({
+        "estimators": {"random_sampling": {"_target_": f"{B}.random_sampling.RandomSampling"}},
+        "benchmark_prediction": {"splits": ["interpolation"], "sizes": [20], "trials": 2, "main_size": 20,
+                                 "target_fraction": 0.25, "benchmarks": {}, "progress": False,
+                                 "checkpoint_dir": str(tmp_path / "ck")}})
+    real = harness.evaluate_benchmark
+    calls = []
+
+    def crash_on_b(name, *a, **k):
+        calls.append(name)
+        if name == "b" and len(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(harness, "evaluate_benchmark", crash_on_b)
+    try:
+        harness._run(cfg, Recorder())
+    except KeyboardInterrupt:
+        pass
+    assert len(list((tmp_path / "ck").glob("a-*.parquet"))) == 1 and not list((tmp_path / "ck").glob("b-*"))
+    rec = Recorder()
+    harness._run(cfg, rec)
+    assert calls == ["a", "b", "b"]  # "a" was not recomputed
+    assert set(rec.tables["tables/records.csv"]["benchmark"]) == {"a", "b"}
+    cfg.benchmark_prediction.trials = 3  # a changed setting is a different checkpoint
+    harness._run(cfg, Recorder())
+    assert calls[-2:] == ["a", "b"]

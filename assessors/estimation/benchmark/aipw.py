@@ -67,7 +67,9 @@ class AIPW(BenchmarkEstimator):
 
             raise ConfigError(f"AIPW: inference must be 'finite_population' or 'ppi_py', got {self.inference!r}")
         proxy = RidgeProxy() if self.proxy is None else clone(self.proxy)
-        self.proxy_ = proxy.fit(filled, features, self.core_index_)
+        # a proxy that handles missing cells itself gets the raw 0/1/NaN matrix: the imputed
+        # one holds column means, which are not labels
+        self.proxy_ = proxy.fit(S if getattr(proxy, "accepts_missing", False) else filled, features, self.core_index_)
         n = self.core_index_.size
         k = max(1, min(int(self.folds), n))
         self.fold_ = rng.permutation(np.arange(n) % k)

@@ -31,6 +31,8 @@ class GenericAssessorProxy(ItemProxy):
     seed : int
     """
 
+    accepts_missing = True  # the generic assessor drops NaN labels and fills NaN reference cells
+
     def __init__(self, assessor=None, max_pairs: int | None = None, pattern_dims: int | None = None,
                  min_llms: int = 16, seed: int = 0):
         self.assessor = assessor
@@ -78,6 +80,7 @@ def _patterns(S: np.ndarray, dims: int | None) -> np.ndarray:
     # NaN cells -> item mean, then a rank-`dims` projection: keeps the dominant ability axes
     # (the patterns are close to low rank) at a fraction of the tree-building cost
     mean = np.nanmean(P, axis=1, keepdims=True)
-    P = np.where(np.isnan(P), np.nan_to_num(mean, nan=0.5), P) - P.mean(axis=0, keepdims=True)
+    P = np.where(np.isnan(P), np.nan_to_num(mean, nan=0.5), P)
+    P = P - P.mean(axis=0, keepdims=True)
     U, s, _ = np.linalg.svd(P, full_matrices=False)
     return (U[:, :dims] * s[:dims]).astype(np.float32)
