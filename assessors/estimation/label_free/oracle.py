@@ -14,22 +14,26 @@ def oracle_mae(correct_sets: Sequence[np.ndarray], ls: Sequence[int], n_draws: i
     correct_sets : sequence of 0/1 arrays
         Per-item grades of each target set; its full mean is the truth.
     ls : sequence of int
-        Label budgets (capped at each set's size).
+        Label budgets.
 
     Returns
     -------
     dict
-        ``{l: MAE}``.
+        ``{l: MAE}``; NaN for an ``l`` not smaller than the smallest set (labelling a whole set
+        is exact, so such an oracle says nothing about the estimators).
     """
     rng = np.random.default_rng(seed)
     out = {}
+    smallest = min(int(np.sum(~np.isnan(np.asarray(c, dtype=float)))) for c in correct_sets)
     for l in ls:
+        if int(l) >= smallest:
+            out[int(l)] = float("nan")
+            continue
         errs = []
         for c in correct_sets:
             c = np.asarray(c, dtype=float)
             c = c[~np.isnan(c)]
-            k = min(int(l), len(c))
-            draws = np.array([rng.choice(c, size=k, replace=False).mean() for _ in range(n_draws)])
+            draws = np.array([rng.choice(c, size=int(l), replace=False).mean() for _ in range(n_draws)])
             errs.append(np.mean(np.abs(draws - c.mean())))
         out[int(l)] = float(np.mean(errs))
     return out
@@ -37,5 +41,5 @@ def oracle_mae(correct_sets: Sequence[np.ndarray], ls: Sequence[int], n_draws: i
 
 def matched_oracle(mae: float, oracle: dict) -> int:
     """Largest ``l`` whose oracle^l MAE is at least ``mae`` (0 if the method beats no oracle)."""
-    ok = [l for l, m in oracle.items() if mae <= m]
+    ok = [l for l, m in oracle.items() if np.isfinite(m) and mae <= m]
     return max(ok) if ok else 0

@@ -97,3 +97,27 @@ def test_mlp_meta_model_learns_the_relation():
     mae = np.mean(np.abs(meta.predict(c_te) - a_te))
     mae_conf = np.mean(np.abs(AvgConf().fit(c_tr, a_tr).predict(c_te) - a_te))
     assert mae < 0.5 * mae_conf, (mae, mae_conf)
+
+
+def test_label_free_preset_runs_on_the_committed_smollm2_confidences(compose):
+    """The real generated data (datasets/smollm2_confidence): loads, forms units, runs the CV."""
+    cfg = compose(["+experiment=label_free", "tracking=none", "label_free.oracle_draws=20",
+                   "~label_free.methods.meta_mlp", "~label_free.methods.meta_xgboost"])
+    from hydra.utils import instantiate
+
+    res = instantiate(cfg.data)
+    assert res.confidence is not None and res.instances["subgroup"].nunique() == 26
+    assert len(res.llms) >= 2 and np.nanmin(res.confidence) >= 0 and np.nanmax(res.confidence) <= 1
+    run = RunLogger()
+    m = _run(cfg, run)
+    assert m["n_datasets"] == 26 and m["n_units"] == 26 * len(res.llms)
+    for name in ("meta_knn", "avgtrain", "avgconf", "temperature_scaling", "atc"):
+        assert 0 <= m[f"mae_{name}"] < 0.5
+    assert "report.md" in run.artifacts
+
+
+def test_oracle_budget_not_smaller_than_a_set_is_not_reported():
+    sets = [np.arange(40) % 2, np.arange(35) % 3 == 0]
+    o = oracle_mae(sets, [8, 35, 64], n_draws=20)
+    assert np.isfinite(o[8]) and np.isnan(o[35]) and np.isnan(o[64])
+    assert matched_oracle(1.0, o) == 0 and matched_oracle(0.0, o) == 8  # NaN budgets never match
