@@ -112,7 +112,7 @@ def _plots(eg, cov, joined, sizes):
 
 def report(records: pd.DataFrame, sim: pd.DataFrame, run_, h, wall_seconds: float) -> dict[str, float]:
     """Compute tables, log them with plots and a Markdown report; return headline metrics."""
-    sizes = sorted(records["size"].unique())
+    sizes = [int(s) for s in sorted(records["size"].unique())]
     main = int(h.get("main_size", 50)) if int(h.get("main_size", 50)) in sizes else int(sizes[0])
     eg = eg_table(records)
     cov = coverage_table(records)
