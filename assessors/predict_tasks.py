@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -85,20 +84,11 @@ def read_reference(path: str | os.PathLike, llm: str | None = None) -> dict[str,
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     """CSV or JSONL (by suffix), written atomically."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
-    os.close(fd)
-    try:
-        if out.suffix in (".jsonl", ".json"):
-            df.to_json(tmp, orient="records", lines=True)
-        else:
-            df.to_csv(tmp, index=False)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return out
+    from assessors.io import atomic_write
+
+    if Path(path).suffix in (".jsonl", ".json"):
+        return atomic_write(path, lambda tmp: df.to_json(tmp, orient="records", lines=True))
+    return atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))
 
 
 # ---------------------------------------------------------------------------- engine

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from assessors.errors import ConfigError
+from assessors.io import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -115,13 +116,6 @@ def _checkpoint_path(ckpt_dir, name: str, cfg, res):
     return Path(ckpt_dir) / f"{name}-{key}.parquet"
 
 
-def _atomic_parquet(df: pd.DataFrame, path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    df.to_parquet(tmp, index=False)
-    tmp.replace(path)
-
-
 def load_benchmarks(bench_cfg) -> dict[str, Any]:
     """Instantiate the configured loaders: name -> Results."""
     from hydra.utils import instantiate
@@ -167,7 +161,7 @@ def _run(cfg, run_) -> dict[str, float]:
                 df = evaluate_benchmark(name, S, res.llms, estimators, splits, sizes, trials,
                                         float(h.target_fraction), tpm, progress=bool(h.get("progress", True)))
                 if path is not None:
-                    _atomic_parquet(df, path)
+                    atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
                 frames.append(df)
             for split in splits:
                 for trial in range(trials if split == "interpolation" else 1):

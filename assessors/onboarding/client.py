@@ -16,7 +16,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -28,6 +27,7 @@ from tqdm.auto import tqdm
 
 from assessors.data.results import Results
 from assessors.errors import ConfigError, DataError, OfflineError
+from assessors.io import atomic_write
 from assessors.onboarding.confidence import item_confidence
 from assessors.onboarding.grader_map import GraderMap
 from assessors.onboarding.journal import Journal
@@ -55,13 +55,6 @@ def check_prompts(prompts: pd.DataFrame, source: str = "prompts") -> pd.DataFram
     if len(dup):
         raise DataError(f"{source}: duplicated instance_id {dup[0]!r}")
     return df
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 class Onboarder:
@@ -270,7 +263,7 @@ class Onboarder:
             raise OfflineError(f"onboarding got no answers from {self.base_url} (first error: {first})")
         results.meta["onboarding"] = summary
         results.to_parquet(out / "results")
-        _atomic_write(out / "summary.json", json.dumps(summary, indent=2))
+        atomic_write(out / "summary.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2)))
         return results, summary
 
     def _collect(self, df: pd.DataFrame, done: dict, keys: dict) -> tuple[Results, dict]:

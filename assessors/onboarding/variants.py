@@ -141,14 +141,13 @@ def main(argv: Sequence[str] | None = None) -> list[str]:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     tables = few_shot_variants(_load_prompts(args.prompts, args.data), args.k, args.shots, args.limit, args.seed)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    from assessors.io import atomic_write
+
     written = []
     for v, t in enumerate(tables):
-        path = out / f"v{v}.jsonl"
-        tmp = path.with_suffix(".jsonl.tmp")
-        t.to_json(tmp, orient="records", lines=True, force_ascii=False)
-        tmp.replace(path)  # atomic: a killed run never leaves half a prompts file
+        # atomic: a killed run never leaves half a prompts file
+        path = atomic_write(Path(args.out) / f"v{v}.jsonl",
+                            lambda tmp, t=t: t.to_json(tmp, orient="records", lines=True, force_ascii=False))
         written.append(str(path))
         log.info("wrote %s: %d items in %d subgroups", path, len(t), t["subgroup"].nunique())
     print("\n".join(written))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -81,3 +82,14 @@ def test_split_chat_prompt():
     assert split_chat_prompt("system: Be brief.\nuser: Is it?\n") == ("Be brief.", "Is it?")
     assert split_chat_prompt("plain") == (None, "plain")
     assert split_chat_prompt("system: s\nuser: u\nassistant: a\nuser: v")[0] is None
+
+
+def test_variants_cli_writes_prompt_files_onboarding_reads(data_dir, tmp_path, capsys):
+    from assessors.onboarding.variants import main
+
+    p = data_dir / "open_llm_leaderboard_v2" / "prompts" / "bbh_navigate_prompts.csv"
+    written = main(["--prompts", str(p), "--k", "2", "--limit", "5", "--out", str(tmp_path / "v")])
+    assert [Path(w).name for w in written] == ["v0.jsonl", "v1.jsonl"]
+    back = read_prompts([written[1]])
+    assert len(back) == 5 and set(back["subgroup"]) == {"bbh_navigate"} and back["shots"].notna().all()
+    assert sorted(f.name for f in (tmp_path / "v").iterdir()) == ["v0.jsonl", "v1.jsonl"]  # no temp files
