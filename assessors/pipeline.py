@@ -130,22 +130,48 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
     X_ref = prep.X["train"][pd.Index(prep.inst["train"]).get_indexer(ref_ids)]
     per_llm = {"reference_only": cmp.get("reference_only", True), "specific": cmp.get("specific", True)}
     for method, on in per_llm.items():
-        if not on:
-            continue
-        t0 = time.perf_counter()
-        out = np.zeros((len(test_llms), len(X_te)), dtype=np.float32)
-        for k, llm in enumerate(tqdm(test_llms, desc=f"{method} assessors", leave=False)):
-            spec = instantiate(cfg.specific)
-            row = prep.results.llm_index([llm])[0]
-            if method == "specific":
-                spec.fit(prep.X["train"], prep.results.success[row, prep.results.instance_index(prep.inst["train"])],
-                         prep.X["val"], prep.results.success[row, prep.results.instance_index(prep.inst["val"])])
-            else:
-                spec.fit(X_ref, prep.results.success[row, ref_pos])
-            out[k] = spec.predict_proba(X_te)
-        preds[method] = out
-        prep.timings[f"{method}_fit_s"] = time.perf_counter() - t0
+        if on:
+            t0 = time.perf_counter()
+            preds[method] = fit_per_llm(cfg, prep, method, X_ref, ref_pos)
+            prep.timings[f"{method}_fit_s"] = time.perf_counter() - t0
     return preds, fitted
+
+
+def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np.ndarray) -> np.ndarray:
+    """Test-set P(success) (n_test_llms, n_test) of one per-LLM assessor per test LLM.
+
+    ``method="specific"`` trains on the LLM's training instances (validation instances choose the
+    classifier); ``"reference_only"`` on its reference results alone. ``cfg.llm_jobs`` LLMs are
+    fitted at once in threads (XGBoost and BLAS release the GIL); each classifier then gets
+    ``cpu_count // llm_jobs`` threads so the machine is not oversubscribed.
+    """
+    import os
+
+    from joblib import Parallel, delayed
+
+    jobs = max(1, int(cfg.get("llm_jobs", 1)))
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    inst = {part: prep.results.instance_index(prep.inst[part]) for part in ("train", "val")}
+
+    def one(llm: str) -> np.ndarray:
+        spec = instantiate(cfg.specific)
+        if jobs > 1:
+            for grid in (spec.classifiers.values() if hasattr(spec.classifiers, "values") else [spec.classifiers]):
+                if "n_jobs" in grid.estimator.get_params():
+                    grid.estimator.set_params(n_jobs=threads)
+        row = prep.results.success[prep.results.llm_index([llm])[0]]
+        if method == "specific":
+            spec.fit(prep.X["train"], row[inst["train"]], prep.X["val"], row[inst["val"]])
+        else:
+            spec.fit(X_ref, row[ref_pos])
+        return spec.predict_proba(prep.X["test"])
+
+    llms = prep.llms["test"]
+    rows = Parallel(n_jobs=jobs, backend="threading", return_as="generator")(delayed(one)(llm) for llm in llms)
+    out = np.zeros((len(llms), len(prep.X["test"])), dtype=np.float32)
+    for k, p in enumerate(tqdm(rows, total=len(llms), desc=f"{method} assessors", leave=False)):
+        out[k] = p
+    return out
 
 
 def score_methods(prep: Prepared, preds: dict[str, np.ndarray]) -> pd.DataFrame:

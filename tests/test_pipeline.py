@@ -82,3 +82,19 @@ def test_sigterm_ends_any_tracked_run_killed_not_running(tmp_path):
     status = MlflowClient(tracker.uri).get_run(run_id).info.status
     assert status in ("KILLED", "FAILED")
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler was restored
+
+
+def test_per_llm_assessors_in_threads_match_serial(compose):
+    """llm_jobs only changes how many LLMs are fitted at once, not what is fitted."""
+    from assessors.pipeline import fit_per_llm, prepare
+
+    cfg = compose(SMALL + ["features=success_pattern", "specific.classifiers.xgboost.estimator.n_jobs=1"])
+    prep = prepare(cfg)
+    X_ref, ref_pos = prep.X["train"][:30], prep.results.instance_index(prep.inst["train"][:30])
+    cfg.llm_jobs = 1
+    serial = fit_per_llm(cfg, prep, "specific", X_ref, ref_pos)
+    cfg.llm_jobs = 2
+    threaded = fit_per_llm(cfg, prep, "specific", X_ref, ref_pos)
+    assert serial.shape == (6, len(prep.inst["test"]))
+    np.testing.assert_allclose(threaded, serial, atol=1e-5)
+    assert np.ptp(serial) > 0.1  # real, non-constant predictions

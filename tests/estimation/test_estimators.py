@@ -40,6 +40,28 @@ def test_unbiased_and_covers(est, core_size, n_items):
     assert width.mean() < 0.35
 
 
+def _extreme_targets(seed=11):
+    """40 sources, 20 targets of which most sit near 0% or 100% accuracy (threshold shifted by +-4)."""
+    rng = np.random.default_rng(seed)
+    th = rng.normal(size=(60, 2))
+    th[40:, 0] += rng.choice([-4, 4], size=20)
+    a = rng.normal(0.8, 0.3, size=(400, 2))
+    b = rng.normal(0, 1.5, size=400)
+    p = 1 / (1 + np.exp(-(th @ a.T - b)))
+    return (rng.random(p.shape) < p).astype(np.float32)
+
+
+def test_aipw_small_core_covers_extreme_accuracies():
+    # at n=25 a near-0/1 target often has constant residuals: the plain Wald interval has zero
+    # width there and undercovers; the pseudo-count variance must restore nominal coverage
+    S = _extreme_targets()
+    _, cov_wald, _ = _trials(AIPW(pseudo_counts=0), S, 40, 25, range(150))
+    err, cov, width = _trials(AIPW(), S, 40, 25, range(150))
+    assert cov_wald.mean() < 0.90, cov_wald.mean()
+    assert cov.mean() >= 0.93, cov.mean()
+    assert abs(err.mean()) < 0.01 and width.mean() < 0.3
+
+
 def test_aipw_beats_random_sampling_with_a_good_proxy():
     # items strongly structured: the ridge proxy should cut the error of the plain mean
     S, _ = simulate(n_llms=80, n_items=600, dims=1, seed=2)

@@ -22,6 +22,13 @@ Two inference modes:
   large share of the benchmark (e.g. 200 of RTE's 277 items). The two agree when ``n << N``
   (checked in the tests).
 
+Small cores. At 25-50 items a target near 0% or 100% accuracy often has a core on which every
+residual ``y - lam f`` is the same, so the plug-in variance is 0 and the Wald interval has zero width
+(on the shared score matrices 12% of n=25 interpolation intervals, with 19% coverage among them).
+As Agresti-Coull does for a proportion, the variance (never the point estimate) is computed with
+``pseudo_counts`` pseudo items of each outcome added at the core's mean proxy value, and the quantile
+is Student's t with ``n - 1`` degrees of freedom. ``pseudo_counts=0`` gives the plain Wald interval.
+
 Cross-fitting (``folds > 1``): the proxy's prediction on a core item never uses that item's own
 result (each fold is predicted with that fold hidden), which keeps the rectifier unbiased; the
 paper's formulation fits and evaluates the proxy on the same core items (``folds=1``).
@@ -29,7 +36,7 @@ paper's formulation fits and evaluates the proxy on the same core items (``folds
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import norm
+from scipy.stats import t as t_dist
 
 from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate
 from assessors.estimation.benchmark.proxy import ItemProxy, RidgeProxy
@@ -47,17 +54,22 @@ class AIPW(BenchmarkEstimator):
     power_tuning : bool
         Tune ``lam`` (PPI++); False uses ``lam = 1`` (plain PPI).
     inference : {"finite_population", "ppi_py"}
+    pseudo_counts : float
+        Pseudo successes and as many pseudo failures added to the variance estimate only
+        (finite-population mode; see the module docstring). 0: plain Wald interval.
     """
 
     has_ci = True
 
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, proxy: ItemProxy | None = None,
-                 folds: int = 5, power_tuning: bool = True, inference: str = "finite_population"):
+                 folds: int = 5, power_tuning: bool = True, inference: str = "finite_population",
+                 pseudo_counts: float = 2.0):
         super().__init__(core_size, seed, alpha)
         self.proxy = proxy
         self.folds = folds
         self.power_tuning = power_tuning
         self.inference = inference
+        self.pseudo_counts = pseudo_counts
 
     def _fit(self, S, filled, features, rng):
         from sklearn.base import clone
@@ -117,10 +129,28 @@ class AIPW(BenchmarkEstimator):
         rbar = r.sum(1) / n
         theta_rest = lam * rest_mean + rbar
         point = (n * ybar + n_rest * theta_rest) / N
-        var_r = (((r - rbar[:, None]) ** 2) * obs).sum(1) / np.maximum(n - 1, 1)
+        var_r = self._residual_variance(r, rbar, obs, n, lam, fbar)
         se = np.sqrt(var_r * np.clip(1 - n / N, 0, 1) / n)
-        z = norm.ppf(1 - self.alpha / 2)
+        z = t_dist.ppf(1 - self.alpha / 2, np.maximum(n - 1, 1))
         return Estimate(point, point - z * se, point + z * se)
+
+    def _residual_variance(self, r, rbar, obs, n, lam, fbar):
+        """Sample variance of the core residuals, with ``pseudo_counts`` pseudo items of each outcome.
+
+        A pseudo item has proxy value ``fbar`` and result 1 or 0, so its residual is ``1 - lam fbar``
+        or ``-lam fbar``; with ``k`` of each, the pooled variance over ``n + 2k`` values is
+        computed from the core's sum of squares and the pseudo residuals' (exact pooling).
+        """
+        ss = (((r - rbar[:, None]) ** 2) * obs).sum(1)
+        k = float(self.pseudo_counts)
+        if k <= 0:
+            return ss / np.maximum(n - 1, 1)
+        m = n + 2 * k
+        pseudo_mean = 0.5 - lam * fbar
+        grand = (n * rbar + 2 * k * pseudo_mean) / m
+        # within-group sums of squares plus between-group terms (pseudo residuals are mean +- 0.5)
+        ss_all = ss + n * (rbar - grand) ** 2 + 2 * k * 0.25 + 2 * k * (pseudo_mean - grand) ** 2
+        return ss_all / (m - 1)
 
     def _estimate_ppi_py(self, Y, f_lab, f_all) -> Estimate:
         import ppi_py
