@@ -116,6 +116,18 @@ def _checkpoint_path(ckpt_dir, name: str, cfg, res):
     return Path(ckpt_dir) / f"{name}-{key}.parquet"
 
 
+def _evaluate_and_save(name, S, llms, estimators, path, *, blas: int, **kw) -> pd.DataFrame:
+    """One benchmark's records, written atomically to ``path`` (if any) before returning."""
+    from threadpoolctl import threadpool_limits
+
+    log.info("%s: %d LLMs x %d items", name, *S.shape)
+    with threadpool_limits(blas):
+        df = evaluate_benchmark(name, S, llms, estimators, **kw)
+    if path is not None:
+        atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
+    return df
+
+
 def load_benchmarks(bench_cfg) -> dict[str, Any]:
     """Instantiate the configured loaders: name -> Results."""
     from hydra.utils import instantiate
@@ -134,7 +146,6 @@ def run(cfg) -> dict[str, float]:
 def _run(cfg, run_) -> dict[str, float]:
     """Run the harness; ``run_`` is anything with log_metrics/log_figure/log_table/log_text."""
     from hydra.utils import instantiate
-    from threadpoolctl import threadpool_limits
 
     from assessors.estimation import harness_report as rep
 
@@ -148,26 +159,29 @@ def _run(cfg, run_) -> dict[str, float]:
     t0 = time.perf_counter()
     data = load_benchmarks(h.benchmarks)
     ckpt = h.get("checkpoint_dir")
-    with threadpool_limits(int(h.get("blas_threads", 1))):
-        for name, res in data.items():
-            S = res.success
-            log.info("%s: %d LLMs x %d items", name, *S.shape)
-            path = _checkpoint_path(ckpt, name, cfg, res)
-            if path is not None and path.exists():
-                # a restarted run reuses every benchmark that finished before it was interrupted
-                log.info("%s: reusing finished records %s", name, path)
-                frames.append(pd.read_parquet(path))
-            else:
-                df = evaluate_benchmark(name, S, res.llms, estimators, splits, sizes, trials,
-                                        float(h.target_fraction), tpm, progress=bool(h.get("progress", True)))
-                if path is not None:
-                    atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
-                frames.append(df)
-            for split in splits:
-                for trial in range(trials if split == "interpolation" else 1):
-                    s = source_similarity(S, split, trial, float(h.target_fraction))
-                    sims.append(pd.DataFrame({"benchmark": name, "split": split, "trial": trial,
-                                              "llm": [res.llms[i] for i in s.index], "similarity": s.values}))
+    blas = int(h.get("blas_threads", 1))
+    paths = {name: _checkpoint_path(ckpt, name, cfg, res) for name, res in data.items()}
+    todo = [name for name, p in paths.items() if p is None or not p.exists()]
+    for name in set(data) - set(todo):
+        # a restarted run reuses every benchmark that finished before it was interrupted
+        log.info("%s: reusing finished records %s", name, paths[name])
+    # benchmarks are independent: joblib runs n_jobs of them at once, each in its own process
+    # (a Ray/Dask joblib backend spreads them over a cluster); each saves its own checkpoint
+    from joblib import Parallel, delayed
+
+    args = dict(splits=splits, sizes=sizes, trials=trials, target_fraction=float(h.target_fraction),
+                trials_per_method=tpm, progress=bool(h.get("progress", True)), blas=blas)
+    done = Parallel(n_jobs=int(h.get("n_jobs", 1)))(
+        delayed(_evaluate_and_save)(name, data[name].success, data[name].llms, estimators, paths[name], **args)
+        for name in todo)
+    fresh = dict(zip(todo, done))
+    for name, res in data.items():
+        frames.append(fresh[name] if name in fresh else pd.read_parquet(paths[name]))
+        for split in splits:
+            for trial in range(trials if split == "interpolation" else 1):
+                s = source_similarity(res.success, split, trial, float(h.target_fraction))
+                sims.append(pd.DataFrame({"benchmark": name, "split": split, "trial": trial,
+                                          "llm": [res.llms[i] for i in s.index], "similarity": s.values}))
     wall = time.perf_counter() - t0
     records = pd.concat(frames, ignore_index=True)
     sim = pd.concat(sims, ignore_index=True)

@@ -92,3 +92,26 @@ def test_restarted_run_reuses_finished_benchmarks(monkeypatch, tmp_path):
     cfg.benchmark_prediction.trials = 3  # a changed setting is a different checkpoint
     harness._run(cfg, Recorder())
     assert calls[-2:] == ["a", "b"]
+
+
+def test_benchmarks_in_parallel_processes_give_the_same_records(monkeypatch):
+    data = {}
+    for k, seed in (("a", 2), ("b", 3)):
+        S, _ = simulate(n_llms=30, n_items=100, seed=seed)
+        data[k] = Results(instances=pd.DataFrame(index=[f"i{j}" for j in range(100)]),
+                          llms=[f"m{i}" for i in range(30)], success=S, name=k)
+    monkeypatch.setattr(harness, "load_benchmarks", lambda cfg: data)
+    B = "assessors.estimation.benchmark"
+    cfg = OmegaConf.create({
+        "estimators": {"random_sampling": {"_target_": f"{B}.random_sampling.RandomSampling"},
+                       "aipw": {"_target_": f"{B}.aipw.AIPW"}},
+        "benchmark_prediction": {"splits": ["interpolation"], "sizes": [20], "trials": 2, "main_size": 20,
+                                 "target_fraction": 0.25, "benchmarks": {}, "progress": False, "n_jobs": 1}})
+    serial, parallel = Recorder(), Recorder()
+    harness._run(cfg, serial)
+    cfg.benchmark_prediction.n_jobs = 2
+    harness._run(cfg, parallel)
+    cols = ["benchmark", "trial", "method", "llm", "point", "ci_low", "ci_high"]
+    a, b = (r.tables["tables/records.csv"][cols].reset_index(drop=True) for r in (serial, parallel))
+    assert set(a["benchmark"]) == {"a", "b"}
+    pd.testing.assert_frame_equal(a, b)
