@@ -157,7 +157,8 @@ def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np
         spec = instantiate(cfg.specific)
         if jobs > 1:
             for grid in (spec.classifiers.values() if hasattr(spec.classifiers, "values") else [spec.classifiers]):
-                if "n_jobs" in grid.estimator.get_params():
+                # only where a thread count is configured (sklearn>=1.8 warns on LogisticRegression's)
+                if grid.estimator.get_params().get("n_jobs") is not None:
                     grid.estimator.set_params(n_jobs=threads)
         row = prep.results.success[prep.results.llm_index([llm])[0]]
         if method == "specific":
