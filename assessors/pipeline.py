@@ -154,12 +154,7 @@ def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np
     inst = {part: prep.results.instance_index(prep.inst[part]) for part in ("train", "val")}
 
     def one(llm: str) -> np.ndarray:
-        spec = instantiate(cfg.specific)
-        if jobs > 1:
-            for grid in (spec.classifiers.values() if hasattr(spec.classifiers, "values") else [spec.classifiers]):
-                # only where a thread count is configured (sklearn>=1.8 warns on LogisticRegression's)
-                if grid.estimator.get_params().get("n_jobs") is not None:
-                    grid.estimator.set_params(n_jobs=threads)
+        spec = instantiate(cfg.specific, n_jobs=threads) if jobs > 1 else instantiate(cfg.specific)
         row = prep.results.success[prep.results.llm_index([llm])[0]]
         if method == "specific":
             spec.fit(prep.X["train"], row[inst["train"]], prep.X["val"], row[inst["val"]])

@@ -98,3 +98,17 @@ def test_per_llm_assessors_in_threads_match_serial(compose):
     assert serial.shape == (6, len(prep.inst["test"]))
     np.testing.assert_allclose(threaded, serial, atol=1e-5)
     assert np.ptp(serial) > 0.1  # real, non-constant predictions
+
+
+def test_specific_assessor_n_jobs_overrides_only_configured_thread_counts():
+    from sklearn.linear_model import LogisticRegression
+    from xgboost import XGBClassifier
+
+    from assessors.classifiers.grid import ParamGrid
+    from assessors.core.specific import SpecificAssessor
+
+    grids = {"lr": ParamGrid(LogisticRegression(), {"C": [0.1, 1.0]}), "xgb": ParamGrid(XGBClassifier(n_jobs=2))}
+    cands = dict(SpecificAssessor(grids, n_jobs=1)._candidates())
+    assert cands["XGBClassifier()"].get_params()["n_jobs"] == 1
+    assert all(est.get_params()["n_jobs"] is None for name, est in cands.items() if name.startswith("Logistic"))
+    assert dict(SpecificAssessor(grids)._candidates())["XGBClassifier()"].get_params()["n_jobs"] == 2

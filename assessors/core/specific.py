@@ -37,16 +37,27 @@ class SpecificAssessor(BaseEstimator):
         given (e.g. the "reference only" baseline, which sees ~100 labelled prompts).
     seed : int
         Seed of the CV folds.
+    n_jobs : int, optional
+        Threads for every candidate that has a configured ``n_jobs`` (e.g. XGBoost), overriding
+        the grid's value: set when several LLMs are fitted at once, so that the machine is not
+        oversubscribed. None keeps each grid's own setting.
     """
 
-    def __init__(self, classifiers, cv: int = 3, seed: int = 0):
+    def __init__(self, classifiers, cv: int = 3, seed: int = 0, n_jobs: int | None = None):
         self.classifiers = classifiers
         self.cv = cv
         self.seed = seed
+        self.n_jobs = n_jobs
 
     def _candidates(self):
         grids = self.classifiers.values() if isinstance(self.classifiers, Mapping) else [self.classifiers]
-        return [c for g in grids for c in g.candidates()]
+        cands = [c for g in grids for c in g.candidates()]
+        if self.n_jobs is not None:
+            for _, est in cands:
+                # only where a thread count is configured (sklearn>=1.8 warns on LogisticRegression's)
+                if est.get_params().get("n_jobs") is not None:
+                    est.set_params(n_jobs=int(self.n_jobs))
+        return cands
 
     def fit(self, X: np.ndarray, y: np.ndarray, X_val=None, y_val=None) -> "SpecificAssessor":
         """Fit on one LLM's results.

@@ -120,7 +120,6 @@ def _evaluate_and_save(name, S, llms, estimators, path, *, blas: int, **kw) -> p
     """One benchmark's records, written atomically to ``path`` (if any) before returning."""
     from threadpoolctl import threadpool_limits
 
-    log.info("%s: %d LLMs x %d items", name, *S.shape)
     with threadpool_limits(blas):
         df = evaluate_benchmark(name, S, llms, estimators, **kw)
     if path is not None:
@@ -162,9 +161,13 @@ def _run(cfg, run_) -> dict[str, float]:
     blas = int(h.get("blas_threads", 1))
     paths = {name: _checkpoint_path(ckpt, name, cfg, res) for name, res in data.items()}
     todo = [name for name, p in paths.items() if p is None or not p.exists()]
-    for name in set(data) - set(todo):
+    for name, res in data.items():
+        # logged here, not in the workers, whose log records do not reach the run's log file;
         # a restarted run reuses every benchmark that finished before it was interrupted
-        log.info("%s: reusing finished records %s", name, paths[name])
+        if name in todo:
+            log.info("%s: %d LLMs x %d items", name, *res.success.shape)
+        else:
+            log.info("%s: reusing finished records %s", name, paths[name])
     # benchmarks are independent: joblib runs n_jobs of them at once, each in its own process
     # (a Ray/Dask joblib backend spreads them over a cluster); each saves its own checkpoint
     from joblib import Parallel, delayed
