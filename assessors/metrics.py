@@ -152,3 +152,22 @@ def win_rates(scores: pd.DataFrame, higher_is_better: bool = True) -> pd.Series:
     opponents = s.notna().sum(axis=0) - 1
     per_llm = (ranks - 1) / opponents.where(opponents > 0)
     return per_llm.mean(axis=1, skipna=True).rename("win_rate")
+
+
+def rank_by_win_rate(scores: pd.DataFrame) -> pd.DataFrame:
+    """Candidates ranked best first by average win rate, ties broken by mean validation score.
+
+    Parameters
+    ----------
+    scores : pandas.DataFrame of shape (n_candidates, n_llms)
+        Validation AUC of each candidate (rows) on each validation LLM (columns).
+
+    Returns
+    -------
+    pandas.DataFrame of shape (n_candidates, 2)
+        Columns ``win_rate`` and ``mean_val_auc``; the first row is the winner. With two
+        candidates, equal win rates are common (each wins on half the LLMs), and the row order
+        of ``scores`` must not decide.
+    """
+    table = pd.DataFrame({"win_rate": win_rates(scores), "mean_val_auc": scores.astype(float).mean(axis=1)})
+    return table.sort_values(["win_rate", "mean_val_auc"], ascending=False, kind="stable")

@@ -95,6 +95,18 @@ def test_win_rates_constructed_table():
     assert np.isnan(M.win_rates(pd.DataFrame({"x": [np.nan, 0.5]}, index=["a", "b"]))["a"])
 
 
+def test_rank_by_win_rate_breaks_ties_by_mean_auc_not_row_order():
+    # each candidate wins on one LLM: equal win rates; "deep" has the higher mean AUC
+    scores = pd.DataFrame({"llm1": [0.70, 0.69], "llm2": [0.60, 0.70]}, index=["shallow", "deep"])
+    ranked = M.rank_by_win_rate(scores)
+    assert ranked["win_rate"].tolist() == [0.5, 0.5]
+    assert ranked.index[0] == "deep"
+    assert ranked.loc["deep", "mean_val_auc"] == pytest.approx(0.695)
+    # a higher win rate still beats a higher mean AUC
+    scores = pd.DataFrame({"a": [0.71, 0.70], "b": [0.61, 0.60], "c": [0.50, 0.99]}, index=["steady", "spiky"])
+    assert M.rank_by_win_rate(scores).index[0] == "steady"
+
+
 def _win_rates_bruteforce(scores: pd.DataFrame) -> pd.Series:
     out = {}
     for c in scores.index:

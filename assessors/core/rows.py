@@ -92,3 +92,33 @@ def observed_pairs(success: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     """
     llm_idx, inst_idx = np.nonzero(~np.isnan(success))
     return llm_idx, inst_idx, success[llm_idx, inst_idx].astype(np.float32)
+
+
+def collapse_pairs(inst_idx: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One weighted row per (instance, label) instead of one row per (LLM, instance) pair.
+
+    Without a reference vector every LLM's row for an instance is identical, so a classifier's
+    summed loss over the pairs equals its loss over these rows weighted by their counts (the
+    "all train data" baseline fits ~n_llms times fewer rows for the same objective).
+
+    Parameters
+    ----------
+    inst_idx : ndarray of shape (n_pairs,)
+        Instance position of each pair.
+    y : ndarray of shape (n_pairs,)
+        0/1 label of each pair.
+
+    Returns
+    -------
+    idx : ndarray of shape (n_rows,)
+        Instance position of each collapsed row (n_rows <= 2 x distinct instances).
+    y : ndarray of shape (n_rows,), float32
+    weight : ndarray of shape (n_rows,), float32
+        Number of pairs the row stands for.
+    """
+    inst_idx = np.asarray(inst_idx, dtype=np.int64)
+    y = np.asarray(y).astype(np.int64)
+    n = int(inst_idx.max()) + 1 if len(inst_idx) else 0
+    counts = np.bincount(inst_idx * 2 + y, minlength=2 * n).reshape(n, 2)  # [:, 0] failures, [:, 1] successes
+    idx, label = np.nonzero(counts)
+    return idx, label.astype(np.float32), counts[idx, label].astype(np.float32)

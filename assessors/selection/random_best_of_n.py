@@ -79,7 +79,7 @@ class RandomBestOfNSelector(Selector):
             raise ConfigError("RandomBestOfNSelector needs prompt features to fit the assessor")
         if self.n_draws < 1:
             raise ConfigError(f"RandomBestOfNSelector: n_draws must be >= 1, got {self.n_draws}")
-        from assessors.metrics import auc, win_rates
+        from assessors.metrics import auc, rank_by_win_rate
 
         X = np.asarray(features, dtype=np.float32)
         rng = np.random.default_rng(self.seed)
@@ -123,8 +123,8 @@ class RandomBestOfNSelector(Selector):
         table = pd.DataFrame(scores).T  # draws x validation LLMs
         if table.notna().sum().sum() == 0:
             raise DataError("RandomBestOfNSelector: validation AUC is undefined for every validation LLM (one class only)")
-        self.draw_scores_ = pd.DataFrame({"win_rate": win_rates(table), "mean_val_auc": table.mean(axis=1)})
-        ranked = self.draw_scores_.sort_values(["win_rate", "mean_val_auc"], ascending=False, kind="stable")
+        ranked = rank_by_win_rate(table)
+        self.draw_scores_ = ranked.sort_index()  # in draw order
         self.best_draw_ = int(ranked.index[0])
         log.info("random best-of-%d: draw %d wins (win rate %.3f, mean val AUC %.3f)", self.n_draws, self.best_draw_,
                  *ranked.iloc[0].tolist())

@@ -1,0 +1,73 @@
+"""The generic assessor's row construction on real results (Open LLM Leaderboard v2)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+
+from assessors.classifiers.grid import ParamGrid
+from assessors.core.generic import GenericAssessor
+from assessors.core.rows import collapse_pairs, observed_pairs
+
+SMALL = [
+    "data.subtasks=[bbh_navigate,bbh_snarks,bbh_web_of_lies]",
+    "features=success_pattern",
+    "llm_split.n_train=30", "llm_split.n_val=6", "llm_split.n_test=6",
+]
+
+
+@pytest.fixture(scope="module")
+def prep(tmp_path_factory, data_dir):
+    from hydra import compose, initialize_config_dir
+
+    from assessors.pipeline import prepare
+    from tests.conftest import CONF
+
+    out = tmp_path_factory.mktemp("generic")
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("train", overrides=[f"paths.data_dir={data_dir}", f"paths.outputs={out}", *SMALL])
+    return prepare(cfg)
+
+
+def test_collapse_pairs_counts_every_pair_once():
+    inst = np.array([0, 0, 0, 2, 2, 5])
+    y = np.array([1, 0, 1, 1, 1, 0])
+    idx, lab, w = collapse_pairs(inst, y)
+    got = sorted(zip(idx.tolist(), lab.tolist(), w.tolist()))
+    assert got == [(0, 0.0, 1.0), (0, 1.0, 2.0), (2, 1.0, 2.0), (5, 0.0, 1.0)]
+    assert w.sum() == len(inst)
+
+
+def test_all_train_baseline_on_collapsed_rows_is_the_pairwise_fit(prep):
+    """Without a reference vector, weighted per-instance rows give the same model as all pairs."""
+    X, S = prep.X["train"], prep.S("train", "train")
+    lr = LogisticRegression(C=0.5, tol=1e-10, max_iter=5000)
+    base = GenericAssessor(ParamGrid(lr), use_reference=False).fit(X, S, np.array([], dtype=int))
+    li, ii, y = observed_pairs(S)
+    assert len(y) > 20 * len(X)  # the collapse is worth it: many LLMs per instance
+    pairwise = LogisticRegression(C=0.5, tol=1e-10, max_iter=5000).fit(X[ii], y)
+    # float32 features: lbfgs stops at slightly different points on the two (equivalent) problems;
+    # unweighted rows would change the effective regularisation ~n_llms-fold, far outside this
+    np.testing.assert_allclose(base.classifier_.coef_, pairwise.coef_, rtol=1e-2, atol=1e-3)
+    P = base.predict_proba(prep.X["test"], np.zeros((3, 0), np.float32))
+    assert P.shape == (3, len(prep.X["test"]))
+    np.testing.assert_array_equal(P[0], P[2])  # one prediction for every LLM
+    np.testing.assert_allclose(P[0], pairwise.predict_proba(prep.X["test"])[:, 1], atol=1e-3)
+    assert np.ptp(P[0]) > 0.1
+
+
+def test_collapsed_rows_reproduce_xgboost_without_row_subsampling(prep):
+    """Subsampling collapsed rows would drop whole instances, so the baseline fits without it."""
+    from xgboost import XGBClassifier
+
+    X, S = prep.X["train"], prep.S("train", "train")
+    xgb = XGBClassifier(n_estimators=60, max_depth=3, learning_rate=0.1, subsample=0.8, n_jobs=1, random_state=0)
+    base = GenericAssessor(ParamGrid(xgb), use_reference=False).fit(X, S, np.array([], dtype=int))
+    assert base.classifier_.get_params()["subsample"] == 1.0
+    _, ii, y = observed_pairs(S)
+    pairwise = XGBClassifier(**{**xgb.get_params(), "subsample": 1.0}).fit(X[ii], y)
+    p_col = base.predict_proba(prep.X["test"], np.zeros((1, 0), np.float32))[0]
+    p_pair = pairwise.predict_proba(prep.X["test"])[:, 1]
+    # the same gradients and hessians, so the same trees up to float summation order
+    np.testing.assert_allclose(p_col, p_pair, atol=2e-3)
+    assert np.ptp(p_col) > 0.1
