@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -33,10 +35,14 @@ def run_once(seed: int, out: Path, cache: Path, extra: list[str]) -> dict:
         raise SystemExit(f"train.py failed (seed {seed}):\n{proc.stderr[-3000:]}")
     import mlflow
 
-    client = mlflow.tracking.MlflowClient(tracking_uri=f"sqlite:///{out / 'mlflow.db'}")
+    uri = f"sqlite:///{out / 'mlflow.db'}"
+    client = mlflow.tracking.MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name("bench_e2e")
     run = client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=1)[0]
     m = run.data.metrics
+    per_llm = pd.read_csv(mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="tables/per_llm_metrics.csv",
+                                                              tracking_uri=uri))
+    auc_cols = [c for c in per_llm.columns if c.startswith("auc/")]
     return {
         "seed": seed,
         "wall_s": round(wall, 1),
@@ -47,6 +53,8 @@ def run_once(seed: int, out: Path, cache: Path, extra: list[str]) -> dict:
         "ece": {k.split("/", 1)[1]: round(v, 4) for k, v in m.items() if k.startswith("ece/")},
         "generic_wins_vs": {k.split("/", 1)[1]: v for k, v in m.items() if k.startswith("generic_wins_vs/")},
         "n_test_llms": m.get("n_test_llms"),
+        "per_llm_auc": {r.llm: {c.split("/", 1)[1]: round(getattr(r, c.replace("/", "_")), 4) for c in auc_cols}
+                        for r in per_llm.rename(columns=lambda c: c.replace("/", "_")).itertuples()},
         "run_id": run.info.run_id,
     }
 
