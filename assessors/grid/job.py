@@ -16,11 +16,13 @@ import pandas as pd
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from assessors.errors import ConfigError
+from assessors.errors import ConfigError, DataError
 from assessors.grid.resume import config_hash, finished_run, job_tags
 from assessors.selection.cache import array_digest, memo
 
 log = logging.getLogger(__name__)
+#: Tag of a combination whose selector cannot pick a reference set on the data (the value says why).
+TAG_INFEASIBLE = "grid.infeasible"
 
 
 def _choice(group: str) -> str | None:
@@ -99,7 +101,8 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
         log.info("grid combination %s already finished in run %s: skipping", combo, done.info.run_id)
         m = done.data.metrics
         return {"objective": m.get("val_auc_mean", float("nan")), "val_auc_mean": m.get("val_auc_mean", float("nan")),
-                "test_auc_mean": m.get("test_auc_mean", float("nan")), "skipped": 1.0}
+                "test_auc_mean": m.get("test_auc_mean", float("nan")), "skipped": 1.0,
+                "infeasible": float(TAG_INFEASIBLE in done.data.tags)}
     tags = {**job_tags(h), **{f"grid.{k}": v for k, v in combo.items()}}
     with tracker.start_run(cfg.get("run_name") or "grid", cfg, tags=tags) as run:
         t0 = time.perf_counter()
@@ -109,7 +112,16 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
         S_tr = prep.S("train", "train")
         validation_cand = (prep.X["val"], prep.S("val", "val"), prep.results.matrix(prep.llms["val"], prep.inst["train"]))
         t1 = time.perf_counter()
-        ref_idx = select_reference(cfg, S_tr, prep.inst["train"], prep.X["train"], validation_cand)
+        try:
+            ref_idx = select_reference(cfg, S_tr, prep.inst["train"], prep.X["train"], validation_cand)
+        except (ConfigError, DataError) as err:
+            # the data cannot support this combination (a size above the candidate pool, 100 k-means
+            # clusters over 9 distinct success patterns): record why and let the rest of the sweep
+            # run; the report lists it
+            log.warning("grid %s is infeasible on this data: %s", combo, err)
+            run.set_tags({TAG_INFEASIBLE: str(err)[:1000]})
+            nan = float("nan")
+            return {"objective": nan, "val_auc_mean": nan, "test_auc_mean": nan, "skipped": 0.0, "infeasible": 1.0}
         ref_ids = [prep.inst["train"][i] for i in ref_idx]
         t2 = time.perf_counter()
         R_val = prep.results.matrix(prep.llms["val"], ref_ids)
@@ -132,4 +144,4 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
         run.log_text(OmegaConf.to_yaml(cfg, resolve=False), "grid/job_config.yaml")
         run.log_params({"generic.selected_classifier": assessor.classifier_name_})
     log.info("grid %s: mean val AUC %.3f, mean test AUC %.3f", combo, metrics["val_auc_mean"], metrics["test_auc_mean"])
-    return {"objective": metrics["val_auc_mean"], **metrics, "skipped": 0.0}
+    return {"objective": metrics["val_auc_mean"], **metrics, "skipped": 0.0, "infeasible": 0.0}

@@ -121,16 +121,24 @@ def build_report(tracker, out_dir: str | Path, baselines: bool = True, splits: l
     from assessors.reporting.plots import auc_by_method_bar, save_figure
     from assessors.reporting.tables import to_markdown
 
+    from assessors.grid.job import TAG_INFEASIBLE
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     runs = load_grid_runs(tracker)
     if splits is not None:
         runs = runs[runs["split"].isin(list(splits))]
-        if runs.empty:
-            raise DataError(f"no finished grid runs for splits {list(splits)} in experiment {tracker.experiment!r}")
+    infeasible = runs[runs[f"tags.{TAG_INFEASIBLE}"].notna()] if f"tags.{TAG_INFEASIBLE}" in runs else runs.iloc[:0]
+    runs = runs.drop(index=infeasible.index)
+    if runs.empty:
+        raise DataError(f"no finished, feasible grid runs for splits {splits or 'any'} in experiment {tracker.experiment!r}")
     lines = [f"# Grid report: experiment `{tracker.experiment}`", "",
              f"{len(runs)} finished combinations; winner = highest average win rate of validation AUC over "
              "validation LLMs (the paper's rule).", ""]
+    if len(infeasible):
+        lines += [f"{len(infeasible)} combination(s) were infeasible on this data and are not ranked:", "",
+                  to_markdown(infeasible.set_index(["split", *COORDS])[[f"tags.{TAG_INFEASIBLE}"]]
+                              .rename(columns={f"tags.{TAG_INFEASIBLE}": "why"})), ""]
     winners, figures = [], {}
     for split, part in runs.groupby("split", sort=True):
         winner, ranking = choose_winner(part.reset_index(drop=True))

@@ -125,3 +125,24 @@ def test_report_with_baselines_compares_winner_to_specific_and_baselines(tiny, t
     for method in ("generic", "specific", "all_train_data", "reference_only", "random_selector"):
         assert method in text
     assert (tmp_path / "rep" / "in_distribution" / "fig4_auc_per_llm.png").exists()
+
+
+def test_infeasible_combination_is_recorded_skipped_on_restart_and_listed_not_ranked(tiny, tmp_path):
+    """A selector that cannot pick a reference set on the data must not stop the rest of the sweep."""
+    from assessors.grid.job import TAG_INFEASIBLE
+    from assessors.grid.report import build_report
+
+    bad = tiny("selector=random", "selector.size=100000")
+    out = run_grid(bad)
+    assert out["infeasible"] == 1.0 and np.isnan(out["objective"])
+    tracker = instantiate(bad.tracking)
+    run = finished_run(tracker, config_hash(bad))
+    assert run is not None and "100000" in run.data.tags[TAG_INFEASIBLE]
+    again = run_grid(bad)
+    assert again["skipped"] == 1.0 and again["infeasible"] == 1.0  # deterministic: not re-tried
+    good = run_grid(tiny("selector=random", "selector.size=10"))
+    assert good["infeasible"] == 0.0
+    text = build_report(tracker, tmp_path / "report", baselines=False).read_text()
+    assert "1 finished combinations" in text and "infeasible on this data" in text and "100000" in text
+    t2 = pd.read_csv(tmp_path / "report" / "table2_winners.csv")
+    assert t2.loc[0, "size"] == 10
