@@ -116,7 +116,7 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
         if prep.llms["val"]:
             val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
         base.fit(prep.X["train"], prep.S("train", "train"), np.array([], dtype=int), validation=val)
-        preds["all_train_data"] = np.tile(base.predict_proba(X_te, np.zeros((1, 0)))[0], (len(test_llms), 1))
+        preds["all_train_data"] = base.predict_proba(X_te, np.zeros((len(test_llms), 0), np.float32))
         prep.timings["all_train_data_fit_s"] = time.perf_counter() - t0
     if cmp.get("random_selector", True):
         if OmegaConf.select(cfg, "selector._target_", default="").endswith("RandomSelector"):

@@ -17,12 +17,10 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from assessors.errors import ConfigError, DataError
-from assessors.grid.resume import config_hash, finished_run, job_tags
+from assessors.grid.resume import TAG_INFEASIBLE, config_hash, finished_run, job_tags
 from assessors.selection.cache import array_digest, memo
 
 log = logging.getLogger(__name__)
-#: Tag of a combination whose selector cannot pick a reference set on the data (the value says why).
-TAG_INFEASIBLE = "grid.infeasible"
 
 
 def _choice(group: str) -> str | None:

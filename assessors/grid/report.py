@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from omegaconf import OmegaConf
 
 from assessors.errors import DataError
-from assessors.grid.resume import TAG_HASH
+from assessors.grid.resume import TAG_HASH, TAG_INFEASIBLE
 
 log = logging.getLogger(__name__)
 COORDS = ["features", "selector", "classifier", "size"]
@@ -53,24 +53,27 @@ def choose_winner(runs: pd.DataFrame) -> tuple[pd.Series, pd.DataFrame]:
     ranking : pandas.DataFrame with ``win_rate``, ``val_auc_mean``, ``test_auc_mean`` and the coordinates,
         sorted best first.
     """
-    from assessors.metrics import win_rates
+    from assessors.metrics import rank_by_win_rate
 
     val_cols = [c for c in runs.columns if c.startswith("metrics.val_auc/")]
     if not val_cols:
         raise DataError("grid runs carry no per-LLM validation AUC metrics (metrics.val_auc/<llm>)")
     table = runs[val_cols].astype(float)
     table.index = runs.index
-    ranking = runs[COORDS + ["run_id"]].copy()
-    ranking["win_rate"] = win_rates(table)
-    ranking["val_auc_mean"] = runs["metrics.val_auc_mean"].astype(float)
-    ranking["test_auc_mean"] = runs["metrics.test_auc_mean"].astype(float)
-    ranking = ranking.sort_values(["win_rate", "val_auc_mean"], ascending=False, kind="stable")
+    ranked = rank_by_win_rate(table)  # the same rule (and tie-break) as the generic assessor's candidates
+    ranking = runs.loc[ranked.index, COORDS + ["run_id"]].copy()
+    ranking["win_rate"] = ranked["win_rate"]
+    ranking["val_auc_mean"] = ranked["mean_val_auc"]
+    ranking["test_auc_mean"] = runs.loc[ranked.index, "metrics.test_auc_mean"].astype(float)
     return runs.loc[ranking.index[0]], ranking
 
 
 def size_curve(ranking: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 6 data: per (selector, size), test AUC of the combination with the best validation win rate."""
-    best = ranking.sort_values(["win_rate", "val_auc_mean"], ascending=False).drop_duplicates(["selector", "size"])
+    """Fig. 6 data: per (selector, size), test AUC of the combination with the best validation win rate.
+
+    ``ranking`` is :func:`choose_winner`'s, sorted best first, so the first row per (selector, size) wins.
+    """
+    best = ranking.drop_duplicates(["selector", "size"])
     return best.pivot(index="size", columns="selector", values="test_auc_mean").sort_index()
 
 
@@ -120,8 +123,6 @@ def build_report(tracker, out_dir: str | Path, baselines: bool = True, splits: l
     """
     from assessors.reporting.plots import auc_by_method_bar, save_figure
     from assessors.reporting.tables import to_markdown
-
-    from assessors.grid.job import TAG_INFEASIBLE
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,8 @@ _IGNORED_LEAVES = ("cache_dir", "root", "num_threads", "n_jobs")
 
 TAG_HASH = "grid.config_hash"
 TAG_PID = "grid.pid"
+#: A combination whose selector cannot pick a reference set on the data (the value says why).
+TAG_INFEASIBLE = "grid.infeasible"
 TAG_HOST = "grid.host"
 
 

@@ -129,7 +129,7 @@ def test_report_with_baselines_compares_winner_to_specific_and_baselines(tiny, t
 
 def test_infeasible_combination_is_recorded_skipped_on_restart_and_listed_not_ranked(tiny, tmp_path):
     """A selector that cannot pick a reference set on the data must not stop the rest of the sweep."""
-    from assessors.grid.job import TAG_INFEASIBLE
+    from assessors.grid.resume import TAG_INFEASIBLE
     from assessors.grid.report import build_report
 
     bad = tiny("selector=random", "selector.size=100000")
