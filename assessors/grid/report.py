@@ -78,16 +78,18 @@ def size_curve(ranking: pd.DataFrame) -> pd.DataFrame:
 
 
 def size_figure(curve: pd.DataFrame, title: str) -> Figure:
-    fig = Figure(figsize=(6.4, 4.4), layout="constrained")
+    fig = Figure(figsize=(8.4, 4.4), layout="constrained")
     ax = fig.add_subplot()
     cmap = colormaps["tab10"]
     for k, sel in enumerate(curve.columns):
         ax.plot(curve.index, curve[sel], marker="o", color=cmap(k % 10), label=sel)
     ax.set_xscale("log")
+    ax.minorticks_off()  # the log axis would label minor ticks "4x10^1"; only the swept sizes matter
     ax.set_xticks(curve.index, [str(i) for i in curve.index])
     ax.set(xlabel="Reference-set size", ylabel="Mean test AUC (best config per point)", title=title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    # outside the axes: with 8 selectors an inside legend covers lines
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
     return fig
 
 
