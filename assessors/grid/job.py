@@ -70,7 +70,8 @@ def select_reference(cfg: DictConfig, S_tr: np.ndarray, ids: list[str], X_tr: np
 
 
 def _cap_classifier_threads(assessor, n_jobs) -> None:
-    """Set ``n_jobs`` on the assessor's classifier where its config sets one (XGBoost).
+    """Set ``n_jobs`` on the assessor's classifier if it has that parameter (XGBoost; a binary
+    logistic regression ignores it).
 
     Sweep jobs run side by side (2 joblib jobs on this 2-core machine, 1 CPU per Ray task), so
     each should use its share of the cores. Two XGBoost fits at once took 97 s each with
@@ -78,9 +79,7 @@ def _cap_classifier_threads(assessor, n_jobs) -> None:
     The job config (which the report refits baselines from) is left as configured.
     """
     est = getattr(assessor.classifier, "estimator", None)
-    # only where the config sets a thread count: sklearn>=1.8 warns on every LogisticRegression
-    # fit given any n_jobs, which has no effect there
-    if n_jobs and est is not None and est.get_params().get("n_jobs") is not None:
+    if n_jobs and est is not None and "n_jobs" in est.get_params():
         est.set_params(n_jobs=int(n_jobs))
 
 

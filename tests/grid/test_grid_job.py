@@ -61,9 +61,6 @@ def test_presets_cap_xgboost_threads_per_sweep_job_without_changing_the_hash(com
     # a thread count is not part of what a finished combination computed: a restart still skips it
     assert config_hash(cfg) == config_hash(compose(["+experiment=paper_in_distribution", "classifier=xgboost",
                                                     "grid.classifier_n_jobs=2"]))
-    lr = instantiate(compose(["+experiment=paper_in_distribution", "classifier=logreg_l2"]).assessor)
-    _cap_classifier_threads(lr, 1)  # n_jobs unset there (sklearn>=1.8 warns when it is set): left alone
-    assert lr.classifier.estimator.get_params()["n_jobs"] is None
 
 
 def test_run_grid_logs_per_llm_aucs_and_skips_when_finished(tiny, tmp_path):
