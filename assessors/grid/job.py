@@ -69,20 +69,6 @@ def select_reference(cfg: DictConfig, S_tr: np.ndarray, ids: list[str], X_tr: np
     return memo(cfg.paths.cache_dir + "/selection", "reference_ids", key, fit)["index"]
 
 
-def _cap_classifier_threads(assessor, n_jobs) -> None:
-    """Set ``n_jobs`` on the assessor's classifier if it has that parameter (XGBoost; a binary
-    logistic regression ignores it).
-
-    Sweep jobs run side by side (2 joblib jobs on this 2-core machine, 1 CPU per Ray task), so
-    each should use its share of the cores. Two XGBoost fits at once took 97 s each with
-    ``n_jobs=1`` against 157 s with ``n_jobs=2``, with the same AUC (benchmarks/grid_combo.py).
-    The job config (which the report refits baselines from) is left as configured.
-    """
-    est = getattr(assessor.classifier, "estimator", None)
-    if n_jobs and est is not None and "n_jobs" in est.get_params():
-        est.set_params(n_jobs=int(n_jobs))
-
-
 def per_llm_auc(S: np.ndarray, P: np.ndarray, llms: list[str]) -> pd.Series:
     """AUC of each LLM's predictions; S and P of shape (n_llms, n_instances)."""
     from assessors.metrics import auc
@@ -138,7 +124,6 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
         t2 = time.perf_counter()
         R_val = prep.results.matrix(prep.llms["val"], ref_ids)
         assessor = instantiate(cfg.assessor)
-        _cap_classifier_threads(assessor, (cfg.get("grid") or {}).get("classifier_n_jobs"))
         assessor.fit(prep.X["train"], S_tr, ref_idx, validation=(prep.X["val"], prep.S("val", "val"), R_val))
         t3 = time.perf_counter()
         val = per_llm_auc(prep.S("val", "val"), assessor.predict_proba(prep.X["val"], R_val), prep.llms["val"])

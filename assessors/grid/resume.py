@@ -18,9 +18,8 @@ log = logging.getLogger(__name__)
 
 #: Config keys that determine a grid job's result (paths, tracking and hydra do not).
 RESULT_KEYS = ("data", "split", "llm_split", "features", "selector", "classifier", "assessor", "seed", "grid")
-#: Keys inside those that only say *where* things are cached or how many threads compute them,
-#: not what is computed.
-_IGNORED_LEAVES = ("cache_dir", "root", "num_threads", "n_jobs", "classifier_n_jobs")
+#: Keys inside those that only say *where* things are cached, not what is computed.
+_IGNORED_LEAVES = ("cache_dir", "root", "num_threads", "n_jobs")
 
 TAG_HASH = "grid.config_hash"
 TAG_PID = "grid.pid"

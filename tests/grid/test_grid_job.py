@@ -50,19 +50,6 @@ def test_config_hash_ignores_paths_but_not_the_combination(tiny, tmp_path):
     assert config_hash(a) == config_hash(b) != config_hash(c)
 
 
-def test_presets_cap_xgboost_threads_per_sweep_job_without_changing_the_hash(compose):
-    from assessors.grid.job import _cap_classifier_threads
-
-    cfg = compose(["+experiment=paper_in_distribution", "classifier=xgboost"])
-    assert cfg.grid.classifier_n_jobs == 1 and cfg.classifier.estimator.n_jobs == 2
-    assessor = instantiate(cfg.assessor)
-    _cap_classifier_threads(assessor, cfg.grid.classifier_n_jobs)
-    assert all(est.get_params()["n_jobs"] == 1 for _, est in assessor.classifier.candidates())
-    # a thread count is not part of what a finished combination computed: a restart still skips it
-    assert config_hash(cfg) == config_hash(compose(["+experiment=paper_in_distribution", "classifier=xgboost",
-                                                    "grid.classifier_n_jobs=2"]))
-
-
 def test_run_grid_logs_per_llm_aucs_and_skips_when_finished(tiny, tmp_path):
     import mlflow
 
