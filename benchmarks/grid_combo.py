@@ -3,6 +3,7 @@
 Each ``--combo`` is a space-separated list of Hydra overrides on top of
 ``+experiment=paper_in_distribution tracking=none``; the job is ``run_grid`` itself, so the
 figures are what a sweep job costs (prepare, selection, generic fit) and what it scores.
+``peak_rss_gb`` is the process's peak so far, so run a combination alone (or last) to read its own.
 Used to compare classifier settings before changing ``conf/classifier/``, e.g.
 
     python benchmarks/grid_combo.py --combo "classifier=mlp selector.size=100" \
