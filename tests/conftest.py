@@ -42,3 +42,15 @@ def compose(tmp_path, data_dir, shared_cache):
             return hydra_compose(config_name=config_name, overrides=base + list(overrides))
 
     return _compose
+
+
+def prepare_small(out: Path, data_dir: Path, overrides) -> "object":
+    """``assessors.pipeline.prepare`` on the real data with tiny overrides (for module fixtures)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from assessors.pipeline import prepare
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = hydra_compose("train", overrides=[f"paths.data_dir={data_dir}", f"paths.outputs={out}", *overrides])
+    return prepare(cfg)

@@ -18,15 +18,9 @@ SMALL = [
 
 @pytest.fixture(scope="module")
 def prep(tmp_path_factory, data_dir):
-    from hydra import compose, initialize_config_dir
+    from tests.conftest import prepare_small
 
-    from assessors.pipeline import prepare
-    from tests.conftest import CONF
-
-    out = tmp_path_factory.mktemp("generic")
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose("train", overrides=[f"paths.data_dir={data_dir}", f"paths.outputs={out}", *SMALL])
-    return prepare(cfg)
+    return prepare_small(tmp_path_factory.mktemp("generic"), data_dir, SMALL)
 
 
 def test_collapse_pairs_counts_every_pair_once():
