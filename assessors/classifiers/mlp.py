@@ -142,6 +142,26 @@ def _quiet_lightning(num_threads: int | None):
         torch.set_num_threads(threads)
 
 
+def holdout_split(n: int, fraction: float, rng: np.random.Generator, groups: np.ndarray | None = None):
+    """Sorted (hold-out, training) row positions; with ``groups`` (n,), whole groups are held out.
+
+    Returns
+    -------
+    val_idx, train_idx : ndarray of int
+        About ``fraction`` of the rows (of the groups, if given) in ``val_idx``; none if 0.
+    """
+    if fraction <= 0:
+        return np.array([], dtype=np.int64), np.arange(n)
+    if groups is None:
+        perm = rng.permutation(n)
+        n_val = int(round(n * fraction))
+        return np.sort(perm[:n_val]), np.sort(perm[n_val:])
+    uniq = np.unique(groups)
+    held = rng.permutation(uniq)[: max(1, int(round(len(uniq) * fraction)))]
+    is_val = np.isin(groups, held)
+    return np.flatnonzero(is_val), np.flatnonzero(~is_val)
+
+
 class MLPClassifier(ClassifierMixin, BaseEstimator):
     """Binary MLP classifier with the scikit-learn interface, trained by PyTorch Lightning.
 
@@ -160,6 +180,11 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
         epoch's weights are restored. None or 0 trains for ``max_epochs``.
     patience : int, default 3
         Epochs without validation improvement before stopping.
+    holdout_by_instance : bool, default True
+        For the generic assessor's pair rows (a row source with ``inst_idx``), hold out whole
+        instances with all their LLMs' pairs instead of random pairs. With random pairs every
+        held-out instance is also trained on through other LLMs, so the hold-out loss cannot see
+        the network memorising instances; the assessor is scored on unseen instances.
     seed : int, default 0
         Seeds initialisation, dropout, shuffling and the hold-out split (results are
         reproducible for a fixed ``num_threads``); the global RNG state is left untouched.
@@ -184,7 +209,8 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
     accepts_row_source = True
 
     def __init__(self, hidden_sizes=(256,), dropout=0.1, lr=1e-3, weight_decay=1e-4, batch_size=512, max_epochs=20,
-                 validation_fraction=0.1, patience=3, seed=0, num_threads=None, accelerator="cpu", progress=False):
+                 validation_fraction=0.1, patience=3, holdout_by_instance=True, seed=0, num_threads=None, accelerator="cpu",
+                 progress=False):
         self.hidden_sizes = hidden_sizes
         self.dropout = dropout
         self.lr = lr
@@ -193,6 +219,7 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
         self.max_epochs = max_epochs
         self.validation_fraction = validation_fraction
         self.patience = patience
+        self.holdout_by_instance = holdout_by_instance
         self.seed = seed
         self.num_threads = num_threads
         self.accelerator = accelerator
@@ -214,9 +241,9 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
             raise DataError(f"y has a single class ({y[0]:g}); a classifier needs both 0 and 1")
         n = len(y)
         rng = np.random.default_rng(self.seed)
-        n_val = int(round(n * self.validation_fraction)) if self.validation_fraction else 0
-        perm = rng.permutation(n)
-        val_idx, train_idx = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+        groups = getattr(X, "inst_idx", None) if self.holdout_by_instance else None
+        val_idx, train_idx = holdout_split(n, self.validation_fraction or 0.0, rng, groups)
+        n_val = len(val_idx)
 
         with _quiet_lightning(self.num_threads), torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)

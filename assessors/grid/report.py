@@ -36,10 +36,11 @@ def load_grid_runs(tracker) -> pd.DataFrame:
     if runs.empty or f"tags.{TAG_HASH}" not in runs:
         raise DataError(f"no finished grid runs in MLflow experiment {tracker.experiment!r} at {tracker.uri}")
     runs = runs[runs[f"tags.{TAG_HASH}"].notna()].copy()
-    # a combination run twice (e.g. a re-run after a report) counts once: the newest
-    runs = runs.sort_values("start_time", ascending=False).drop_duplicates(f"tags.{TAG_HASH}")
     for c in ["split", *COORDS]:
         runs[c] = runs[f"tags.grid.{c}"]
+    # a combination run twice counts once, the newest: a re-run after a report, or a re-run after
+    # its classifier's config changed (a new hash, but the same cell of the grid)
+    runs = runs.sort_values("start_time", ascending=False).drop_duplicates(["split", *COORDS])
     runs["size"] = runs["size"].astype(int)
     return runs.reset_index(drop=True)
 

@@ -135,3 +135,16 @@ def test_bad_input_errors(noisy):
         MLPClassifier(**FAST, validation_fraction=None).fit(Xn, y[:100])
     with pytest.raises(DataError, match="features"):
         m.predict_proba(X[:5, :3])
+
+
+def test_holdout_by_instance_keeps_every_instance_on_one_side():
+    from assessors.classifiers.mlp import holdout_split
+
+    groups = np.repeat(np.arange(200), 7)  # 200 instances x 7 LLMs, as generic pair rows come
+    val, train = holdout_split(len(groups), 0.1, np.random.default_rng(0), groups)
+    assert not set(groups[val]) & set(groups[train])
+    assert len(set(groups[val])) == 20 and len(val) + len(train) == len(groups)
+    # without groups: random rows, so nearly every held-out instance is also trained on
+    val, train = holdout_split(len(groups), 0.1, np.random.default_rng(0))
+    assert len(val) == 140 and len(set(groups[val]) & set(groups[train])) > 100
+    assert len(holdout_split(50, 0.0, np.random.default_rng(0))[0]) == 0

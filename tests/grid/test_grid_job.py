@@ -98,9 +98,15 @@ def test_report_picks_the_win_rate_winner_and_writes_tables(tiny, tmp_path):
     for sel, size in [("random", 10), ("kmeans_successes", 10), ("factor_analysis_successes", 10), ("random", 20)]:
         cfg = tiny(f"selector={sel}", f"selector.size={size}")
         run_grid(cfg)
+    # one cell re-run after its classifier config changed: a new hash, but the report keeps the newest only
+    rerun = tiny("selector=random", "selector.size=10", "classifier.param_grid.C=[0.5]")
+    assert config_hash(rerun) != config_hash(tiny("selector=random", "selector.size=10"))
+    run_grid(rerun)
     tracker = instantiate(cfg.tracking)
     runs = load_grid_runs(tracker)
     assert len(runs) == 4
+    newest = finished_run(tracker, config_hash(rerun)).info.run_id
+    assert newest in set(runs.run_id)  # and the run it replaced is gone (4 rows)
     winner, ranking = choose_winner(runs)
     cols = [c for c in runs if c.startswith("metrics.val_auc/")]
     wr = win_rates(runs[cols])
