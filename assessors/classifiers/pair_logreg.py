@@ -13,8 +13,10 @@ that scikit-learn's solvers need as a dense float64 copy. The objective is sciki
 L-BFGS-B; L1 is handled by splitting ``w = w+ - w-`` with ``w+/- >= 0``, which makes the
 penalty linear and smooth.
 
-Dense arrays (the specific assessor's rows) are fitted as the special case of one LLM with
-no reference vector, so one class serves both assessors.
+Ordinary (n, d) arrays are fitted as the special case of one LLM with no reference vector,
+so the class also serves the specific assessor. An evaluation costs one pass over the
+(n_llms x n_instances) grid, plus an (n_llms x k x n_instances) product with interactions,
+so pairs that fill only a small part of that grid would be cheaper materialised.
 """
 from __future__ import annotations
 
