@@ -15,7 +15,10 @@ reference size, and fills in every combination of the full grid (3 features x 8 
 * selection cost is added once per (selector, size), as a sweep pays it once.
 
 The serial total is divided by the sweep's measured parallel speed-up (sum of job times /
-sweep wall time, ``--sweep-wall-s``) rather than by the ideal ``n_jobs``.
+sweep wall time) rather than by the ideal ``n_jobs``: either over all runs (``--sweep-wall-s``,
+the summed wall time of the sweeps that made them) or over the runs one sweep started between
+two epoch times (``--sweep-window START END``), when the experiment holds runs of several sweeps.
+A cell run more than once (after a config change) counts once, with its newest run.
 
     python benchmarks/grid_estimate.py --db /work/gridrun/mlflow.db --sweep-wall-s 1800 \
         --combo-json /tmp/gc/b2.jsonl
@@ -27,6 +30,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 FEATURES = ["embedding", "similarity", "similarity_interaction"]
 CLASSIFIERS = ["logreg_l1", "logreg_l2", "xgboost", "mlp"]
@@ -45,6 +49,8 @@ def main() -> None:
     ap.add_argument("--experiment", default="paper_grid")
     ap.add_argument("--split", default="in_distribution")
     ap.add_argument("--sweep-wall-s", type=float, default=None, help="wall time of the measured sweep(s)")
+    ap.add_argument("--sweep-window", type=float, nargs=2, default=None, metavar=("START", "END"),
+                    help="epoch seconds of one sweep: speed-up from the runs it started")
     ap.add_argument("--combo-json", default=None, help="grid_combo.py output (JSON lines) for unswept classifiers")
     a = ap.parse_args()
     import mlflow
@@ -92,7 +98,12 @@ def main() -> None:
     sel_total = float(sum(select.groupby(level=0).mean()) * len(SIZES))
     total += sel_total
     speedup = None
-    if a.sweep_wall_s:
+    if a.sweep_window:
+        t0, t1 = a.sweep_window
+        started = (runs["start_time"] - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
+        inside = runs[(started >= t0) & (started <= t1)]
+        speedup = float(inside["metrics.time/total_s"].sum() / (t1 - t0))
+    elif a.sweep_wall_s:
         speedup = float(runs["metrics.time/total_s"].sum() / a.sweep_wall_s)
     print(json.dumps({
         "measured_runs": len(runs), "measured_job_s_sum": round(float(runs["metrics.time/total_s"].sum()), 1),
