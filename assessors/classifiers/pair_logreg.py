@@ -143,7 +143,8 @@ class PairLogisticRegression(ClassifierMixin, BaseEstimator):
     num_threads : int or None
         Torch threads while fitting (None: torch's setting). One by default: an evaluation is a
         few milliseconds of small tensor work, and on this 2-core machine with a sweep running it
-        took 12 ms with one thread and 54 ms with two.
+        took 12 ms with one thread and 54 ms with two. The setting is process-wide, so fits run in
+        parallel threads should pass None.
 
     Attributes
     ----------
