@@ -18,6 +18,7 @@ from torch import nn
 
 from assessors.classifiers.rows import as_row_source, column_stats, iter_chunks, take
 from assessors.errors import DataError, NotFittedError
+from assessors.threads import torch_threads
 
 try:  # the unified package, else the standalone one that pyproject pins
     import lightning.pytorch as pl
@@ -124,13 +125,10 @@ def _quiet_lightning(num_threads: int | None):
     """Silence Lightning's info banners and data-loader advice; optionally pin torch threads."""
     loggers = [logging.getLogger(n) for n in ("lightning.pytorch", "pytorch_lightning", "lightning.fabric", "lightning_fabric")]
     levels = [lg.level for lg in loggers]
-    threads = torch.get_num_threads()
     try:
         for lg in loggers:
             lg.setLevel(logging.WARNING)
-        if num_threads:
-            torch.set_num_threads(int(num_threads))
-        with warnings.catch_warnings():
+        with torch_threads(num_threads), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*does not have many workers.*")
             warnings.filterwarnings("ignore", message=".*log_every_n_steps.*")
             warnings.filterwarnings("ignore", message=".*no `val_dataloader`.*")  # validation is optional
@@ -139,7 +137,6 @@ def _quiet_lightning(num_threads: int | None):
     finally:
         for lg, lvl in zip(loggers, levels):
             lg.setLevel(lvl)
-        torch.set_num_threads(threads)
 
 
 def holdout_split(n: int, fraction: float, rng: np.random.Generator, groups: np.ndarray | None = None):

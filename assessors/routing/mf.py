@@ -12,6 +12,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from assessors.errors import NotFittedError
+from assessors.threads import torch_threads
 
 
 class MFSuccess(BaseEstimator):
@@ -56,15 +57,9 @@ class MFSuccess(BaseEstimator):
         return self
 
     def _train(self, params, X, li, ii, y, V, b, epochs=None):
-        import torch
-
         # small dense ops: one thread avoids oversubscription stalls on shared CPUs
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with torch_threads(1):
             self._steps(params, X, li, ii, y, V, b, epochs)
-        finally:
-            torch.set_num_threads(threads)
 
     def _steps(self, params, X, li, ii, y, V, b, epochs):
         import torch
