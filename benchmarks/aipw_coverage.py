@@ -34,7 +34,7 @@ def main() -> None:
     a = ap.parse_args()
     conf = Path(__file__).resolve().parent.parent / "conf"
     with initialize_config_dir(config_dir=str(conf), version_base=None):
-        cfg = compose("train", overrides=["+experiment=benchmark_prediction"])
+        cfg = compose("train", overrides=["experiment=benchmark_prediction"])
     bench = dict(cfg.benchmark_prediction.benchmarks)
     bench.pop("mmlu_pro")  # 12k items x 43 LLMs: left out, as in the README figures
     if a.benchmarks:

@@ -33,7 +33,7 @@ def main() -> None:
     args = ap.parse_args()
     conf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conf")
     with initialize_config_dir(config_dir=os.path.abspath(conf), version_base=None):
-        cfg = compose("train", overrides=["+experiment=benchmark_prediction", "seed=0", "features=success_pattern"])
+        cfg = compose("train", overrides=["experiment=benchmark_prediction", "seed=0", "features=success_pattern"])
     ests = {k: instantiate(v) for k, v in cfg.estimators.items()}
     bench = dict(cfg.benchmark_prediction.benchmarks)
     if args.benchmarks:

@@ -1,7 +1,7 @@
 """Time and score single grid combinations on the real data (prints JSON, one object per combo).
 
 Each ``--combo`` is a space-separated list of Hydra overrides on top of
-``+experiment=paper_in_distribution tracking=none``; the job is ``run_grid`` itself, so the
+``experiment=paper_in_distribution tracking=none``; the job is ``run_grid`` itself, so the
 figures are what a sweep job costs (prepare, selection, generic fit) and what it scores.
 ``peak_rss_gb`` is the process's peak so far, so run a combination alone (or last) to read its own.
 Used to compare classifier settings before changing ``conf/classifier/``, e.g.
@@ -32,7 +32,7 @@ def main() -> None:
 
     data_dir = os.environ.get("ASSESSORS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
     base = [f"paths.data_dir={data_dir}", "paths.outputs=/tmp/grid_combo/outputs", f"paths.cache_dir={a.cache_dir}",
-            "+experiment=paper_in_distribution", "tracking=none"]
+            "experiment=paper_in_distribution", "tracking=none"]
     rows = []
     for combo in a.combo:
         over = combo.split()

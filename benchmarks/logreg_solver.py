@@ -42,7 +42,7 @@ def main() -> None:
     data_dir = os.environ.get("ASSESSORS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="train", overrides=[f"paths.data_dir={data_dir}", f"paths.cache_dir={a.cache_dir}",
-                                                      "+experiment=paper_in_distribution", "tracking=none"])
+                                                      "experiment=paper_in_distribution", "tracking=none"])
     prep = prepare(cfg)
     S, X = prep.S("train", "train"), prep.X["train"]
     ref = np.random.default_rng(0).choice(X.shape[0], a.size, replace=False)

@@ -237,7 +237,7 @@ def main() -> None:
     classes, skipped = load_theirs(os.path.abspath(args.benchpred_path))
     conf = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conf"))
     with initialize_config_dir(config_dir=conf, version_base=None):
-        cfg = compose("train", overrides=["+experiment=benchmark_prediction", "seed=0"])
+        cfg = compose("train", overrides=["experiment=benchmark_prediction", "seed=0"])
     methods = [m for m in args.methods.split(",") if m in classes and m in cfg.estimators]
     ours = {m: instantiate(cfg.estimators[m]) for m in methods}
     tpm = {k: int(v) for k, v in (x.split("=") for x in args.trials_per_method.split(",") if x)}

@@ -15,7 +15,7 @@ Checks, each reported with counts and names (nothing is dropped; the caller deci
 Warnings go to the console (logging) and, through :func:`log_validation`, to MLflow.
 ``strict: true`` (or a check named in ``fail_on``) turns warnings into a :class:`DataError`.
 Standalone: ``python -m assessors.data.validate data=openai_evals`` or
-``python train.py +experiment=validate data=...``.
+``python train.py experiment=validate data=...``.
 """
 from __future__ import annotations
 
@@ -268,7 +268,7 @@ def log_validation(run, report: ValidationReport, leaks: pd.DataFrame | None = N
 
 
 def validate_task(cfg) -> dict[str, float]:
-    """Task for ``python train.py +experiment=validate``: load, check, (split, featurize, leakage), log."""
+    """Task for ``python train.py experiment=validate``: load, check, (split, featurize, leakage), log."""
     from hydra.utils import instantiate
 
     from assessors.tracking import tracker_from_cfg

@@ -4,7 +4,7 @@ Agreement = probability that a micro-benchmark ranks a pair of LLMs the same way
 benchmark, as a function of the pair's full-benchmark accuracy difference (buckets). MDAD (minimum
 detectable ability difference) = the smallest bucket centroid whose agreement reaches 0.8.
 
-:func:`run` (``python train.py +experiment=mdad``) compares, per size, the ranking by the raw
+:func:`run` (``python train.py experiment=mdad``) compares, per size, the ranking by the raw
 micro-benchmark mean with rankings by estimators (e.g. AIPW) fitted on source LLMs; pairs are
 formed among target LLMs (a random half of the LLMs per trial).
 """

@@ -1,4 +1,4 @@
-"""Routing evaluation on RouterBench (``python train.py +experiment=routerbench``).
+"""Routing evaluation on RouterBench (``python train.py experiment=routerbench``).
 
 Train on the RouterBench train CSVs, evaluate on the test CSVs with the real per-item costs of
 the 11 LLMs. Every method predicts P(success) per (LLM, test prompt); the same utility router

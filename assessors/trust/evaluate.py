@@ -1,4 +1,4 @@
-"""Evaluation of the trust report and the fallback policy (``+experiment=trust_frontier``).
+"""Evaluation of the trust report and the fallback policy (``experiment=trust_frontier``).
 
 For every scenario (data x LLM split): fit the generic assessor, then for each validation and
 test LLM compute the trust report, the generic and the reference-only AUC. Fit the trust model

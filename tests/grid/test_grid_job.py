@@ -18,7 +18,7 @@ PRESETS = ["paper_in_distribution", "ood_algorithmic", "ood_language", "ood_logi
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_presets_compose_to_the_grid_task(compose, preset):
-    cfg = compose([f"+experiment={preset}"])
+    cfg = compose([f"experiment={preset}"])
     assert cfg.task._target_ == "assessors.grid.run_grid"
     assert cfg.grid.split_name
     if preset.startswith("ood_"):
@@ -34,7 +34,7 @@ def test_preset_sweeps_the_full_grid(compose):
     from tests.conftest import CONF
 
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = hc("train", overrides=["+experiment=paper_in_distribution"], return_hydra_config=True)
+        cfg = hc("train", overrides=["experiment=paper_in_distribution"], return_hydra_config=True)
     params = cfg.hydra.sweeper.params
     assert len(params.selector.split(",")) == 8 and len(params.classifier.split(",")) == 4
     assert params["selector.size"] == "30,100,300,1000"

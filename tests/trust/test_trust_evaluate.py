@@ -22,7 +22,7 @@ def test_flag_table_counts():
 def test_trust_eval_on_openai_evals(compose, tmp_path):
     from assessors.trust.evaluate import run
 
-    cfg = compose(["+experiment=trust_frontier", "tracking=none", "~trust_eval.scenarios.frontier",
+    cfg = compose(["experiment=trust_frontier", "tracking=none", "~trust_eval.scenarios.frontier",
                    "~trust_eval.scenarios.random", "~specific.classifiers.xgboost"])
     out = run(cfg)
     assert "kor.mean_auc_generic" in out

@@ -101,7 +101,7 @@ def test_mlp_meta_model_learns_the_relation():
 
 def test_label_free_preset_runs_on_the_committed_smollm2_confidences(compose):
     """The real generated data (datasets/smollm2_confidence): loads, forms units, runs the CV."""
-    cfg = compose(["+experiment=label_free", "tracking=none", "label_free.oracle_draws=20",
+    cfg = compose(["experiment=label_free", "tracking=none", "label_free.oracle_draws=20",
                    "~label_free.methods.meta_mlp", "~label_free.methods.meta_xgboost"])
     from hydra.utils import instantiate
 
