@@ -26,6 +26,16 @@ except ImportError:  # pragma: no cover - depends on which distribution is insta
     import pytorch_lightning as pl
 
 
+def mlp_layers(n_features: int, hidden_sizes, dropout: float) -> nn.Sequential:
+    """[Linear -> ReLU -> Dropout] per hidden size, then Linear(1): maps (batch, n_features) to (batch, 1)."""
+    layers, width = [], n_features
+    for h in hidden_sizes:
+        layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(dropout)]
+        width = h
+    layers.append(nn.Linear(width, 1))
+    return nn.Sequential(*layers)
+
+
 class MLPModule(pl.LightningModule):
     """Standardise -> [Linear -> ReLU -> Dropout] x len(hidden_sizes) -> Linear(1) logit.
 
@@ -44,12 +54,7 @@ class MLPModule(pl.LightningModule):
         self.lr, self.weight_decay = lr, weight_decay
         self.register_buffer("mean", torch.zeros(n_features))
         self.register_buffer("std", torch.ones(n_features))
-        layers, width = [], n_features
-        for h in hidden_sizes:
-            layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(dropout)]
-            width = h
-        layers.append(nn.Linear(width, 1))
-        self.net = nn.Sequential(*layers)
+        self.net = mlp_layers(n_features, hidden_sizes, dropout)
         self.loss = nn.BCEWithLogitsLoss()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

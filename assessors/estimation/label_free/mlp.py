@@ -14,6 +14,7 @@ import torch
 from sklearn.base import BaseEstimator, RegressorMixin
 from torch import nn
 
+from assessors.classifiers.mlp import mlp_layers
 from assessors.errors import NotFittedError
 
 try:  # the unified package, else the standalone one that pyproject pins
@@ -26,12 +27,7 @@ class _Module(pl.LightningModule):
     def __init__(self, n_features, hidden_sizes, dropout, lr, weight_decay):
         super().__init__()
         self.lr, self.weight_decay = lr, weight_decay
-        layers, width = [], n_features
-        for h in hidden_sizes:
-            layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(dropout)]
-            width = h
-        layers.append(nn.Linear(width, 1))
-        self.net = nn.Sequential(*layers)
+        self.net = mlp_layers(n_features, hidden_sizes, dropout)
 
     def forward(self, x):
         return torch.sigmoid(self.net(x).squeeze(-1))
