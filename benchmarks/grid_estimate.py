@@ -18,7 +18,8 @@ The serial total is divided by the sweep's measured parallel speed-up (sum of jo
 sweep wall time) rather than by the ideal ``n_jobs``: either over all runs (``--sweep-wall-s``,
 the summed wall time of the sweeps that made them) or over the runs one sweep started between
 two epoch times (``--sweep-window START END``), when the experiment holds runs of several sweeps.
-A cell run more than once (after a config change) counts once, with its newest run.
+A cell run more than once (after a config change) counts once, with its newest run, as in the
+report (``assessors.grid.report.load_grid_runs``).
 
     python benchmarks/grid_estimate.py --db /work/gridrun/mlflow.db --sweep-wall-s 1800 \
         --combo-json /tmp/gc/b2.jsonl
@@ -53,19 +54,16 @@ def main() -> None:
                     help="epoch seconds of one sweep: speed-up from the runs it started")
     ap.add_argument("--combo-json", default=None, help="grid_combo.py output (JSON lines) for unswept classifiers")
     a = ap.parse_args()
-    import mlflow
+    from assessors.grid.report import load_grid_runs
+    from assessors.tracking import MlflowTracker
 
-    mlflow.set_tracking_uri(f"sqlite:///{Path(a.db).resolve()}")
-    runs = mlflow.search_runs(experiment_names=[a.experiment], filter_string="attributes.status = 'FINISHED'",
-                              max_results=50000)
-    runs = runs[(runs.get("tags.grid.split") == a.split) & runs["metrics.time/total_s"].notna()]
-    # a cell re-run after a config change counts once, with its newest timing
-    coords = ["tags.grid.features", "tags.grid.selector", "tags.grid.classifier", "tags.grid.size"]
-    runs = runs.sort_values("start_time", ascending=False).drop_duplicates(coords)
-    runs = runs.assign(size=runs["tags.grid.size"].astype(int))
+    # the report's own reader: one run per grid cell, the newest (a cell re-run after a config change)
+    runs = load_grid_runs(MlflowTracker(None, a.db, str(Path(a.db).parent / "mlartifacts"), a.experiment,
+                                        log_model=False))
+    runs = runs[(runs["split"] == a.split) & runs["metrics.time/total_s"].notna()]
     job = runs["metrics.time/total_s"] - runs["metrics.time/select_s"]
-    cells = job.groupby([runs["tags.grid.features"], runs["tags.grid.classifier"], runs["size"]]).mean()
-    select = runs.groupby(["tags.grid.selector", "size"])["metrics.time/select_s"].max()
+    cells = job.groupby([runs["features"], runs["classifier"], runs["size"]]).mean()
+    select = runs.groupby(["selector", "size"])["metrics.time/select_s"].max()
     extra = {}
     if a.combo_json:
         for line in Path(a.combo_json).read_text().splitlines():
