@@ -14,8 +14,11 @@ def run_task(cfg: DictConfig) -> float | None:
 
     The return value is what Hydra sweepers optimise: the task's ``objective`` metric.
     """
-    for noisy in ("sentence_transformers", "httpx", "urllib3", "alembic", "mlflow", "lightning", "pytorch_lightning"):
+    from assessors.secrets import protect_logging
+
+    for noisy in ("sentence_transformers", "alembic", "mlflow", "lightning", "pytorch_lightning"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    protect_logging()  # HTTP clients quiet, URL credentials cut from every log line
     task = instantiate(cfg.task)
     metrics = task(cfg) or {}
     obj = metrics.get("objective")

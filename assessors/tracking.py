@@ -20,27 +20,27 @@ import pandas as pd
 
 log = logging.getLogger(__name__)
 
-#: Config keys whose values are never logged (matched on the last path component).
-SECRET_PATTERN = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorization|credential)", re.I)
-
 
 def flatten_config(cfg: Any, prefix: str = "") -> dict[str, str]:
     """Flatten a (Omega)config to ``{"a.b.c": "value"}`` with secrets redacted.
 
     Keys that name secrets (``api_key``, ``token``, ...) are replaced by ``"***"``, except
-    ``*_env`` keys, which only hold the *name* of an environment variable.
+    ``*_env`` keys, which only hold the *name* of an environment variable; credentials in URLs
+    are removed (:func:`assessors.secrets.redact`).
     """
     from omegaconf import DictConfig, ListConfig, OmegaConf
 
+    from assessors.secrets import redact
+
     if isinstance(cfg, (DictConfig, ListConfig)):
         cfg = OmegaConf.to_container(cfg, resolve=False)
+    if not prefix:
+        cfg = redact(cfg)
     out: dict[str, str] = {}
     if isinstance(cfg, dict):
         for k, v in cfg.items():
             key = f"{prefix}.{k}" if prefix else str(k)
-            if SECRET_PATTERN.search(str(k)) and not str(k).endswith("_env") and v is not None:
-                out[key] = "***"
-            elif isinstance(v, (dict, list)) and v and not (isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v)):
+            if isinstance(v, (dict, list)) and v and not (isinstance(v, list) and all(not isinstance(x, (dict, list)) for x in v)):
                 out.update(flatten_config(v, key))
             else:
                 out[key] = json.dumps(v) if isinstance(v, list) else str(v)
@@ -124,6 +124,7 @@ class MlflowRun(RunLogger):
         self._tracker = tracker
 
     def log_params(self, params):
+        params = _redacted(params)
         super().log_params(params)
         # MLflow caps a param value at 6000 characters and one batch at 100 params
         items = [(k[:250], str(v)[:6000]) for k, v in params.items()]
@@ -137,6 +138,7 @@ class MlflowRun(RunLogger):
             self._mlflow.log_metrics(clean, step=step)
 
     def set_tags(self, tags):
+        tags = _redacted(tags)
         super().set_tags(tags)
         self._mlflow.set_tags(tags)
 
@@ -150,10 +152,14 @@ class MlflowRun(RunLogger):
             self._mlflow.log_artifact(str(local), str(Path(path).parent) if str(Path(path).parent) != "." else None)
 
     def log_text(self, text, path):
-        self._mlflow.log_text(text, path)
+        from assessors.secrets import redact_text
+
+        self._mlflow.log_text(redact_text(text), path)
 
     def log_dict(self, data, path):
-        self._mlflow.log_dict(data, path)
+        from assessors.secrets import redact
+
+        self._mlflow.log_dict(redact(data), path)
 
     def log_artifact(self, local_path, artifact_path=None):
         self._mlflow.log_artifact(local_path, artifact_path)
@@ -206,18 +212,20 @@ class MlflowTracker:
         if self.tracking_uri is None:
             Path(self.db_path).parent.mkdir(parents=True, exist_ok=True)
         mlflow.set_tracking_uri(self.uri)
-        if mlflow.get_experiment_by_name(self.experiment) is None:
-            loc = None if self.tracking_uri else Path(self.artifact_root).resolve().as_uri()
-            mlflow.create_experiment(self.experiment, artifact_location=loc)
+        with store_lock(self):
+            ensure_experiment(mlflow, self.experiment,
+                              None if self.tracking_uri else Path(self.artifact_root).resolve().as_uri())
         mlflow.set_experiment(self.experiment)
         return mlflow
 
     @contextlib.contextmanager
     def start_run(self, run_name: str, cfg: Any = None, tags: dict | None = None) -> Iterator[MlflowRun]:
         mlflow = self._setup()
+        end_stale_runs(self)
         # mlflow's own context manager ends the run FAILED on any exception, KeyboardInterrupt
-        # included; SIGTERM (kill, job schedulers) is turned into one so it is covered too
-        with sigterm_as_interrupt(), mlflow.start_run(run_name=run_name) as active:
+        # included; SIGTERM (kill, job schedulers) is turned into one so it is covered too. SIGKILL
+        # cannot be caught: the process tags let the next start end such a run (end_stale_runs)
+        with sigterm_as_interrupt(), mlflow.start_run(run_name=run_name, tags=process_tags()) as active:
             run = MlflowRun(mlflow, active, self)
             run.set_tags({"git_commit": git_commit(), **(tags or {})})
             if cfg is not None:
@@ -252,3 +260,119 @@ def tracker_from_cfg(cfg) -> NullTracker | MlflowTracker:
         return NullTracker()
     return instantiate(cfg.tracking)
 
+
+
+# ---------------------------------------------------------------- secrets, stale runs, store lock
+def _redacted(items: dict) -> dict:
+    """Params or tags with secrets removed (key-like names masked, URL credentials cut)."""
+    from assessors.secrets import redact
+
+    return {k: redact(v if isinstance(v, str) else str(v), k) for k, v in items.items()}
+
+
+#: Tags naming the process that owns a run: a RUNNING run whose process is gone was killed.
+TAG_PID = "process.pid"
+TAG_HOST = "process.host"
+#: Older runs carry the grid's tags instead.
+_PROCESS_TAGS = ((TAG_PID, TAG_HOST), ("grid.pid", "grid.host"))
+
+
+def process_tags() -> dict[str, str]:
+    """Tags identifying this process (set on every run at creation)."""
+    import socket
+
+    return {TAG_PID: str(os.getpid()), TAG_HOST: socket.gethostname()}
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this host (a pid we may not signal counts as alive)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_stale(run) -> bool:
+    """A RUNNING MLflow run owned by a process of this host that no longer exists.
+
+    Runs without process tags, or from another host, are never called stale: their owner may live.
+    """
+    import socket
+
+    if run.info.status != "RUNNING":
+        return False
+    tags = run.data.tags
+    for pid_tag, host_tag in _PROCESS_TAGS:
+        if pid_tag in tags:
+            try:
+                pid = int(tags[pid_tag])
+            except ValueError:
+                return False
+            return tags.get(host_tag) == socket.gethostname() and pid != os.getpid() and not pid_alive(pid)
+    return False
+
+
+def end_stale_runs(tracker, filter_string: str | None = None) -> int:
+    """Mark RUNNING runs of ``tracker``'s experiment whose process died as KILLED; returns how many.
+
+    Every task start calls this (:meth:`MlflowTracker.start_run`), so a run killed by SIGKILL or
+    a power cut is closed by the next run of the experiment. ``filter_string`` narrows the search
+    (e.g. to one grid combination).
+    """
+    if not hasattr(tracker, "_setup"):
+        return 0
+    mlflow = tracker._setup()
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient()
+    exp = mlflow.get_experiment_by_name(tracker.experiment)
+    if exp is None:
+        return 0
+    query = "attributes.status = 'RUNNING'" + (f" and {filter_string}" if filter_string else "")
+    n = 0
+    for r in client.search_runs([exp.experiment_id], filter_string=query, max_results=1000):
+        if is_stale(r):
+            log.warning("run %s (%s) was left RUNNING by a process that no longer exists: marking it KILLED",
+                        r.info.run_id, r.info.run_name)
+            client.set_terminated(r.info.run_id, status="KILLED")
+            n += 1
+    return n
+
+
+_READY_STORES: set[str] = set()
+
+
+@contextlib.contextmanager
+def store_lock(tracker) -> Iterator[None]:
+    """Hold a file lock beside an embedded SQLite store while it is created and migrated.
+
+    MLflow creates and migrates a fresh SQLite store on first use; two processes doing it at once
+    fail (``duplicate column name``, ``table ... already exists``). The first use in each process
+    waits for the lock; later uses skip it. Server stores need no lock (the server migrates).
+    """
+    if tracker.tracking_uri is not None or tracker.uri in _READY_STORES:
+        yield
+        return
+    from filelock import FileLock
+
+    with FileLock(str(Path(tracker.db_path).resolve()) + ".lock", timeout=600):
+        yield
+    _READY_STORES.add(tracker.uri)
+
+
+def ensure_experiment(mlflow, name: str, artifact_location: str | None) -> None:
+    """Create experiment ``name`` unless it exists (another process creating it at once is fine)."""
+    from mlflow.exceptions import MlflowException
+
+    if mlflow.get_experiment_by_name(name) is not None:
+        return
+    try:
+        mlflow.create_experiment(name, artifact_location=artifact_location)
+    except MlflowException:
+        if mlflow.get_experiment_by_name(name) is None:
+            raise

@@ -66,6 +66,15 @@ class Featurizer(BaseEstimator, abc.ABC):
         """Compute features of shape (n_texts, dim) for uncached texts."""
 
     def identity(self) -> str:
-        """Stable string naming this featurizer's output space (cache key)."""
-        params = {k: v for k, v in sorted(self.get_params().items()) if k not in self.runtime_params}
-        return f"{type(self).__name__}:{params}:{getattr(self, 'fit_hash_', '')}"
+        """Stable string naming this featurizer's output space (cache key).
+
+        It is written to the cache (``identity.txt``), so secrets are redacted: credentials in a
+        URL never change the output space.
+        """
+        from assessors.secrets import redact
+
+        return f"{type(self).__name__}:{redact(self._identity_params())}:{getattr(self, 'fit_hash_', '')}"
+
+    def _identity_params(self) -> dict:
+        """The parameters that determine the output space (``get_params`` minus runtime ones)."""
+        return {k: v for k, v in sorted(self.get_params().items()) if k not in self.runtime_params}

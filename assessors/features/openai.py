@@ -32,7 +32,13 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
     dimensions : int or None
         Output size; None keeps the model's native size.
     base_url : str or None
-        Server URL (e.g. ``http://127.0.0.1:8000/v1``); None means api.openai.com.
+        Server URL (e.g. ``http://127.0.0.1:8000/v1``); None means api.openai.com. A URL with
+        credentials (``http://user:password@host/v1``) works in this process but is never stored:
+        params, logs, the cache identity and pickles keep it redacted, so a pickled featurizer
+        needs ``base_url_env`` to reach such a server again.
+    base_url_env : str or None
+        Name of an environment variable holding the server URL (it wins over ``base_url`` when
+        set); the place for URLs with credentials. Read at use, never stored.
     api_key_env : str
         Name of the environment variable holding the key. The key itself is never stored in
         params, logged, or pickled. With a ``base_url`` and no key set, a placeholder is sent
@@ -49,16 +55,17 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
         Embedding cache directory; None disables caching.
     """
 
-    runtime_params = Featurizer.runtime_params + ("api_key_env", "max_retries", "timeout")
+    runtime_params = Featurizer.runtime_params + ("api_key_env", "base_url_env", "max_retries", "timeout")
 
     def __init__(self, model: str = "text-embedding-3-large", dimensions: int | None = 1024,
                  base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", batch_size: int = 256,
                  max_retries: int = 6, timeout: float = 60.0, show_progress: bool = True,
-                 cache_dir: str | None = None):
+                 cache_dir: str | None = None, base_url_env: str | None = None):
         super().__init__(cache_dir=cache_dir)
         self.model = model
         self.dimensions = dimensions
         self.base_url = base_url
+        self.base_url_env = base_url_env
         self.api_key_env = api_key_env
         self.batch_size = batch_size
         self.max_retries = max_retries
@@ -67,10 +74,38 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
 
     # The client holds the key and a connection pool: build it lazily, never pickle it.
     def __getstate__(self):
+        from assessors.secrets import redact_text
+
         state = super().__getstate__()
         state.pop("_client", None)
         state.pop("_send_dimensions", None)
+        if isinstance(state.get("base_url"), str):
+            state["base_url"] = redact_text(state["base_url"])
         return state
+
+    def _url(self) -> str | None:
+        """The server URL in effect: ``$base_url_env`` when set, else ``base_url``."""
+        if self.base_url_env:
+            url = os.environ.get(self.base_url_env)
+            if url:
+                return url
+            if self.base_url is None:
+                raise ConfigError(f"OpenAIEmbeddingFeaturizer: set the environment variable {self.base_url_env} "
+                                  "to the embedding server URL (base_url_env names it)")
+        return self.base_url
+
+    def _server(self) -> str:
+        """The server for messages and logs (credentials removed)."""
+        from assessors.secrets import redact_text
+
+        url = self._url()
+        return "api.openai.com" if url is None else redact_text(url)
+
+    def _identity_params(self) -> dict:
+        # the server in effect names the output space, however it was given
+        params = super()._identity_params()
+        params["base_url"] = self._url()
+        return params
 
     def _get_client(self):
         client = getattr(self, "_client", None)
@@ -78,12 +113,13 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
             import openai
 
             key = os.environ.get(self.api_key_env)
+            url = self._url()
             if not key:
-                if self.base_url is None:
+                if url is None:
                     raise ConfigError(f"OpenAIEmbeddingFeaturizer: set the environment variable "
                                       f"{self.api_key_env} to your API key (or give base_url for a local server)")
                 key = "no-key"  # OpenAI-compatible local servers ignore it, the client requires one
-            client = openai.OpenAI(api_key=key, base_url=self.base_url, max_retries=int(self.max_retries),
+            client = openai.OpenAI(api_key=key, base_url=url, max_retries=int(self.max_retries),
                                    timeout=float(self.timeout))
             self._client = client
         return client
@@ -99,7 +135,7 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
             resp = client.embeddings.create(model=self.model, input=batch, **kwargs)
         except openai.BadRequestError as e:
             if "dimensions" in kwargs and "dimension" in str(e).lower():
-                log.warning("server %s rejected 'dimensions'; truncating client-side", self.base_url or "openai")
+                log.warning("server %s rejected 'dimensions'; truncating client-side", self._server())
                 self._send_dimensions = False
                 return self._request(batch)
             raise
@@ -122,6 +158,8 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
         import openai
         from tqdm.auto import tqdm
 
+        from assessors.secrets import redact_text
+
         if int(self.batch_size) < 1:
             raise ConfigError(f"batch_size must be >= 1, got {self.batch_size}")
         # The API rejects empty strings; a single space embeds as "nothing" on every server.
@@ -134,11 +172,11 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
             try:
                 emb = self._request(texts[start: start + bs])
             except openai.APIConnectionError as e:
-                raise OfflineError(f"cannot reach embedding server {self.base_url or 'api.openai.com'} "
-                                   f"after {self.max_retries} retries: {e}") from e
+                raise OfflineError(f"cannot reach embedding server {self._server()} "
+                                   f"after {self.max_retries} retries: {redact_text(str(e))}") from e
             except openai.APIStatusError as e:
                 raise RuntimeError(f"embedding request for texts {start}..{start + bs - 1} failed with HTTP "
-                                   f"{e.status_code} after {self.max_retries} retries: {e.message}") from e
+                                   f"{e.status_code} after {self.max_retries} retries: {redact_text(e.message)}") from e
             out.append(self._fit_dimensions(emb))
         if not out:
             return np.zeros((0, self.dimensions or 0), np.float32)
