@@ -46,10 +46,16 @@ def prepare(cfg: DictConfig) -> Prepared:
     t["load_s"] = time.perf_counter() - t0
     log.info("loaded %r", results)
     if cfg.get("validate") is not None:
+        from hydra.utils import get_class
+
+        from assessors.data.exclusion import exclude_flagged
         from assessors.data.validate import run_validation
 
-        # before splitting: degenerate data fails here, not after minutes of fitting
-        run_validation(results, cfg.validate)
+        # before splitting: degenerate data fails here, not after minutes of fitting; flagged
+        # blocks (grading failures, too few cells, no prompt text) are left out unless configured
+        needs_text = not getattr(get_class(cfg.features._target_), "uses_results", False)
+        report = run_validation(results, cfg.validate, needs_text=needs_text)
+        results = exclude_flagged(results, report, cfg.validate)
     inst = instantiate(cfg.split).split(results)
     llms = instantiate(cfg.llm_split).split(results)
     log.info("instances %s; LLMs %s", {k: len(v) for k, v in inst.items()}, {k: len(v) for k, v in llms.items()})
@@ -201,7 +207,10 @@ def train_assessors(cfg: DictConfig) -> dict[str, float]:
     with tracker.start_run(cfg.get("run_name") or "train", cfg) as run:
         t_all = time.perf_counter()
         prep = prepare(cfg)
-        run.set_tags({"data_fingerprint": prep.results.fingerprint(), "data": prep.results.name})
+        from assessors.data.exclusion import excluded_summary
+
+        run.set_tags({"data_fingerprint": prep.results.fingerprint(), "data": prep.results.name,
+                      **excluded_summary(prep.results)})
         if not prep.llms["test"] or not prep.inst["test"]:
             raise ConfigError("the split leaves no test LLMs or no test instances")
         if cfg.get("validate") is not None:

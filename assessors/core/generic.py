@@ -119,11 +119,18 @@ class GenericAssessor(BaseEstimator):
             if validation is not None and len(candidates) > 1:
                 self.classifier_ = est
                 scores[name] = self._validation_aucs(*validation)
+        table = pd.DataFrame(scores).T
+        if scores and not table.notna().to_numpy().any():
+            # every validation LLM is constant on the validation instances: no AUC to choose by
+            log.warning("generic assessor: no usable validation score (every one of the %d validation LLMs has "
+                        "constant success on the validation instances, so AUC is undefined); fell back to the "
+                        "first candidate classifier, %s", table.shape[1], fitted[0][0])
+            scores = {}
         if scores:
             from assessors.metrics import rank_by_win_rate
 
             # candidates x validation LLMs; ties in win rate go to the higher mean validation AUC
-            self.selection_ = rank_by_win_rate(pd.DataFrame(scores).T)
+            self.selection_ = rank_by_win_rate(table)
             best = self.selection_.index[0]
         else:
             best = fitted[0][0]

@@ -95,6 +95,10 @@ class SpecificAssessor(BaseEstimator):
                 folds = StratifiedKFold(n_splits, shuffle=True, random_state=self.seed).split(X, y)
                 aucs = [auc(y[te], clone(est).fit(X[tr], y[tr]).predict_proba(X[te])[:, 1]) for tr, te in folds]
                 scores.append((float(np.nanmean(aucs)), name, None))
+        if len(cands) > 1 and all(np.isnan(t[0]) for t in scores):
+            log.warning("specific assessor: no usable validation score (validation success constant and too few "
+                        "of each class for %d-fold CV); fell back to the first candidate classifier, %s",
+                        self.cv, scores[0][1])
         best = max(scores, key=lambda t: -np.inf if np.isnan(t[0]) else t[0])
         self.val_auc_, self.classifier_name_ = best[0], best[1]
         self.classifier_ = best[2] if best[2] is not None else clone(dict(cands)[best[1]]).fit(X, y)

@@ -116,12 +116,18 @@ class Results:
         return col.astype(str).tolist()
 
     def require_prompts(self) -> None:
+        """Raise a :class:`DataError` naming the datasets (and prompt files) of instances without text."""
         missing = self.instances["prompt"].isna()
         if missing.any():
+            groups = self.instances.loc[missing, "subgroup"].fillna("<none>").astype(str).value_counts(sort=False)
+            files = self.meta.get("missing_prompt_files", {})
+            where = ", ".join(f"{g} ({c} items" + (f", expected prompt file {files[g]}" if g in files else "") + ")"
+                              for g, c in list(groups.items())[:10])
             raise DataError(
-                f"{self.name}: prompt features were requested but {int(missing.sum())} of "
-                f"{len(missing)} instances have no prompt text (e.g. {missing[missing].index[0]!r}); "
-                "use features=success_pattern for data without text"
+                f"{self.name}: prompt features were requested but {int(missing.sum())} of {len(missing)} instances "
+                f"have no prompt text: {where}{' ...' if len(groups) > 10 else ''}. Add the missing prompt files "
+                "(or rows), or leave these datasets out of the data selection; validation (validate.exclude) "
+                "drops text-less items from a run"
             )
 
     def llm_index(self, llms: Iterable[str]) -> np.ndarray:

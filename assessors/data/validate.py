@@ -5,6 +5,12 @@ Checks, each reported with counts and names (nothing is dropped; the caller deci
 * ``constant_llm``: an LLM whose success is constant on a dataset (subgroup);
 * ``constant_dataset``: a dataset on which every LLM has the same success (e.g. a grading
   failure that scored everything 0);
+* ``mostly_constant_dataset``: a dataset on which at least ``constant_share`` of the LLMs are
+  constant (a grading failure that is not perfectly constant: 13 of 14 LLMs at 0);
+* ``few_cells_llm`` / ``few_cells_dataset``: an LLM or a dataset with fewer than
+  ``min_llm_cells`` / ``min_dataset_cells`` answered cells;
+* ``missing_prompt``: instances without prompt text (named by dataset), when prompt features
+  are requested;
 * ``conflicting_duplicates``: the same LLM listed with different results (loaders keep such rows
   as ``name#2``), and ``identical_llms``: different names with identical result rows;
 * ``missing_llm`` / ``missing_instance``: too many missing cells;
@@ -14,6 +20,8 @@ Checks, each reported with counts and names (nothing is dropped; the caller deci
 
 Warnings go to the console (logging) and, through :func:`log_validation`, to MLflow.
 ``strict: true`` (or a check named in ``fail_on``) turns warnings into a :class:`DataError`.
+The checks in :data:`BLOCK_CHECKS` also name *blocks* (datasets, LLMs, instances) that the
+pipeline leaves out of the run by default (:mod:`assessors.data.exclusion`).
 Standalone: ``python -m assessors.data.validate data=openai_evals`` or
 ``python train.py experiment=validate data=...``.
 """
@@ -33,7 +41,11 @@ from assessors.errors import DataError
 log = logging.getLogger(__name__)
 
 DEFAULTS = dict(strict=False, fail_on=[], min_cells=5, max_missing_llm=0.5, max_missing_instance=0.5,
-                identical_min_cells=50, near_duplicate=0.98, max_names=10, leakage=True)
+                identical_min_cells=50, near_duplicate=0.98, max_names=10, leakage=True, constant_share=0.9,
+                min_llm_cells=20, min_dataset_cells=20, exclude=True)
+#: Checks whose offenders are blocks of the data (what ``exclude`` leaves out of the run).
+BLOCK_CHECKS = ("constant_dataset", "mostly_constant_dataset", "few_cells_llm", "few_cells_dataset",
+                "missing_prompt")
 
 
 @dataclass
@@ -54,6 +66,11 @@ class ValidationReport:
     n_llms: int
     n_instances: int
     issues: list[Issue] = field(default_factory=list)
+    #: Every flagged block, complete (names in ``issues`` stop at ``max_names``):
+    #: ``{"datasets": [...], "llms": [...], "instances": [...]}``.
+    flagged: dict = field(default_factory=dict)
+    #: Whether the run left the flagged blocks out (None: not decided, e.g. standalone validation).
+    excluded: bool | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -65,7 +82,19 @@ class ValidationReport:
         head = f"validation of {self.data} ({self.n_llms} LLMs x {self.n_instances} instances): "
         if not self.issues:
             return head + "no issues"
-        return head + f"{len(self.issues)} issue(s)\n" + "\n".join(f"  [{i.check}] {i.message}" for i in self.issues)
+        text = head + f"{len(self.issues)} issue(s)\n" + "\n".join(f"  [{i.check}] {i.message}" for i in self.issues)
+        return text + ("\n" + self.flagged_text() if self.flagged else "")
+
+    def flagged_text(self) -> str:
+        """One line naming the flagged blocks and whether the run left them out."""
+        parts = [f"datasets {self.flagged['datasets']}" if self.flagged.get("datasets") else "",
+                 f"LLMs {self.flagged['llms']}" if self.flagged.get("llms") else "",
+                 f"{len(self.flagged['instances'])} instances without prompt text" if self.flagged.get("instances") else ""]
+        what = "; ".join(p for p in parts if p)
+        if self.excluded is None:
+            return f"flagged blocks (a run leaves them out unless validate.exclude=false): {what}"
+        return (f"EXCLUDED from training and headline metrics: {what}" if self.excluded else
+                f"INCLUDED although flagged (validate.exclude=false; headline metrics contain them): {what}")
 
 
 def _opts(cfg) -> dict:
@@ -85,14 +114,21 @@ def _more(count: int, n: int) -> str:
     return f" (+{count - n} more)" if count > n else ""
 
 
-def check_results(results: Results, cfg=None) -> ValidationReport:
-    """All load-time checks (everything but leakage) on one :class:`Results`; never raises."""
+def check_results(results: Results, cfg=None, needs_text: bool = True) -> ValidationReport:
+    """All load-time checks (everything but leakage) on one :class:`Results`; never raises.
+
+    ``needs_text``: whether prompt features will be computed (then instances without prompt text
+    are an issue; success-pattern features need none).
+    """
     o = _opts(cfg)
     n = o["max_names"]
     S = results.success
     rep = ValidationReport(results.name, *S.shape)
-    add = lambda check, items, msg: rep.issues.append(  # noqa: E731
-        Issue(check, len(items), _named(items, n), msg + _more(len(items), n)))
+    full: dict[str, list] = {}
+
+    def add(check: str, items: list, msg: str) -> None:
+        full[check] = items
+        rep.issues.append(Issue(check, len(items), _named(items, n), msg + _more(len(items), n)))
 
     groups = results.instances["subgroup"].fillna("<none>").astype(str)
     const_llm, const_ds = [], []
@@ -111,6 +147,7 @@ def check_results(results: Results, cfg=None) -> ValidationReport:
     if const_ds:
         add("constant_dataset", const_ds, f"{len(const_ds)} dataset(s) where every LLM has the same success "
             "(a grading failure?): " + ", ".join(f"{g} = {v} on all {c} cells" for g, v, c in const_ds[:n]))
+    _block_checks(results, groups, o, add)
 
     base = {}
     for m in results.llms:
@@ -151,7 +188,58 @@ def check_results(results: Results, cfg=None) -> ValidationReport:
         add("duplicate_prompts", [tuple(map(str, g)) for g in grp], f"{len(grp)} prompt text(s) shared by "
             f"{len(dup)} instance ids (they can land on both sides of a split), e.g. "
             + ", ".join("/".join(map(str, g[:3])) for g in grp[:n]))
+    no_text = _missing_prompt_check(results, groups, add) if needs_text and results.instances["prompt"].notna().any() else []
+    datasets = [str(x[0]) for c in ("constant_dataset", "mostly_constant_dataset", "few_cells_dataset")
+                for x in full.get(c, [])]
+    rep.flagged = {k: v for k, v in {"datasets": sorted(set(datasets)),
+                                     "llms": [m for m, _ in full.get("few_cells_llm", [])],
+                                     "instances": [str(i) for i in no_text]}.items() if v}
     return rep
+
+
+def _block_checks(results: Results, groups: pd.Series, o: dict, add) -> None:
+    """Mostly constant datasets, LLMs and datasets with too few answered cells."""
+    n, S = o["max_names"], results.success
+    mostly, few_ds = [], []
+    for g, cols in groups.groupby(groups, sort=True).indices.items():
+        block = S[:, cols]
+        answered = (~np.isnan(block)).sum(1)
+        wins = np.nansum(block, 1)
+        rated = answered >= o["min_cells"]
+        const = rated & ((wins == 0) | (wins == answered))
+        vals = block[~np.isnan(block)]
+        if vals.size < o["min_dataset_cells"]:
+            few_ds.append((g, int(vals.size)))
+        elif rated.sum() >= 2 and const.sum() >= o["constant_share"] * rated.sum() and np.unique(vals).size > 1:
+            # (perfectly constant datasets are the constant_dataset check's)
+            mostly.append((g, int(const.sum()), int(rated.sum()), round(float(vals.mean()), 4)))
+    if mostly:
+        add("mostly_constant_dataset", mostly, f"{len(mostly)} dataset(s) where at least {o['constant_share']:.0%} of "
+            "the LLMs have constant success (a grading failure?): "
+            + ", ".join(f"{g} ({c} of {r} LLMs constant, mean success {m:.3f})" for g, c, r, m in mostly[:n]))
+    if few_ds:
+        add("few_cells_dataset", few_ds, f"{len(few_ds)} dataset(s) with fewer than {o['min_dataset_cells']} answered "
+            "cells: " + ", ".join(f"{g} ({c} cells)" for g, c in few_ds[:n]))
+    answered = (~np.isnan(S)).sum(1)
+    few_llm = [(results.llms[i], int(answered[i])) for i in np.flatnonzero(answered < o["min_llm_cells"])]
+    if few_llm:
+        add("few_cells_llm", few_llm, f"{len(few_llm)} LLM(s) with fewer than {o['min_llm_cells']} answered cells: "
+            + ", ".join(f"{m} ({c} cells)" for m, c in few_llm[:n]))
+
+
+def _missing_prompt_check(results: Results, groups: pd.Series, add) -> list[str]:
+    """Instances without prompt text, named by dataset (with the expected prompt file when known)."""
+    missing = results.instances["prompt"].isna().to_numpy()
+    if not missing.any():
+        return []
+    files = results.meta.get("missing_prompt_files", {})
+    per = groups[missing].value_counts(sort=False)
+    total = groups.value_counts()
+    items = [(g, int(c), int(total[g])) for g, c in per.items()]
+    add("missing_prompt", items, f"{int(missing.sum())} instance(s) without prompt text, in {len(items)} dataset(s): "
+        + ", ".join(f"{g} ({c} of {t}" + (f"; no file {files[g]}" if g in files else "") + ")"
+                    for g, c, t in items[:10]))
+    return results.instances.index[missing].tolist()
 
 
 def check_leakage(X_train, X_test, train_ids: Sequence[str], test_ids: Sequence[str],
@@ -208,10 +296,10 @@ def enforce(report: ValidationReport, cfg=None) -> ValidationReport:
     return report
 
 
-def run_validation(results: Results, cfg_validate=None) -> ValidationReport:
+def run_validation(results: Results, cfg_validate=None, needs_text: bool = True) -> ValidationReport:
     """Load-time validation (what ``pipeline.prepare`` calls); the report is kept in
     ``results.meta["validation"]`` so the run can log it later (:func:`log_validation`)."""
-    report = check_results(results, cfg_validate)
+    report = check_results(results, cfg_validate, needs_text=needs_text)
     results.meta["validation"] = report.to_dict()
     return enforce(report, cfg_validate)
 
@@ -226,7 +314,9 @@ def validate_prepared(prep, cfg_validate=None, run=None) -> ValidationReport:
     res = prep.results
     stored = res.meta.get("validation")
     report = (ValidationReport(stored["data"], stored["n_llms"], stored["n_instances"],
-                               [Issue(**i) for i in stored["issues"]]) if stored else check_results(res, cfg_validate))
+                               [Issue(**i) for i in stored["issues"]], stored.get("flagged", {}),
+                               stored.get("excluded"))
+              if stored else check_results(res, cfg_validate))
     issue, leaks = leakage_issue(prep, o)
     if issue is not None:
         report.issues.append(issue)

@@ -23,7 +23,33 @@ def summarise(long: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
         for other in auc.columns.drop("generic"):
             summary[f"generic_wins_vs/{other}"] = float((auc["generic"] > auc[other]).sum())
     summary["n_test_llms"] = float(len(auc))
+    for method, names in undefined_auc(auc).items():
+        summary[f"n_llms_scored/{method}"] = float(len(auc) - len(names))
     return auc, summary
+
+
+def undefined_auc(auc: pd.DataFrame) -> dict[str, list[str]]:
+    """Per method, the test LLMs whose AUC is undefined (constant success on the test items).
+
+    They are left out of every mean; callers name them so the mean is never silently partial.
+    """
+    return {m: auc.index[auc[m].isna()].astype(str).tolist() for m in auc.columns if auc[m].isna().any()}
+
+
+def exclusion_notes(prep, auc: pd.DataFrame) -> list[str]:
+    """Lines saying what the headline means leave out (flagged data blocks, LLMs without an AUC)."""
+    notes = []
+    report = prep.results.meta.get("validation") or {}
+    if report.get("flagged"):
+        from assessors.data.validate import Issue, ValidationReport
+
+        rep = ValidationReport(report["data"], report["n_llms"], report["n_instances"],
+                               [Issue(**i) for i in report["issues"]], report["flagged"], report.get("excluded"))
+        notes.append(f"Validation: {rep.flagged_text()}")
+    for method, names in undefined_auc(auc).items():
+        notes.append(f"{method}: AUC undefined for {len(names)} test LLM(s) with constant success on the test "
+                     f"items, excluded from the mean row: {', '.join(names)}")
+    return notes
 
 
 def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long: pd.DataFrame) -> dict[str, float]:
@@ -31,6 +57,7 @@ def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long:
     from assessors.reporting.tables import to_markdown
 
     auc, summary = summarise(long)
+    notes = exclusion_notes(prep, auc)
     summary.update({f"time/{k}": float(v) for k, v in prep.timings.items()})
     summary["objective"] = summary.get("auc/generic", float("nan"))
     run.log_metrics(summary)
@@ -38,7 +65,12 @@ def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long:
     wide = long.pivot_table(index="llm", columns=["metric", "method"], values="value")
     wide.columns = [f"{m}/{meth}" for m, meth in wide.columns]
     run.log_table(wide, "tables/per_llm_metrics.csv")
-    run.log_text(to_markdown(auc), "tables/auc_per_llm.md")
+    run.log_text(to_markdown(auc) + "".join(f"\n\n{n}" for n in notes), "tables/auc_per_llm.md")
+    if notes:
+        run.log_text("\n".join(notes) + "\n", "tables/excluded.txt")
+        undefined = undefined_auc(auc)
+        if undefined:
+            run.set_tags({"metrics.auc_undefined_llms": ",".join(sorted({m for v in undefined.values() for m in v}))[:5000]})
     run.log_dict({"reference_ids": list(fitted["reference_ids"])}, "reference_ids.json")
     gen = fitted["generic"]
     if getattr(gen, "selection_", None) is not None:
@@ -72,6 +104,8 @@ def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long:
     shown = auc.sort_values(auc.columns[0], ascending=False)
     shown.loc["mean"] = auc.mean(axis=0)
     print(to_markdown(shown))
+    for note in notes:
+        print(f"\n{note}")
     for m in ("generic",):
         if f"ece/{m}" in summary:
             print(f"{m}: ECE {summary[f'ece/{m}']:.3f}, Brier {summary[f'brier/{m}']:.3f}, "

@@ -58,7 +58,7 @@ def test_strictness_and_nothing_dropped(caplog):
         run_validation(res, {"fail_on": ["constant_dataset"]})
     with pytest.raises(DataError, match="strict"):
         run_validation(res, {"strict": True})
-    assert len(rep.issues) == 6  # identical_llms needs 50 cells by default
+    assert len(rep.issues) == 7  # identical_llms needs 50 cells by default; m4 has too few cells
 
 
 def test_check_leakage_exact_and_near_duplicates():
@@ -87,7 +87,7 @@ def test_validate_prepared_logs_leakage():
     run = RunLogger()
     rep = validate_prepared(prep, {"near_duplicate": 0.99}, run)
     assert rep.counts()["leakage"] == 1 and run.metrics["validate.leakage"] == 1.0
-    assert "validate/leakage.csv" in run.artifacts and run.metrics["validate.n_issues"] == 7
+    assert "validate/leakage.csv" in run.artifacts and run.metrics["validate.n_issues"] == 8  # 7 + leakage
 
 
 def test_real_openai_evals_text_models_are_constant(data_dir):
@@ -99,3 +99,53 @@ def test_real_openai_evals_text_models_are_constant(data_dir):
     names = {n[0] for n in const.names}
     assert {"text-ada-001", "text-davinci-003"} <= names and all(n[2] == 0 for n in const.names)
     assert "constant_dataset" not in rep.counts()  # gpt-4 models succeed sometimes
+
+
+def _grading_failure(n_llms=14, seed=3):
+    """Dataset ``good`` with varied results; ``bad``: all but one LLM score 0, one scores ~3%."""
+    rng = np.random.default_rng(seed)
+    ids = [f"g{i}" for i in range(60)] + [f"b{i}" for i in range(60)]
+    inst = pd.DataFrame({"prompt": [f"q {i}" for i in range(120)], "subgroup": ["good"] * 60 + ["bad"] * 60},
+                        index=ids)
+    S = (rng.random((n_llms, 120)) < 0.6).astype(np.float32)
+    S[:, 60:] = 0
+    S[0, 60:62] = 1  # one LLM at 2/60 = 3%
+    return Results(instances=inst, llms=[f"m{i}" for i in range(n_llms)], success=S, name="gf")
+
+
+def test_mostly_constant_dataset_is_named_and_excluded_by_default(caplog):
+    from assessors.data.exclusion import exclude_flagged, excluded_summary
+
+    res = _grading_failure()
+    rep = run_validation(res, {})
+    issue = next(i for i in rep.issues if i.check == "mostly_constant_dataset")
+    assert issue.names == [["bad", 13, 14, 0.0024]] and "constant_dataset" not in rep.counts()
+    assert rep.flagged == {"datasets": ["bad"]}
+    out = exclude_flagged(res, rep, {})
+    assert out.shape == (14, 60) and set(out.instances["subgroup"]) == {"good"}
+    assert "EXCLUDED" in caplog.text and "bad" in str(rep)
+    assert excluded_summary(out)["validate.excluded_datasets"] == "bad"
+    kept = exclude_flagged(res, run_validation(res, {"exclude": False}), {"exclude": False})
+    assert kept.shape == (14, 120) and "INCLUDED although flagged" in caplog.text
+    with pytest.raises(DataError, match="mostly_constant_dataset"):
+        run_validation(res, {"strict": True})
+    # the share is configurable: with 95% the 13 of 14 (93%) no longer count
+    assert "mostly_constant_dataset" not in check_results(res, {"constant_share": 0.95}).counts()
+
+
+def test_few_cells_and_missing_prompts_are_flagged():
+    from assessors.data.exclusion import exclude_flagged
+
+    res = _grading_failure()
+    res.success[3, 5:] = np.nan  # m3: 5 answered cells
+    res.instances.loc[["g1", "g2"], "prompt"] = np.nan
+    rep = check_results(res, {"min_llm_cells": 10})
+    assert next(i for i in rep.issues if i.check == "few_cells_llm").names == [["m3", 5]]
+    assert next(i for i in rep.issues if i.check == "missing_prompt").names == [["good", 2, 60]]
+    assert rep.flagged["llms"] == ["m3"] and rep.flagged["instances"] == ["g1", "g2"]
+    out = exclude_flagged(res, rep, {})
+    assert "m3" not in out.llms and out.has_prompts and out.shape == (13, 58)
+    # success-pattern features need no text: then nothing is said about prompts
+    assert "missing_prompt" not in check_results(res, {}, needs_text=False).counts()
+    few = check_results(res.subset(ids=res.instance_ids[:70]), {"min_dataset_cells": 200})
+    assert next(i for i in few.issues if i.check == "few_cells_dataset").names[0][0] == "bad"

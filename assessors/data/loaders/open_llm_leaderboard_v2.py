@@ -112,7 +112,7 @@ def load_open_llm_leaderboard_v2(
 
     log.info("%s: kept the latest row per model; dropped %d older rows in %d file(s)", NAME, n_old, len(blocks))
     llms = sorted(set().union(*(set(f.index.astype(str)) for _, f, _ in blocks)))
-    mats, inst_frames = [], []
+    mats, inst_frames, no_prompt_file = [], [], {}
     for sub, frame, path in blocks:
         missing = len(llms) - len(frame)
         if missing:
@@ -123,7 +123,10 @@ def load_open_llm_leaderboard_v2(
         inst = pd.DataFrame({"subgroup": sub, "prompt": np.nan, "target": np.nan},
                             index=pd.Index([f"{sub}/{i}" for i in item_ids], name="instance_id"))
         if prompts and sub != "mmlu_pro":
-            inst = _attach_prompts(inst, base / "prompts" / f"{sub}_prompts.csv", sub, item_ids)
+            prompt_file = base / "prompts" / f"{sub}_prompts.csv"
+            if not prompt_file.exists():
+                no_prompt_file[sub] = str(prompt_file)
+            inst = _attach_prompts(inst, prompt_file, sub, item_ids)
         inst_frames.append(inst)
 
     instances = pd.concat(inst_frames)
@@ -131,7 +134,7 @@ def load_open_llm_leaderboard_v2(
     log.info("%s: loaded %d LLMs x %d instances from %d subtask file(s) (%d NaN cells)", NAME, len(llms),
              success.shape[1], len(blocks), int(np.isnan(success).sum()))
     return Results(instances=instances, llms=llms, success=success, name=NAME,
-                   meta={"subtasks": chosen, "root": str(base)})
+                   meta={"subtasks": chosen, "root": str(base), "missing_prompt_files": no_prompt_file})
 
 
 def _attach_prompts(inst: pd.DataFrame, path: Path, sub: str, item_ids: list[str]) -> pd.DataFrame:
