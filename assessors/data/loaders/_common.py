@@ -32,7 +32,48 @@ def read_csv(path: Path, *, fast: bool = False, **kwargs) -> pd.DataFrame:
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except Exception as e:  # pandas ParserError, pyarrow ArrowInvalid, UnicodeDecodeError, ...
+        check_utf8(path)  # a wrong encoding is named as such, not as a truncated file
         raise DataError(f"{path}: truncated or corrupt CSV ({type(e).__name__}: {str(e).strip()[:300]})") from e
+
+
+def check_lines(path: Path) -> list[int]:
+    """Check a CSV's encoding and field counts; returns the first line number of each data row.
+
+    Raises a DataError naming the line of a non-UTF-8 byte, or of a row with fewer fields than
+    the header (a file cut off mid-line) or more.
+    """
+    import csv
+
+    check_utf8(path)
+    csv.field_size_limit(2**31 - 1)
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if header is None:
+            raise DataError(f"{path}: empty file (no header line)")
+        starts, prev = [], reader.line_num
+        for row in reader:
+            start, prev = prev + 1, reader.line_num
+            if not row:  # blank line: pandas skips it too
+                continue
+            if len(row) != len(header):
+                kind = "fewer" if len(row) < len(header) else "more"
+                raise DataError(f"{path}: line {start} has {len(row)} fields, {kind} than the {len(header)} of the "
+                                f"header{' (a line cut off?)' if kind == 'fewer' else ''}: {','.join(row)[:120]!r}")
+            starts.append(start)
+    return starts
+
+
+def check_utf8(path: Path) -> None:
+    """Raise a DataError naming the line and byte if ``path`` is not UTF-8 text (a BOM is fine)."""
+    data = Path(path).read_bytes()
+    try:
+        data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise DataError(f"{path}: not UTF-8 text: byte 0x{data[e.start]:02x} at line {line}, column {col}; "
+                        "re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 in.csv > out.csv)") from None
 
 
 def read_text_csv(path: Path, string_columns: Sequence[str] = ()) -> pd.DataFrame:
@@ -55,6 +96,7 @@ def read_text_csv(path: Path, string_columns: Sequence[str] = ()) -> pd.DataFram
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except (pa.ArrowInvalid, pa.ArrowException, OSError, UnicodeDecodeError) as e:
+        check_utf8(path)
         raise DataError(f"{path}: truncated or corrupt CSV ({type(e).__name__}: {str(e).strip()[:300]})") from e
     return table.to_pandas()
 

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from assessors.data.download import locate
-from assessors.data.loaders._common import bool_success, read_csv, select
+from assessors.data.loaders._common import bool_success, check_utf8, read_csv, select
 from assessors.data.results import Results
 from assessors.errors import DataError
 
@@ -54,9 +54,8 @@ def _text(value) -> str | float:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def read_evals_log(path: Path) -> pd.DataFrame:
-    """Pair sampling and match events of one log: columns sample_id, prompt, is_chat, response, correct, expected."""
-    sampling, matches = {}, {}
+def _read_events(path: Path, sampling: dict, matches: dict) -> None:
+    """Fill ``sampling`` and ``matches`` (sample_id -> (line, data)) from one evals log."""
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
             if not line.strip():
@@ -74,6 +73,16 @@ def read_evals_log(path: Path) -> pd.DataFrame:
             if sid in store:
                 raise DataError(f"{path}: line {n}: duplicated {kind} event for sample_id {sid!r}")
             store[sid] = (n, data)
+
+
+def read_evals_log(path: Path) -> pd.DataFrame:
+    """Pair sampling and match events of one log: columns sample_id, prompt, is_chat, response, correct, expected."""
+    sampling, matches = {}, {}
+    try:
+        _read_events(path, sampling, matches)
+    except UnicodeDecodeError:
+        check_utf8(path)  # names the line and byte
+        raise
     if not matches:
         raise DataError(f"{path}: no 'match' events (empty, truncated or not an evals log)")
     only_s, only_m = set(sampling) - set(matches), set(matches) - set(sampling)

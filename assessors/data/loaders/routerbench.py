@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from assessors.data.download import locate
-from assessors.data.loaders._common import check_binary, read_csv, select
+from assessors.data.loaders._common import check_binary, check_lines, read_csv, select
 from assessors.data.results import Results
 from assessors.errors import DataError
 
@@ -83,7 +83,9 @@ def load_routerbench(
             path = base / f"{ds}_{sp}.csv"
             if not path.exists():
                 raise DataError(f"{path}: not found (available: {available})")
-            # C engine: prompts and responses hold quoted newlines, quotes and commas.
+            # C engine: prompts and responses hold quoted newlines, quotes and commas. It fills a
+            # line cut short with NaN scores ("no score"): check_lines makes that an error first
+            check_lines(path)
             frame = read_csv(path, dtype={"sample_id": str, "prompt": str, "eval_name": str})
             missing = _META - set(frame.columns)
             if missing:

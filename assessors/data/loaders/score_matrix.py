@@ -69,6 +69,9 @@ def load_score_matrix(name: str, root: str | Path | None = None, cache_dir: str 
         llms = [f"model_{i:03d}" for i in range(n_models)]
     else:
         llms = [str(m) for m in models]
+        empty = [i for i, m in enumerate(llms) if not m.strip()]
+        if empty:
+            raise DataError(f"{path}: empty model name at row {empty[0]} of 'models' ({len(empty)} in all)")
         if len(llms) != n_models:
             raise DataError(f"{path}: 'models' has {len(llms)} names for {n_models} score rows")
         scores, llms = _dedupe(scores, llms, path)

@@ -7,9 +7,12 @@ Results table, ``format="long"`` (one row per evaluated cell)::
     my-model-7b,q002,0
     other-llm,q001,1
 
-* ``success``: 0/1 (also ``true``/``false``); anything else is an error naming the row.
+* ``success``: 0/1 (also ``true``/``false``); anything else is an error naming the row. An empty
+  cell is an error too, unless ``missing_values`` declares it (e.g. ``[""]`` or ``["NA"]``).
 * ``cost`` (e.g. USD) and ``confidence`` (in [0, 1]) are optional per-cell numbers.
 * A missing (llm, instance_id) pair is "not evaluated" (NaN); a duplicated pair is an error.
+* An empty ``llm`` name, a line with fewer or more fields than the header (e.g. a file cut off
+  mid-line) and a file that is not UTF-8 are errors naming the line.
 
 Results table, ``format="wide"`` (one row per LLM)::
 
@@ -18,7 +21,8 @@ Results table, ``format="wide"`` (one row per LLM)::
     other-llm,1,1,0
 
 The first column (named ``llm``, or the first column whatever its name) holds LLM names; every
-other column is an instance id; empty cells are NaN.
+other column is an instance id; empty cells are "not evaluated" (NaN; ``missing_values``
+defaults to ``[""]`` here, their count is logged).
 
 Prompts table (optional; CSV or Parquet)::
 
@@ -37,27 +41,65 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from assessors.data.loaders._common import read_csv
+from assessors.data.loaders._common import check_lines, read_csv
 from assessors.data.results import Results
 from assessors.errors import ConfigError, DataError
 
 log = logging.getLogger("assessors.data")
 
 
-def _read_any(path: Path) -> pd.DataFrame:
+def _is_parquet(path: Path) -> bool:
+    return path.suffix.lower() in (".parquet", ".pq")
+
+
+def _read_any(path: Path, raw: bool = False) -> pd.DataFrame:
+    """Read a CSV or Parquet table; ``raw`` keeps every CSV cell as the exact string (empty = "")."""
     if not path.exists():
         raise DataError(f"{path}: file not found")
-    if path.suffix.lower() in (".parquet", ".pq"):
+    if _is_parquet(path):
         try:
             return pd.read_parquet(path)
         except Exception as e:  # pyarrow raises ArrowInvalid / OSError on truncated files
             raise DataError(f"{path}: truncated or corrupt Parquet file ({type(e).__name__}: {e})") from e
+    if raw:
+        return read_csv(path, dtype=str, keep_default_na=False)
     return read_csv(path, dtype={"instance_id": str, "llm": str})
+
+
+def _row_where(lines: list[int] | None):
+    """Row position -> "line N" of a CSV (``lines`` from :func:`check_lines`) or "row i" of a Parquet file."""
+    return (lambda i: f"line {lines[i]}") if lines is not None else (lambda i: f"row {i}")
+
+
+def _check_llm_names(names: pd.Series, path: Path, lines: list[int] | None) -> None:
+    empty = names.isna().to_numpy() | (names.astype(str).str.strip() == "").to_numpy()
+    if empty.any():
+        i = int(np.flatnonzero(empty)[0])
+        raise DataError(f"{path}: empty LLM name at {_row_where(lines)(i)} ({int(empty.sum())} rows in all)")
+
+
+def _declared_missing(cells: pd.Series, missing_values, path: Path, where, what: str) -> pd.Series:
+    """``cells`` with declared missing tokens as NaN; an undeclared empty cell is an error."""
+    tokens = {str(t).strip() for t in (missing_values or [])}
+    text = cells.astype(str).str.strip().where(cells.notna(), "")
+    declared = text.isin(tokens).to_numpy()
+    empty = (text == "").to_numpy() & ~declared
+    if empty.any():
+        i = int(np.flatnonzero(empty)[0])
+        raise DataError(f"{path}: empty {what} at {where(i)} ({int(empty.sum())} in all). A cell that "
+                        "was not evaluated is a missing row in the long format; or declare the empty value as "
+                        "missing: data.missing_values=['']")
+    if declared.any():
+        log.warning("%s: %d %s(s) declared missing (%s) loaded as not evaluated", path, int(declared.sum()), what,
+                    sorted(tokens))
+    return cells.where(~declared, np.nan)
 
 
 def read_prompts(path: str | Path) -> pd.DataFrame:
     """Read a prompts table into an instances frame indexed by ``instance_id``."""
     path = Path(path)
+    if not _is_parquet(path) and path.exists():
+        check_lines(path)
     table = _read_any(path)
     for col in ("instance_id", "prompt"):
         if col not in table.columns:
@@ -72,7 +114,7 @@ def read_prompts(path: str | Path) -> pd.DataFrame:
 
 
 def load_table(results_path: str | Path, prompts_path: str | Path | None = None, format: str = "long",
-               name: str | None = None) -> Results:
+               name: str | None = None, missing_values: list[str] | None = None) -> Results:
     """Load user results in the documented long or wide format (see the module docstring).
 
     Parameters
@@ -84,6 +126,9 @@ def load_table(results_path: str | Path, prompts_path: str | Path | None = None,
     format : {"long", "wide"}
     name : str, optional
         Name of the Results (default: the results file stem).
+    missing_values : list of str, optional
+        Success cells that mean "not evaluated" (e.g. ``[""]``, ``["NA"]``). Default: none in the
+        long format (an empty cell is an error naming its line), ``[""]`` in the wide format.
 
     Returns
     -------
@@ -93,11 +138,22 @@ def load_table(results_path: str | Path, prompts_path: str | Path | None = None,
     """
     results_path = Path(results_path)
     name = name or results_path.stem
-    table = _read_any(results_path)
-    if format == "wide":
-        table = _wide_to_long(table, results_path)
-    elif format != "long":
+    if format not in ("long", "wide"):
         raise ConfigError(f"load_table: format must be 'long' or 'wide', got {format!r}")
+    lines = None if _is_parquet(results_path) else check_lines(results_path)
+    table = _read_any(results_path, raw=True)
+    if format == "wide":
+        table = _wide_to_long(table, results_path, [""] if missing_values is None else missing_values, lines)
+    else:
+        for col in ("llm", "success"):
+            if col not in table.columns:
+                raise DataError(f"{results_path}: missing column {col!r} (have {list(table.columns)})")
+        _check_llm_names(table["llm"], results_path, lines)
+        table["success"] = _declared_missing(table["success"], missing_values, results_path, _row_where(lines),
+                                             "success cell")
+        for col in ("cost", "confidence"):  # optional numbers: an empty cell is unknown
+            if col in table.columns and table[col].dtype == object:
+                table[col] = table[col].replace("", np.nan)
     if "success" in table.columns and not pd.api.types.is_numeric_dtype(table["success"]):
         # accept true/false (any case) as well as 0/1; anything else is reported by Results.from_long
         low = table["success"].astype(str).str.strip().str.lower()
@@ -114,10 +170,11 @@ def load_table(results_path: str | Path, prompts_path: str | Path | None = None,
     return res
 
 
-def _wide_to_long(table: pd.DataFrame, path: Path) -> pd.DataFrame:
+def _wide_to_long(table: pd.DataFrame, path: Path, missing_values, lines) -> pd.DataFrame:
     llm_col = "llm" if "llm" in table.columns else table.columns[0]
     if table.shape[1] < 2:
         raise DataError(f"{path}: a wide table needs an LLM column and at least one instance column")
+    _check_llm_names(table[llm_col], path, lines)
     llms = table[llm_col].astype(str)
     dup = llms.duplicated()
     if dup.any():
@@ -129,4 +186,10 @@ def _wide_to_long(table: pd.DataFrame, path: Path) -> pd.DataFrame:
         raise DataError(f"{path}: duplicated instance column {wide.columns[wide.columns.duplicated()][0]!r}")
     long = wide.set_axis(llms.to_numpy(), axis=0).stack(future_stack=True).reset_index()
     long.columns = ["llm", "instance_id", "success"]
+    n_cols, row_where = wide.shape[1], _row_where(lines)
+
+    def where(i: int) -> str:  # cell i of the stacked table: row i // n_cols, column i % n_cols
+        return f"{row_where(i // n_cols)}, column {wide.columns[i % n_cols]!r}"
+
+    long["success"] = _declared_missing(long["success"], missing_values, path, where, "success cell")
     return long[long["success"].notna()]
