@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from assessors.data.results import Results
 from assessors.errors import ConfigError
 from assessors.metrics import evaluate
+from assessors.threads import budgeted, fit_threads, thread_limits
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ def prepare(cfg: DictConfig) -> Prepared:
 
 def featurize(cfg, results: Results, inst: dict, train_llms: list[str]):
     """Fit the configured featurizer on training data and transform every split."""
-    featurizer = instantiate(cfg.features)
+    featurizer = instantiate(budgeted(cfg.features, fit_threads(cfg=cfg)))
     if getattr(featurizer, "uses_results", False):
         S_train = results.matrix(train_llms, None)
         featurizer.fit(S_train[:, results.instance_index(inst["train"])])
@@ -99,7 +100,7 @@ def fit_generic(cfg, prep: Prepared, selector_cfg=None, assessor_cfg=None):
     ref_idx = np.asarray(selector.reference_index_)
     R_val = prep.results.matrix(prep.llms["val"], ref_ids)
     validation = (prep.X["val"], prep.S("val", "val"), R_val) if prep.llms["val"] else None
-    assessor = instantiate(assessor_cfg if assessor_cfg is not None else cfg.assessor)
+    assessor = instantiate(budgeted(assessor_cfg if assessor_cfg is not None else cfg.assessor, fit_threads(cfg=cfg)))
     assessor.fit(prep.X["train"], S_tr, ref_idx, validation=validation)
     return assessor, ref_ids
 
@@ -117,7 +118,7 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
     cmp = cfg.get("compare", {})
     if cmp.get("all_train_data", True):
         t0 = time.perf_counter()
-        base = instantiate(cfg.assessor, use_reference=False, instance_features="embedding")
+        base = instantiate(budgeted(cfg.assessor, fit_threads(cfg=cfg)), use_reference=False, instance_features="embedding")
         val = None
         if prep.llms["val"]:
             val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
@@ -149,19 +150,17 @@ def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np
     ``method="specific"`` trains on the LLM's training instances (validation instances choose the
     classifier); ``"reference_only"`` on its reference results alone. ``cfg.llm_jobs`` LLMs are
     fitted at once in threads (XGBoost and BLAS release the GIL); each classifier then gets
-    ``cpu_count // llm_jobs`` threads so the machine is not oversubscribed.
+    ``fit_threads(llm_jobs)`` threads so the machine is not oversubscribed.
     """
-    import os
-
     from joblib import Parallel, delayed
-    from threadpoolctl import threadpool_limits
 
     jobs = max(1, int(cfg.get("llm_jobs", 1)))
-    threads = max(1, (os.cpu_count() or 1) // jobs)
+    threads = fit_threads(jobs, cfg)
     inst = {part: prep.results.instance_index(prep.inst[part]) for part in ("train", "val")}
+    spec_cfg = budgeted(cfg.specific, threads)
 
     def one(llm: str) -> np.ndarray:
-        spec = instantiate(cfg.specific, n_jobs=threads) if jobs > 1 else instantiate(cfg.specific)
+        spec = instantiate(spec_cfg, n_jobs=threads)
         row = prep.results.success[prep.results.llm_index([llm])[0]]
         if method == "specific":
             spec.fit(prep.X["train"], row[inst["train"]], prep.X["val"], row[inst["val"]])
@@ -173,7 +172,7 @@ def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np
     out = np.zeros((len(llms), len(prep.X["test"])), dtype=np.float32)
     # BLAS pools (logistic regression) would otherwise start cpu_count threads inside every worker
     # thread: 2 LLMs x 2 BLAS threads on 2 cores made the specific assessors 1.4x slower
-    with threadpool_limits(threads if jobs > 1 else None):
+    with thread_limits(threads):
         rows = Parallel(n_jobs=jobs, backend="threading", return_as="generator")(delayed(one)(llm) for llm in llms)
         for k, p in enumerate(tqdm(rows, total=len(llms), desc=f"{method} assessors", leave=False)):
             out[k] = p
@@ -204,7 +203,8 @@ def train_assessors(cfg: DictConfig) -> dict[str, float]:
     from assessors.tracking import tracker_from_cfg
 
     tracker = tracker_from_cfg(cfg)
-    with tracker.start_run(cfg.get("run_name") or "train", cfg) as run:
+    with tracker.start_run(cfg.get("run_name") or "train", cfg) as run, thread_limits(fit_threads(cfg=cfg)):
+        run.log_params({"threads.per_fit": fit_threads(cfg=cfg), "threads.per_llm_fit": fit_threads(cfg.get("llm_jobs", 1), cfg)})
         t_all = time.perf_counter()
         prep = prepare(cfg)
         from assessors.data.exclusion import excluded_summary

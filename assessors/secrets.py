@@ -116,10 +116,15 @@ class RedactingFilter(logging.Filter):
 HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "urllib3", "requests")
 
 
-def protect_logging() -> None:
-    """Quiet HTTP client loggers below WARNING and redact every handler of the root logger."""
+def quiet_http_loggers() -> None:
+    """Drop HTTP client log records below WARNING (they print request URLs)."""
     for name in HTTP_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def protect_logging() -> None:
+    """Quiet HTTP client loggers below WARNING and redact every handler of the root logger."""
+    quiet_http_loggers()
     for handler in logging.getLogger().handlers:
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())

@@ -1,18 +1,123 @@
-"""Pin torch's intra-op thread count for a block of work, and restore it afterwards."""
+"""How many threads each fit gets: decided here, from the cores and the parallel work around it.
+
+Oversubscription is the failure this module prevents: XGBoost at 2 threads inside each of 2 worker
+threads (or 2 sweep processes) on 2 cores ran small fits many times slower than at 1 thread
+(``benchmarks/thread_budget.py``). Every task asks :func:`fit_threads` for the number of threads of
+one fit, builds its estimators through :func:`budgeted` (``n_jobs`` of XGBoost and scikit-learn,
+``num_threads`` of torch components) and runs inside :func:`thread_limits` (BLAS and OpenMP pools
+via threadpoolctl, and torch).
+"""
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
+from typing import Any
+
+#: Config keys that set a component's thread count (XGBoost/scikit-learn, torch, LightGBM style).
+THREAD_KEYS = ("n_jobs", "num_threads", "nthread")
+
+_active: list[int] = []  # budgets of the enclosing thread_limits blocks (innermost last)
+
+
+def _outer_jobs() -> int:
+    """Processes running at once around this one: a Hydra joblib sweep's ``n_jobs`` (else 1)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        from hydra.types import RunMode
+
+        if HydraConfig.initialized():
+            hc = HydraConfig.get()
+            if hc.mode == RunMode.MULTIRUN:
+                n = hc.launcher.get("n_jobs")
+                return max(1, int(n)) if isinstance(n, int) and n > 0 else 1
+    except Exception:  # no Hydra, or a launcher without n_jobs
+        pass
+    return 1
+
+
+def available_cores() -> int:
+    """Cores this process may use: its CPU affinity, shared with the processes launched beside it.
+
+    ``OMP_NUM_THREADS`` caps it when set (Ray sets it to a task's CPUs; users and schedulers set
+    it); a Hydra joblib sweep divides the cores among its ``n_jobs`` processes.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    omp = os.environ.get("OMP_NUM_THREADS", "")
+    if omp.isdigit() and int(omp) > 0:
+        cores = min(cores, int(omp))
+    return max(1, cores // _outer_jobs())
+
+
+def fit_threads(parallel: int = 1, cfg: Any = None) -> int:
+    """Threads for each of ``parallel`` fits running at once in this process.
+
+    ``cfg.threads`` (an int) fixes the answer; null or absent divides :func:`available_cores`.
+    """
+    fixed = cfg.get("threads") if cfg is not None and hasattr(cfg, "get") else None
+    if fixed:
+        return max(1, int(fixed))
+    return max(1, available_cores() // max(1, int(parallel)))
+
+
+def budgeted(node: Any, n: int) -> Any:
+    """A copy of a component config with every thread setting (:data:`THREAD_KEYS`) set to ``n``.
+
+    Plain dicts and OmegaConf nodes are both accepted; ``None`` is returned unchanged.
+    """
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    if node is None:
+        return None
+    is_omega = isinstance(node, (DictConfig, ListConfig))
+    tree = OmegaConf.to_container(node, resolve=True) if is_omega else node
+
+    def walk(x):
+        if isinstance(x, dict):
+            return {k: (int(n) if k in THREAD_KEYS else walk(v)) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return x
+
+    out = walk(tree)
+    return OmegaConf.create(out) if is_omega else out
+
+
+def current_budget() -> int | None:
+    """The thread budget of the innermost :func:`thread_limits` block (None outside one)."""
+    return _active[-1] if _active else None
+
+
+@contextlib.contextmanager
+def thread_limits(n: int | None):
+    """Run the block with BLAS/OpenMP pools (threadpoolctl) and torch limited to ``n`` threads.
+
+    None leaves everything alone. torch is limited only if already imported; torch components
+    imported later pick the budget up through :func:`torch_threads`.
+    """
+    if not n:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    _active.append(int(n))
+    try:
+        with threadpool_limits(limits=int(n)), (torch_threads(n) if "torch" in sys.modules else contextlib.nullcontext()):
+            yield
+    finally:
+        _active.pop()
 
 
 @contextlib.contextmanager
 def torch_threads(n: int | None):
-    """Run the block with ``torch.set_num_threads(n)``; None or 0 leaves the setting alone.
+    """Run the block with ``torch.set_num_threads(n)``; None or 0 uses the active budget, if any.
 
     The setting is process-wide: blocks running in parallel threads of one process share it.
     torch is imported here, not at module import, so callers that never pin threads stay light.
     """
     import torch
 
+    n = n or current_budget()
     before = torch.get_num_threads()
     if n:
         torch.set_num_threads(int(n))

@@ -118,9 +118,9 @@ def _checkpoint_path(ckpt_dir, name: str, cfg, res):
 
 def _evaluate_and_save(name, S, llms, estimators, path, *, blas: int, **kw) -> pd.DataFrame:
     """One benchmark's records, written atomically to ``path`` (if any) before returning."""
-    from threadpoolctl import threadpool_limits
+    from assessors.threads import thread_limits
 
-    with threadpool_limits(blas):
+    with thread_limits(blas):
         df = evaluate_benchmark(name, S, llms, estimators, **kw)
     if path is not None:
         atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
@@ -158,7 +158,10 @@ def _run(cfg, run_) -> dict[str, float]:
     t0 = time.perf_counter()
     data = load_benchmarks(h.benchmarks)
     ckpt = h.get("checkpoint_dir")
-    blas = int(h.get("blas_threads", 1))
+    from assessors.threads import fit_threads
+
+    # each of the n_jobs benchmark processes gets its share of the cores (null: decided here)
+    blas = int(h.get("blas_threads") or fit_threads(int(h.get("n_jobs", 1)), cfg))
     paths = {name: _checkpoint_path(ckpt, name, cfg, res) for name, res in data.items()}
     todo = [name for name, p in paths.items() if p is None or not p.exists()]
     for name, res in data.items():

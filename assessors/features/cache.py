@@ -50,16 +50,16 @@ class EmbeddingCache:
     identity : str
         Featurizer identity; hashed into the sub-directory name and written to ``identity.txt``
         (credentials in URLs are redacted first, see :mod:`assessors.secrets`).
-    shard_size : int
-        Texts computed and written per shard.
+    shard_size : int, optional
+        Texts computed and written per shard (default :data:`SHARD_SIZE`).
     """
 
-    def __init__(self, root: str | os.PathLike, identity: str, shard_size: int = SHARD_SIZE):
+    def __init__(self, root: str | os.PathLike, identity: str, shard_size: int | None = None):
         from assessors.secrets import redact_text
 
         self.identity = redact_text(identity)
         self.dir = Path(root) / hashlib.sha256(self.identity.encode()).hexdigest()[:20]
-        self.shard_size = max(1, int(shard_size))
+        self.shard_size = max(1, int(shard_size or SHARD_SIZE))
 
     def _shards(self) -> list[Path]:
         return sorted(self.dir.glob("*.npz")) if self.dir.exists() else []

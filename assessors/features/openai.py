@@ -112,6 +112,10 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
         if client is None:
             import openai
 
+            from assessors.secrets import quiet_http_loggers
+
+            quiet_http_loggers()  # the clients log request URLs, credentials included, at INFO
+
             key = os.environ.get(self.api_key_env)
             url = self._url()
             if not key:

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from assessors.errors import ConfigError, DataError
 from assessors.grid.resume import TAG_INFEASIBLE, config_hash, finished_run, job_tags
 from assessors.selection.cache import array_digest, memo
+from assessors.threads import budgeted, fit_threads, thread_limits
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
                 "test_auc_mean": m.get("test_auc_mean", float("nan")), "skipped": 1.0,
                 "infeasible": float(TAG_INFEASIBLE in done.data.tags)}
     tags = {**job_tags(h), **{f"grid.{k}": v for k, v in combo.items()}}
-    with tracker.start_run(cfg.get("run_name") or "grid", cfg, tags=tags) as run:
+    with tracker.start_run(cfg.get("run_name") or "grid", cfg, tags=tags) as run, thread_limits(fit_threads(cfg=cfg)):
         t0 = time.perf_counter()
         prep = prepare(cfg)
         if not prep.llms["val"] or not prep.inst["val"]:
@@ -123,7 +124,7 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
         ref_ids = [prep.inst["train"][i] for i in ref_idx]
         t2 = time.perf_counter()
         R_val = prep.results.matrix(prep.llms["val"], ref_ids)
-        assessor = instantiate(cfg.assessor)
+        assessor = instantiate(budgeted(cfg.assessor, fit_threads(cfg=cfg)))
         assessor.fit(prep.X["train"], S_tr, ref_idx, validation=(prep.X["val"], prep.S("val", "val"), R_val))
         t3 = time.perf_counter()
         val = per_llm_auc(prep.S("val", "val"), assessor.predict_proba(prep.X["val"], R_val), prep.llms["val"])

@@ -26,6 +26,7 @@ from scipy.optimize import nnls
 
 from assessors.routing.base import realised
 from assessors.routing.costs import CostModel
+from assessors.threads import budgeted, fit_threads
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def fit_cost_models(prompts: list[str], cost: np.ndarray, chars_per_token: float
 
 # ------------------------------------------------------------------------- methods
 def _generic(cfg, X_fit, S_fit, X_val, S_val, ref_index):
-    gen = instantiate(cfg.assessor)
+    gen = instantiate(budgeted(cfg.assessor, fit_threads(cfg=cfg)))
     R = S_fit[:, ref_index]
     # GenericAssessor's validation AUC does not accept NaN outcomes: keep fully graded prompts
     full = np.isfinite(S_val).all(0)
@@ -198,7 +199,7 @@ def run_routerbench(cfg: DictConfig) -> dict:
         n_val = int(round(cfg.routing_eval.val_fraction * len(train_ids)))
         ids = {"fit": [train_ids[i] for i in perm[n_val:]], "val": [train_ids[i] for i in perm[:n_val]], "test": test_ids}
         llms = list(res.llms)
-        featurizer = instantiate(cfg.features)
+        featurizer = instantiate(budgeted(cfg.features, fit_threads(cfg=cfg)))
         featurizer.fit(res.prompts(ids["fit"]))
         allX = featurizer.transform(res.prompts([i for p in ids.values() for i in p]))
         X, start = {}, 0

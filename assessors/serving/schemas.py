@@ -7,13 +7,51 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 LLMName = Field(min_length=1, max_length=200, pattern=r"^[\w.\-/:@+]+$",
                 description="LLM name: letters, digits and . - / : @ + _")
 
 
-class Strict(BaseModel):
+def _unicode_errors(value: Any, loc: str) -> str | None:
+    """Where ``value`` holds a string that is not valid Unicode (a lone surrogate), else None.
+
+    JSON may carry ``"\\ud800"`` escapes that decode to lone surrogates: such a string cannot be
+    encoded to UTF-8 (for the tokenizer, the upstream LLM or the response), so it is rejected here
+    as a 422 instead of failing later.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return f"{loc or 'text'} has a lone surrogate character at position {e.start} (not valid Unicode)"
+        return None
+    if isinstance(value, BaseModel):
+        return None  # checked by its own validator
+    items = (value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple))
+             else ())
+    for k, v in items:
+        where = f"{loc}[{k}]" if isinstance(k, int) else f"{loc}.{k}" if loc else str(k)
+        err = _unicode_errors(k, loc) if isinstance(k, str) else None
+        err = err or _unicode_errors(v, where)
+        if err:
+            return err
+    return None
+
+
+class UnicodeText(BaseModel):
+    """Request bodies whose strings must all be valid Unicode."""
+
+    @model_validator(mode="after")
+    def _valid_unicode(self):
+        fields = {k: getattr(self, k) for k in type(self).model_fields} | dict(self.model_extra or {})
+        err = _unicode_errors(fields, "")
+        if err:
+            raise ValueError(err)
+        return self
+
+
+class Strict(UnicodeText):
     model_config = ConfigDict(extra="forbid")
 
 
@@ -109,13 +147,13 @@ class ErrorResponse(BaseModel):
     error: ErrorBody
 
 
-class ChatMessage(BaseModel):
+class ChatMessage(UnicodeText):
     model_config = ConfigDict(extra="allow")
     role: str = Field(min_length=1, max_length=32)
     content: Union[str, list[dict[str, Any]], None] = None
 
 
-class ChatCompletionRequest(BaseModel):
+class ChatCompletionRequest(UnicodeText):
     """OpenAI chat-completions body; extra fields (temperature, max_tokens...) are forwarded."""
 
     model_config = ConfigDict(extra="allow")

@@ -20,6 +20,7 @@ from omegaconf import OmegaConf
 from tqdm.auto import tqdm
 
 from assessors.metrics import auc
+from assessors.threads import budgeted, fit_threads
 from assessors.trust.expected import TrustModel
 from assessors.trust.fallback import FallbackPolicy
 from assessors.trust.report import training_profile, trust_report
@@ -51,7 +52,7 @@ def score_llms(cfg, prep, generic, ref_ids, part: str, inst_part: str, profile, 
     Pr = np.zeros_like(Pg)
     rows, flags = [], []
     for k, llm in enumerate(tqdm(llms, desc=f"trust {part}", leave=False)):
-        spec = instantiate(cfg.specific).fit(generic.reference_features_, R[k])
+        spec = instantiate(budgeted(cfg.specific, fit_threads(cfg=cfg))).fit(generic.reference_features_, R[k])
         Pr[k] = spec.predict_proba(X)
         rep = trust_report(R[k], T, prep.llms["train"], assessor=generic, reference_only_auc=spec.val_auc_,
                            profile=profile, **opts)
