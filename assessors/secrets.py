@@ -154,11 +154,12 @@ class RefuseSecretsCallback(_Callback):
     """
 
     def _check(self, config) -> None:
-        from assessors.errors import ConfigError
-
         found = find_secrets(config)
+        # the command line repeats in hydra.overrides / override_dirname: name the settings themselves
+        found = [p for p in found if not p.startswith("hydra.")] or found
         if found:
-            raise ConfigError(secret_refusal(found))
+            # Hydra turns a callback's exceptions into warnings and goes on; SystemExit stops it
+            raise SystemExit(f"ConfigError: {secret_refusal(found)}")
 
     def on_run_start(self, config, **kwargs) -> None:
         self._check(config)

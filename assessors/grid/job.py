@@ -140,7 +140,9 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
                                  pd.DataFrame({"llm": test.index, "auc": test.values, "part": "test"})],
                                 ignore_index=True), "grid/auc_per_llm.csv")
         run.log_dict({"reference_ids": ref_ids}, "reference_ids.json")
-        run.log_text(OmegaConf.to_yaml(cfg, resolve=False), "grid/job_config.yaml")
+        from assessors.secrets import redact
+
+        run.log_text(OmegaConf.to_yaml(redact(OmegaConf.to_container(cfg, resolve=False))), "grid/job_config.yaml")
         run.log_params({"generic.selected_classifier": assessor.classifier_name_})
     log.info("grid %s: mean val AUC %.3f, mean test AUC %.3f", combo, metrics["val_auc_mean"], metrics["test_auc_mean"])
     return {"objective": metrics["val_auc_mean"], **metrics, "skipped": 0.0, "infeasible": 0.0}

@@ -66,11 +66,11 @@ def main() -> None:
         cache.SHARD_SIZE = int(os.environ["FAULT_SHARD_SIZE"])
     if os.environ.get("FAULT"):
         install(os.environ["FAULT"])
+    import runpy
+
     os.chdir(ROOT)
     sys.argv = [str(ROOT / "train.py"), *sys.argv[1:]]
-    import train
-
-    train.main()
+    runpy.run_path(str(ROOT / "train.py"), run_name="__main__")  # as a script: Hydra finds conf/ beside it
 
 
 if __name__ == "__main__":
