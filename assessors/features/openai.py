@@ -76,7 +76,7 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
     def __getstate__(self):
         from assessors.secrets import redact_text
 
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # a copy: object.__getstate__ returns the live __dict__
         state.pop("_client", None)
         state.pop("_send_dimensions", None)
         if isinstance(state.get("base_url"), str):

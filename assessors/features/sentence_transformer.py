@@ -87,7 +87,7 @@ class SentenceTransformerFeaturizer(Featurizer):
 
     def __getstate__(self):
         # The model is ~90 MB and reloadable from model_name: keep it out of pickles.
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # a copy: object.__getstate__ returns the live __dict__
         state.pop("_model", None)
         return state
 
