@@ -1,0 +1,79 @@
+"""The thread budget: one rule for how many threads each fit gets (assessors/threads.py)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from assessors.threads import available_cores, budgeted, current_budget, fit_threads, thread_limits
+
+
+def test_budget_divides_the_cores_among_parallel_fits(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    assert available_cores() == cores
+    assert fit_threads(1) == cores and fit_threads(2) == max(1, cores // 2) and fit_threads(64) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what Ray or a scheduler sets for a 1-CPU task
+    assert available_cores() == 1 and fit_threads(1) == 1
+    assert fit_threads(2, OmegaConf.create({"threads": 3})) == 3  # a fixed setting wins
+
+
+def test_every_thread_setting_of_a_component_config_is_set(compose):
+    cfg = compose([])
+    spec = budgeted(cfg.specific, 1)
+    assert spec.n_jobs == 1 and spec.classifiers.xgboost.estimator.n_jobs == 1
+    assessor = instantiate(budgeted(cfg.assessor, 3))
+    est = assessor.classifier.estimator
+    assert est.get_params()["n_jobs"] == 3
+    assert OmegaConf.select(cfg, "classifier.estimator.n_jobs") is None  # the config itself is left alone
+    feats = budgeted(compose(["features=sentence_transformer"]).features, 2)
+    assert feats.num_threads == 2 and budgeted(None, 2) is None
+    assert budgeted({"a": [{"n_jobs": 8}], "b": 1}, 2) == {"a": [{"n_jobs": 2}], "b": 1}
+
+
+def test_thread_limits_cap_blas_and_torch():
+    import numpy as np  # noqa: F401 (loads the BLAS library threadpoolctl limits)
+    import torch
+    from threadpoolctl import threadpool_info
+
+    before = torch.get_num_threads()
+    with thread_limits(1):
+        assert current_budget() == 1 and torch.get_num_threads() == 1
+        assert all(p["num_threads"] == 1 for p in threadpool_info())
+    assert current_budget() is None and torch.get_num_threads() == before
+
+
+@pytest.mark.parametrize("llm_jobs", [1, 2])
+def test_per_llm_fits_get_their_share(compose, monkeypatch, llm_jobs):
+    """fit_per_llm builds each specific assessor with fit_threads(llm_jobs) threads per XGBoost fit."""
+    import numpy as np
+
+    from assessors import pipeline
+    from assessors.core.specific import SpecificAssessor
+
+    seen = []
+
+    def record(self, X, y, X_val=None, y_val=None):
+        seen.append({name: est.get_params().get("n_jobs") for name, est in self._candidates()})
+        self.classifier_name_ = "x"
+        return self
+
+    monkeypatch.setattr(SpecificAssessor, "fit", record)
+    monkeypatch.setattr(SpecificAssessor, "predict_proba", lambda self, X: np.zeros(len(X), np.float32))
+    cfg = compose([f"llm_jobs={llm_jobs}"])
+
+    class Prep:
+        class results:
+            success = np.zeros((2, 6), np.float32)
+            llms = ["a", "b"]
+            instance_index = staticmethod(lambda ids: np.arange(len(ids)))
+            llm_index = staticmethod(lambda names: np.array([0]))
+        inst = {"train": ["1", "2"], "val": ["3", "4"]}
+        llms = {"test": ["a", "b"]}
+        X = {"train": np.zeros((2, 3)), "val": np.zeros((2, 3)), "test": np.zeros((2, 3))}
+
+    pipeline.fit_per_llm(cfg, Prep, "specific", np.zeros((0, 3)), np.array([], int))
+    xgb = [v for s in seen for k, v in s.items() if "XGB" in k]
+    assert xgb and set(xgb) == {fit_threads(llm_jobs)}
