@@ -77,3 +77,26 @@ def test_per_llm_fits_get_their_share(compose, monkeypatch, llm_jobs):
     pipeline.fit_per_llm(cfg, Prep, "specific", np.zeros((0, 3)), np.array([], int))
     xgb = [v for s in seen for k, v in s.items() if "XGB" in k]
     assert xgb and set(xgb) == {fit_threads(llm_jobs)}
+
+
+def test_a_joblib_sweep_shares_the_cores_among_its_jobs(monkeypatch):
+    from hydra import compose, initialize_config_dir
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    from omegaconf import open_dict
+
+    from tests.conftest import CONF
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("train", overrides=["hydra/launcher=joblib_local", "hydra.launcher.n_jobs=2"],
+                      return_hydra_config=True)
+    with open_dict(cfg):
+        cfg.hydra.mode = RunMode.MULTIRUN
+    cores = len(os.sched_getaffinity(0))
+    try:
+        HydraConfig.instance().set_config(cfg)
+        assert available_cores() == max(1, cores // 2)
+    finally:
+        HydraConfig.instance().cfg = None
+    assert available_cores() == cores
