@@ -170,8 +170,11 @@ class MlflowRun(RunLogger):
 
     @property
     def location(self) -> str:
-        return (f"run {self.run_id} in experiment {self._tracker.experiment!r} at {self._tracker.uri} "
-                f"(open with: {self._tracker.ui_command()})")
+        from assessors.secrets import redact_text
+
+        # printed and logged: a server URI may carry a password
+        return redact_text(f"run {self.run_id} in experiment {self._tracker.experiment!r} at {self._tracker.uri} "
+                           f"(open with: {self._tracker.ui_command()})")
 
 
 class MlflowTracker:
