@@ -25,7 +25,7 @@ SECRET_KEY = re.compile(r"(?:^|[_\-.])(?:api[_\-]?key|access[_\-]?key|apikey|tok
 #: ``scheme://user[:password]@`` -- the userinfo part of a URL.
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.\-]*://)(?P<userinfo>[^/\s@'\"]+)@", re.I)
 #: ``?api_key=...`` / ``&token=...`` query parameters.
-_QUERY_SECRET = re.compile(r"(?P<name>[?&](?:[\w\-]*?)(?:api[_-]?key|token|secret|password|passwd|sig|signature)"
+_QUERY_SECRET = re.compile(r"(?P<name>[?&](?:[\w\-]*?)(?:api[_-]?key|token|secret|password|passwd|signature)"
                            r"[\w\-]*=)(?P<value>[^&#\s'\"]+)", re.I)
 MASK = "***"
 
