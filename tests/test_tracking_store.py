@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from assessors.tracking import TAG_HOST, TAG_PID, MlflowTracker, process_tags
+from assessors.tracking import MlflowTracker
+from assessors.tracking_store import TAG_HOST, TAG_PID, process_tags
 
 ROOT = Path(__file__).resolve().parent.parent
 DEAD = 2 ** 22 + 12345  # beyond the default pid_max: no such process

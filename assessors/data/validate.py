@@ -35,6 +35,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from assessors.data.block_checks import block_checks, missing_prompt_check
 from assessors.data.results import Results
 from assessors.errors import DataError
 
@@ -147,7 +148,7 @@ def check_results(results: Results, cfg=None, needs_text: bool = True) -> Valida
     if const_ds:
         add("constant_dataset", const_ds, f"{len(const_ds)} dataset(s) where every LLM has the same success "
             "(a grading failure?): " + ", ".join(f"{g} = {v} on all {c} cells" for g, v, c in const_ds[:n]))
-    _block_checks(results, groups, o, add)
+    block_checks(results, groups, o, add)
 
     base = {}
     for m in results.llms:
@@ -188,58 +189,13 @@ def check_results(results: Results, cfg=None, needs_text: bool = True) -> Valida
         add("duplicate_prompts", [tuple(map(str, g)) for g in grp], f"{len(grp)} prompt text(s) shared by "
             f"{len(dup)} instance ids (they can land on both sides of a split), e.g. "
             + ", ".join("/".join(map(str, g[:3])) for g in grp[:n]))
-    no_text = _missing_prompt_check(results, groups, add) if needs_text and results.instances["prompt"].notna().any() else []
+    no_text = missing_prompt_check(results, groups, add) if needs_text and results.instances["prompt"].notna().any() else []
     datasets = [str(x[0]) for c in ("constant_dataset", "mostly_constant_dataset", "few_cells_dataset")
                 for x in full.get(c, [])]
     rep.flagged = {k: v for k, v in {"datasets": sorted(set(datasets)),
                                      "llms": [m for m, _ in full.get("few_cells_llm", [])],
                                      "instances": [str(i) for i in no_text]}.items() if v}
     return rep
-
-
-def _block_checks(results: Results, groups: pd.Series, o: dict, add) -> None:
-    """Mostly constant datasets, LLMs and datasets with too few answered cells."""
-    n, S = o["max_names"], results.success
-    mostly, few_ds = [], []
-    for g, cols in groups.groupby(groups, sort=True).indices.items():
-        block = S[:, cols]
-        answered = (~np.isnan(block)).sum(1)
-        wins = np.nansum(block, 1)
-        rated = answered >= o["min_cells"]
-        const = rated & ((wins == 0) | (wins == answered))
-        vals = block[~np.isnan(block)]
-        if vals.size < o["min_dataset_cells"]:
-            few_ds.append((g, int(vals.size)))
-        elif rated.sum() >= 2 and const.sum() >= o["constant_share"] * rated.sum() and np.unique(vals).size > 1:
-            # (perfectly constant datasets are the constant_dataset check's)
-            mostly.append((g, int(const.sum()), int(rated.sum()), round(float(vals.mean()), 4)))
-    if mostly:
-        add("mostly_constant_dataset", mostly, f"{len(mostly)} dataset(s) where at least {o['constant_share']:.0%} of "
-            "the LLMs have constant success (a grading failure?): "
-            + ", ".join(f"{g} ({c} of {r} LLMs constant, mean success {m:.3f})" for g, c, r, m in mostly[:n]))
-    if few_ds:
-        add("few_cells_dataset", few_ds, f"{len(few_ds)} dataset(s) with fewer than {o['min_dataset_cells']} answered "
-            "cells: " + ", ".join(f"{g} ({c} cells)" for g, c in few_ds[:n]))
-    answered = (~np.isnan(S)).sum(1)
-    few_llm = [(results.llms[i], int(answered[i])) for i in np.flatnonzero(answered < o["min_llm_cells"])]
-    if few_llm:
-        add("few_cells_llm", few_llm, f"{len(few_llm)} LLM(s) with fewer than {o['min_llm_cells']} answered cells: "
-            + ", ".join(f"{m} ({c} cells)" for m, c in few_llm[:n]))
-
-
-def _missing_prompt_check(results: Results, groups: pd.Series, add) -> list[str]:
-    """Instances without prompt text, named by dataset (with the expected prompt file when known)."""
-    missing = results.instances["prompt"].isna().to_numpy()
-    if not missing.any():
-        return []
-    files = results.meta.get("missing_prompt_files", {})
-    per = groups[missing].value_counts(sort=False)
-    total = groups.value_counts()
-    items = [(g, int(c), int(total[g])) for g, c in per.items()]
-    add("missing_prompt", items, f"{int(missing.sum())} instance(s) without prompt text, in {len(items)} dataset(s): "
-        + ", ".join(f"{g} ({c} of {t}" + (f"; no file {files[g]}" if g in files else "") + ")"
-                    for g, c, t in items[:10]))
-    return results.instances.index[missing].tolist()
 
 
 def check_leakage(X_train, X_test, train_ids: Sequence[str], test_ids: Sequence[str],

@@ -2,7 +2,7 @@
 
 At job start we look in the MLflow experiment for a run tagged with the same hash:
 FINISHED means done (skip it and return its objective); RUNNING with a dead process on this
-host means a killed earlier attempt, which :func:`assessors.tracking.end_stale_runs` (the rule
+host means a killed earlier attempt, which :func:`assessors.tracking_store.end_stale_runs` (the rule
 every task start applies) marks KILLED so that no run stays RUNNING.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 
 from omegaconf import DictConfig, OmegaConf
 
-from assessors.tracking import TAG_HOST, TAG_PID, end_stale_runs, process_tags  # noqa: F401 (re-exported)
+from assessors.tracking_store import TAG_HOST, TAG_PID, end_stale_runs, process_tags  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
 
