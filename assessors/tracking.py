@@ -205,10 +205,19 @@ class MlflowTracker:
         logging.getLogger("alembic").setLevel(logging.WARNING)
         if self.tracking_uri is None:
             Path(self.db_path).parent.mkdir(parents=True, exist_ok=True)
+        else:
+            from assessors.tracking_server import check_reachable
+
+            check_reachable(self.tracking_uri)  # fail now, naming the URI, not after minutes of retries
         mlflow.set_tracking_uri(self.uri)
         if mlflow.get_experiment_by_name(self.experiment) is None:
             loc = None if self.tracking_uri else Path(self.artifact_root).resolve().as_uri()
-            mlflow.create_experiment(self.experiment, artifact_location=loc)
+            try:
+                mlflow.create_experiment(self.experiment, artifact_location=loc)
+            except mlflow.exceptions.MlflowException as e:
+                # concurrent jobs on a shared server: another one created it first
+                if e.error_code != "RESOURCE_ALREADY_EXISTS":
+                    raise
         mlflow.set_experiment(self.experiment)
         return mlflow
 
