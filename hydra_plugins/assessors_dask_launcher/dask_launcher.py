@@ -3,12 +3,14 @@
 A thin adapter, shaped like Hydra's joblib launcher (whose ``execute_job`` runs each job here
 too): it connects a ``distributed.Client`` to the scheduler at ``address``, or starts a
 ``LocalCluster`` on loopback when there is none, submits one task per job, and gathers the
-``JobReturn`` objects. Scheduling, worker restarts and retries are Dask's: a job whose worker
-dies is re-run on another one (up to ``distributed.scheduler.allowed-failures`` times), and a job
-that finished before is skipped by the task itself (``assessors.grid.resume``).
+``JobReturn`` objects. Scheduling and worker restarts are Dask's: a job whose worker dies is
+re-run on another one (up to ``distributed.scheduler.allowed-failures`` times); a job that fails
+comes back as a failed ``JobReturn``, as with every Hydra launcher; a job that finished before is
+skipped by the task itself (``assessors.grid.resume``).
 """
 
 import logging
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -32,8 +34,6 @@ class DaskLauncherConf:
     n_workers: int = 2
     threads_per_worker: int = 1
     memory_limit: str = "auto"
-    # times Dask re-runs a job whose task raised (a killed worker is re-run by the scheduler anyway)
-    retries: int = 0
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="dask", node=DaskLauncherConf,
@@ -42,12 +42,11 @@ ConfigStore.instance().store(group="hydra/launcher", name="dask", node=DaskLaunc
 
 class DaskLauncher(Launcher):
     def __init__(self, address: Optional[str] = None, n_workers: int = 2, threads_per_worker: int = 1,
-                 memory_limit: str = "auto", retries: int = 0) -> None:
+                 memory_limit: str = "auto") -> None:
         self.address = address
         self.n_workers = n_workers
         self.threads_per_worker = threads_per_worker
         self.memory_limit = memory_limit
-        self.retries = retries
         self.config: Optional[DictConfig] = None
         self.task_function: Optional[TaskFunction] = None
         self.hydra_context: Optional[HydraContext] = None
@@ -86,8 +85,8 @@ class DaskLauncher(Launcher):
                 log.info("\t#%d : %s", initial_job_idx + idx, " ".join(filter_overrides(overrides)))
             state: Any = Singleton.get_state()
             futures = [client.submit(execute_job, initial_job_idx + idx, list(overrides), self.hydra_context,
-                                     self.config, self.task_function, state, pure=False, retries=self.retries,
-                                     key=f"hydra-job-{initial_job_idx + idx}-{sweep_dir.name}")
+                                     self.config, self.task_function, state, pure=False,
+                                     key=f"hydra-job-{initial_job_idx + idx}-{uuid.uuid4().hex[:8]}")
                        for idx, overrides in enumerate(job_overrides)]
             for done, fut in enumerate(as_completed(futures), 1):
                 log.info("Dask launcher: %d/%d jobs done (%s)", done, len(futures), fut.status)
