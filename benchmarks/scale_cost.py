@@ -1,9 +1,11 @@
 """Measured unit costs for the scaling-out cost model (docs/scaling.md); prints JSON.
 
 - training: the default generic assessor (MiniLM + 100 random reference instances, XGBoost
-  candidates chosen on validation LLMs) on the 429-LLM MuSR table (``data=score_matrix_musr``),
-  with n training LLMs varied; seconds and peak RSS per (LLM, prompt) pair are the slopes of a
-  least-squares line through the points (so fixed costs such as start-up do not count per pair).
+  candidates chosen on validation LLMs) on the 429-LLM MuSR table (``data=score_matrix_musr``,
+  the default 275/55/99 LLM split), trained on the first n of a seeded permutation of the 275
+  training LLMs; seconds and peak RSS per (LLM, prompt) pair are the slopes of a least-squares
+  line through the points (so fixed costs such as start-up do not count per pair). Each point
+  also reports the mean test AUC on the same 99 test LLMs: does the assessor gain from more LLMs?
 - embedding: MiniLM on real prompts with no cache, seconds per prompt.
 Each point runs in a fresh subprocess so that its peak RSS is its own.
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -29,24 +32,39 @@ def _cfg(overrides):
         return compose("train", overrides=overrides)
 
 
+def cpu_s() -> float:
+    """CPU seconds of this process, all threads (robust to a loaded machine, unlike wall time)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def train_point(n_llms: int) -> dict:
+    import numpy as np
     import psutil
 
+    from assessors.grid.job import per_llm_auc
     from assessors.pipeline import fit_generic, prepare
 
-    cfg = _cfg(["data=score_matrix_musr", "tracking=none", "~validate", f"llm_split.n_train={n_llms}",
-                "llm_split.n_val=55", "llm_split.n_test=99"])
+    cfg = _cfg(["data=score_matrix_musr", "tracking=none", "~validate"])
     t0 = time.perf_counter()
     prep = prepare(cfg)  # embeddings come from the cache
     prep_s = time.perf_counter() - t0
+    train = prep.llms["train"]
+    if n_llms > len(train):
+        raise SystemExit(f"--llms {n_llms}: the split has {len(train)} training LLMs")
+    prep.llms["train"] = sorted(np.random.default_rng(0).permutation(train)[:n_llms].tolist())
     rss_prepared = psutil.Process().memory_info().rss
-    t0 = time.perf_counter()
-    fit_generic(cfg, prep)
-    fit_s = time.perf_counter() - t0
-    pairs = len(prep.llms["train"]) * len(prep.inst["train"])
+    t0, c0 = time.perf_counter(), cpu_s()
+    assessor, ref_ids = fit_generic(cfg, prep)
+    fit_s, fit_cpu = time.perf_counter() - t0, cpu_s() - c0
+    test = prep.llms["test"]
+    P = assessor.predict_proba(prep.X["test"], prep.results.matrix(test, ref_ids))
+    pairs = len(prep.llms["train"]) * (len(prep.inst["train"]) - len(ref_ids))
     return {"n_train_llms": n_llms, "train_instances": len(prep.inst["train"]), "pairs": pairs,
-            "prepare_s": prep_s, "fit_s": fit_s, "rss_after_prepare_mb": rss_prepared / 2**20,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "prepare_s": prep_s, "fit_s": fit_s, "fit_cpu_s": fit_cpu, "rss_after_prepare_mb": rss_prepared / 2**20,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "test_llms": len(test), "test_auc_mean": float(per_llm_auc(prep.S("test", "test"), P, test).mean()),
+            "classifier": assessor.classifier_name_}
 
 
 def embed_point(n: int) -> dict:
@@ -60,9 +78,10 @@ def embed_point(n: int) -> dict:
         prompts = res.prompts(res.instance_ids[:: max(1, len(res.instance_ids) // n)][:n])
         feat = instantiate(_cfg([]).features, cache_dir=None, show_progress=False)
         feat.fit(prompts[:1])
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_s()
         feat.transform(prompts)
         out[name] = {"prompts": len(prompts), "s_per_prompt": (time.perf_counter() - t0) / len(prompts),
+                     "cpu_s_per_prompt": (cpu_s() - c0) / len(prompts),
                      "mean_chars": sum(map(len, prompts)) / len(prompts)}
     return out
 
@@ -99,9 +118,11 @@ def main() -> None:
     print(json.dumps({
         "training_points": points,
         "training_s_per_pair": slope(pairs, [p["fit_s"] for p in points]),
+        "training_cpu_s_per_pair": slope(pairs, [p["fit_cpu_s"] for p in points]),
         "training_peak_bytes_per_pair": slope(pairs, [p["peak_rss_mb"] * 2**20 for p in points]),
         "embedding": emb,
-        "note": "2-core shared machine; slopes over the points; run under the same load to compare",
+        "note": "2-core shared machine; slopes over the points; wall time depends on the load, CPU time less so",
+        "load_average_1min": os.getloadavg()[0],
     }, indent=1))
 
 
