@@ -86,9 +86,12 @@ def embed_point(n: int) -> dict:
     return out
 
 
-def slope(xs, ys) -> float:
+def slope(xs, ys) -> float | None:
+    """Least-squares slope; None with fewer than two distinct x."""
     import numpy as np
 
+    if len(set(xs)) < 2:
+        return None
     return float(np.polyfit(np.asarray(xs, float), np.asarray(ys, float), 1)[0])
 
 
