@@ -23,3 +23,7 @@ class ConfigError(AssessorsError, ValueError):
 
 class NotFittedError(AssessorsError, RuntimeError):
     """A component was used before ``fit``."""
+
+
+class TrackingError(AssessorsError, RuntimeError):
+    """The configured experiment tracker cannot be reached (names the URI and the fix)."""

@@ -217,6 +217,10 @@ class MlflowTracker:
         logging.getLogger("alembic").setLevel(logging.WARNING)
         if self.tracking_uri is None:
             Path(self.db_path).parent.mkdir(parents=True, exist_ok=True)
+        else:
+            from assessors.tracking_server import check_reachable
+
+            check_reachable(self.tracking_uri)  # fail now, naming the URI, not after minutes of retries
         mlflow.set_tracking_uri(self.uri)
         with store_lock(self):
             ensure_experiment(mlflow, self.experiment,

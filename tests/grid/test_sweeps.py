@@ -1,4 +1,4 @@
-"""Real `python train.py -m` sweeps: kill half-way and resume; the Ray launcher on a local instance."""
+"""Real `python train.py -m` sweeps: kill half-way and resume; the Dask launcher on a local and a running cluster."""
 from __future__ import annotations
 
 import os
@@ -67,14 +67,46 @@ def test_killed_sweep_resumes_without_redoing_or_losing_jobs(tmp_path, data_dir,
 
 
 @pytest.mark.slow
-def test_ray_launcher_runs_a_tiny_sweep_on_a_local_instance(tmp_path, data_dir, shared_cache):
-    pytest.importorskip("hydra_plugins.hydra_ray_launcher")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
-    cmd = _sweep_cmd(tmp_path, data_dir, shared_cache, "hydra/launcher=ray_local",
-                     "hydra.launcher.ray.init.num_cpus=2", "+hydra.launcher.ray.init._node_ip_address=127.0.0.1",
-                     "selector=random", "selector.size=5,10")
+def test_dask_launcher_runs_a_sweep_on_a_local_cluster_and_a_restart_skips_it(tmp_path, data_dir, shared_cache):
+    pytest.importorskip("distributed", reason="pip install -e '.[scale]'")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    cmd = _sweep_cmd(tmp_path, data_dir, shared_cache, "hydra/launcher=dask_local", "selector=random",
+                     "selector.size=5,10,15")
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-4000:]
+    assert "Dask launcher: 3 jobs on a LocalCluster (2 workers)" in out.stdout + out.stderr
     runs = _runs(tmp_path / "outputs" / "mlflow.db")
-    assert sorted(s for _, s, _ in runs) == ["FINISHED", "FINISHED"]
-    assert len({h for _, _, h in runs}) == 2
+    assert sorted(s for _, s, _ in runs) == ["FINISHED"] * 3 and len({h for _, _, h in runs}) == 3
+    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert (again.stdout + again.stderr).count("already finished") == 3
+    assert sorted(_runs(tmp_path / "outputs" / "mlflow.db")) == sorted(runs), "nothing re-run"
+
+
+@pytest.mark.slow
+def test_dask_launcher_sends_jobs_to_a_running_scheduler_given_its_address(tmp_path, data_dir, shared_cache):
+    """A 'remote' cluster: scheduler and workers started by Dask's own CLI, the sweep told only the address."""
+    pytest.importorskip("distributed", reason="pip install -e '.[scale]'")
+    from tests.tracking.conftest import free_port
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    address = f"tcp://127.0.0.1:{free_port()}"
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
+                               address.rsplit(":", 1)[1], "--no-dashboard"], cwd=tmp_path, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)]
+    try:
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "2",
+                                       "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"], cwd=tmp_path,
+                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True))
+        cmd = _sweep_cmd(tmp_path, data_dir, shared_cache, "hydra/launcher=dask_local",
+                         f"hydra.launcher.address={address}", "selector=random", "selector.size=5,10")
+        out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, out.stderr[-4000:]
+        assert f"Dask launcher: 2 jobs on {address}" in out.stdout + out.stderr
+        runs = _runs(tmp_path / "outputs" / "mlflow.db")
+        assert sorted(s for _, s, _ in runs) == ["FINISHED", "FINISHED"] and len({h for _, _, h in runs}) == 2
+    finally:
+        for p in procs:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(60)

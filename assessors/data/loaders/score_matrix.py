@@ -8,6 +8,11 @@ are named ``model_000``, ``model_001``, ...
 Some upstream files list a model twice (e.g. 19 names in ``musr.npz``), always with identical
 rows: such exact duplicates are dropped, with a warning giving the count, because the same model in
 both the training and the test LLMs would leak. Same-name rows that differ are kept as ``name#2``.
+
+``items=`` joins the matrix to prompt text when its item order is known: another loader's
+:class:`Results` (e.g. the MuSR prompt files of ``open_llm_leaderboard_v2``) names the columns in
+order. A width that differs is an error; so is an order that no LLM present in both sources confirms
+(see :func:`check_item_order`).
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ NAME = "score_matrices"
 
 
 def load_score_matrix(name: str, root: str | Path | None = None, cache_dir: str | Path | None = None,
-                      download: bool = True) -> Results:
+                      download: bool = True, items: Results | None = None, min_agreement: float = 0.99) -> Results:
     """Load ``score_matrices/<name>.npz``.
 
     Parameters
@@ -38,11 +43,18 @@ def load_score_matrix(name: str, root: str | Path | None = None, cache_dir: str 
         Benchmark name (file stem), e.g. ``musr`` or ``legalbench``; or a path to an ``.npz`` file.
     root, cache_dir, download
         Data location, see :func:`assessors.data.download.locate`.
+    items : Results, optional
+        Results whose instances are this matrix's columns, in order (n_items of them): their ids,
+        prompts, targets and subgroups are used. Only their instances and, for the order check,
+        the rows of LLMs present in both are read.
+    min_agreement : float
+        Share of items on which an LLM present in both sources must agree to confirm the order.
 
     Returns
     -------
     Results
-        ``success`` of shape (n_models, n_items); ``prompt`` is NaN, ``subgroup`` = ``name``.
+        ``success`` of shape (n_models, n_items); without ``items``, ``prompt`` is NaN and
+        ``subgroup`` = ``name``.
     """
     if str(name).endswith(".npz") and Path(name).exists():
         path = Path(name)
@@ -77,12 +89,69 @@ def load_score_matrix(name: str, root: str | Path | None = None, cache_dir: str 
         scores, llms = _dedupe(scores, llms, path)
         n_models = len(llms)
     success = check_binary(scores, path, llms, list(range(n_items)), row_offset=None)
-    instances = pd.DataFrame({"prompt": np.nan, "subgroup": name, "target": np.nan},
-                             index=pd.Index([f"{name}/{j}" for j in range(n_items)], name="instance_id"))
-    log.info("score_matrix %s: %d models x %d items%s", name, n_models, n_items,
-             "" if models is not None else " (anonymous models)")
-    return Results(instances=instances, llms=llms, success=success, name=f"score_matrix:{name}",
-                   meta={"path": str(path)})
+    meta = {"path": str(path)}
+    if items is None:
+        instances = pd.DataFrame({"prompt": np.nan, "subgroup": name, "target": np.nan},
+                                 index=pd.Index([f"{name}/{j}" for j in range(n_items)], name="instance_id"))
+    else:
+        if len(items.instances) != n_items:
+            raise DataError(f"{path}: {n_items} score columns, but {items.name} has {len(items.instances)} items "
+                            f"({items.meta.get('subtasks', '')}); the columns must be exactly those items, in "
+                            "order: select the matching files")
+        instances = items.instances.copy()
+        meta["item_order_check"] = check_item_order(success, llms, items, path, min_agreement)
+    log.info("score_matrix %s: %d models x %d items%s%s", name, n_models, n_items,
+             "" if models is not None else " (anonymous models)", "" if items is None else f", items of {items.name}")
+    return Results(instances=instances, llms=llms, success=success, name=f"score_matrix:{name}", meta=meta)
+
+
+def _key(llm: str) -> str:
+    """Leaderboard CSVs spell ``org/name`` as ``org__name``."""
+    return llm.replace("/", "__")
+
+
+def check_item_order(success: np.ndarray, llms: list[str], items: Results, path: Path,
+                     min_agreement: float = 0.99) -> dict[str, float]:
+    """Check that the columns of ``success`` are ``items``' instances, on the LLMs both hold.
+
+    An LLM evaluated once gives the same 0/1 answers in both sources, so under the right order
+    it agrees on (nearly) every item, and under a wrong one on about as many as chance gives.
+
+    Returns
+    -------
+    dict
+        Share of agreeing items per LLM present in both sources (non-constant rows only).
+
+    Raises
+    ------
+    DataError
+        When LLMs are shared but none agrees on ``min_agreement`` of the items.
+    """
+    theirs = {_key(m): i for i, m in enumerate(items.llms)}
+    agree = {}
+    for i, m in enumerate(llms):
+        j = theirs.get(_key(m))
+        if j is None or np.nanstd(success[i]) == 0:  # a constant row agrees under any order
+            continue
+        other = items.success[j]
+        keep = ~np.isnan(other) & ~np.isnan(success[i])
+        agree[m] = float(np.mean(success[i][keep] == other[keep])) if keep.any() else float("nan")
+    if not agree:
+        log.warning("%s: no LLM is in both this matrix and %s: the item order cannot be checked", path, items.name)
+        return agree
+    ok = [m for m, a in agree.items() if a >= min_agreement]
+    if not ok:
+        raise DataError(f"{path}: the item order does not match {items.name}: none of the {len(agree)} LLMs in both "
+                        f"agrees on {min_agreement:.0%} of the items (best {max(agree.values()):.1%}); the columns "
+                        "are misaligned")
+    bad = sorted(m for m in agree if m not in ok)
+    log.info("%s: item order confirmed by %d of %d LLMs present in both (agreement >= %.0f%%)",
+             path.name, len(ok), len(agree), 100 * min_agreement)
+    if bad:
+        log.warning("%s: %d LLMs in both disagree with %s on many items (%s); their rows in one of the two "
+                    "sources are in another item order. This matrix's rows are used.", path.name, len(bad),
+                    items.name, ", ".join(f"{m} {agree[m]:.0%}" for m in bad))
+    return agree
 
 
 def _dedupe(scores: np.ndarray, llms: list[str], path: Path) -> tuple[np.ndarray, list[str]]:

@@ -1,0 +1,1 @@
+"""Hydra launcher that runs sweep jobs as Dask tasks (``hydra/launcher=dask_local``)."""
