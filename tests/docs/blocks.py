@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.S | re.M)
-TAG = re.compile(r"<!--\s*(run:.*?)-->\s*$", re.S)
+TAG = re.compile(r"<!--\s*(run:.*?)-->$", re.S)
 SNIPPET = re.compile(r'^\s*--8<--\s+"([^"]+)"\s*$', re.M)
 TESTED_LANGS = {"bash", "sh", "shell", "console", "python", "py"}
 
@@ -71,9 +71,9 @@ def blocks(page: Path) -> list[Block]:
     out = []
     for m in FENCE.finditer(text):
         before = text[: m.start()].rstrip()
-        tag = TAG.search(before[-400:])
-        # the tag must be the last thing before the fence
-        tag_text = tag.group(1) if tag and before.endswith("-->") else None
+        # the tag is the HTML comment right before the fence
+        tag = TAG.match(before[before.rfind("<!--"):]) if before.endswith("-->") else None
+        tag_text = tag.group(1) if tag else None
         tier, tiny, needs = parse_tag(tag_text)
         body = expand_snippets(m.group("body"))
         body = "\n".join(line[len(m.group("indent")):] for line in body.splitlines())

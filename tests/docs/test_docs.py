@@ -63,6 +63,8 @@ def test_command_composes(block, app, rest, tmp_path):
     argv = _argv(rest)
     if "--help" in argv or "-h" in argv:
         return
+    if "hydra/launcher=ray_local" in argv:
+        pytest.importorskip("hydra_plugins.hydra_ray_launcher", reason="the ray extra is not installed")
     multirun = any(a in ("-m", "--multirun") for a in argv)
     overrides = [a for a in argv if a not in ("-m", "--multirun")]
     overrides = _first_of_sweeps(overrides) if multirun else overrides
