@@ -7,6 +7,7 @@ A shell or Python block is preceded by an HTML comment that says how it is teste
                                              to every `python train.py` command of the block
     <!-- run: slow; needs: llm -->           ... needs the `llm` extra (llama-cpp-python, SmolLM2)
     <!-- run: no (why) -->                   not run (still composed: see test_docs.py)
+    <!-- install: ... -->                    the install command (.ci/run runs it in a fresh venv)
 
 Blocks of one page run in order in one working directory, as a reader would run them.
 Lines ``--8<-- "path"`` (pymdownx.snippets) are replaced by the file they include.
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.S | re.M)
-TAG = re.compile(r"<!--\s*(run:.*?)-->$", re.S)
+TAG = re.compile(r"<!--\s*((?:run|install):.*?)-->$", re.S)
 SNIPPET = re.compile(r'^\s*--8<--\s+"([^"]+)"\s*$', re.M)
 TESTED_LANGS = {"bash", "sh", "shell", "console", "python", "py"}
 
@@ -63,6 +64,8 @@ def parse_tag(tag: str | None) -> tuple[str | None, list[str], list[str]]:
             tiny = shlex.split(value)
         elif key == "needs":
             needs = value.split()
+        elif key == "install":      # the install command: CI runs it in a fresh virtual environment
+            tier = tier or "no"
     return tier, tiny, needs
 
 

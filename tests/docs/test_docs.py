@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -128,8 +129,12 @@ def block_env() -> dict:
 
 
 def run_block(block, cwd: Path, env: dict, timeout: int = 3600) -> subprocess.CompletedProcess:
+    """Run one block; a shell block's exported variables are written back into ``env``
+    (the blocks of a page share one shell session, as a reader's terminal would)."""
+    env_file = cwd / ".block_env"
     if block.shell:
-        cmd = ["bash", "-euo", "pipefail", "-c", with_tiny(block.body, block.tiny)]
+        script = with_tiny(block.body, block.tiny) + f"\nenv -0 > {shlex.quote(str(env_file))}\n"
+        cmd = ["bash", "-euo", "pipefail", "-c", script]
     else:
         cmd = [sys.executable, "-c", block.body]
     # own process group: a server started in the block with & is stopped with it
@@ -146,6 +151,10 @@ def run_block(block, cwd: Path, env: dict, timeout: int = 3600) -> subprocess.Co
             os.killpg(proc.pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
+    if block.shell and proc.returncode == 0 and env_file.exists():
+        exported = dict(kv.split("=", 1) for kv in env_file.read_text().split("\0") if "=" in kv)
+        env.clear()
+        env.update({k: v for k, v in exported.items() if k not in ("SHLVL", "_", "PWD", "OLDPWD")})
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
