@@ -69,9 +69,12 @@ def test_command_composes(block, app, rest, tmp_path):
     multirun = any(a in ("-m", "--multirun") for a in argv)
     overrides = [a for a in argv if a not in ("-m", "--multirun")]
     overrides = _first_of_sweeps(overrides) if multirun else overrides
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name=app, overrides=overrides, return_hydra_config=True)
-    assert cfg.get("task") is not None
+    # as documented, and with the block's tiny overrides that the slow tier appends
+    variants = [overrides] + ([overrides + block.tiny] if app == "train" and block.tiny else [])
+    for ov in variants:
+        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+            cfg = compose(config_name=app, overrides=ov, return_hydra_config=True)
+        assert cfg.get("task") is not None
 
 
 # ------------------------------------------------------------------ README structure
