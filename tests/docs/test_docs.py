@@ -125,7 +125,8 @@ def block_env() -> dict:
     from tests.onboarding.llama_server import free_port
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
-    env.update(PORT=str(free_port()), PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+    # free loopback ports for the servers the examples start (PORT: predict.py serve, LLM_PORT: llama-cpp)
+    env.update(PORT=str(free_port()), LLM_PORT=str(free_port()), PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                MPLBACKEND="Agg")
     env.setdefault("ASSESSORS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
     return env
