@@ -34,7 +34,7 @@ def test_every_block_says_how_it_is_tested():
 def _argv(rest: str) -> list[str]:
     """The arguments bash would pass (variables and $(...) expanded; comments and & dropped)."""
     script = f"set -- {rest.rstrip().removesuffix('&')}\nprintf '%s\\0' \"$@\""
-    env = {**os.environ, "PORT": "8000", "ASSESSORS_MODEL_URI": "runs:/0/assessor"}
+    env = {**os.environ, "SERVE_PORT": "8000", "LLM_PORT": "8080", "ASSESSORS_MODEL_URI": "runs:/0/assessor"}
     r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
     assert r.returncode == 0, r.stderr
     return [a for a in r.stdout.split("\0") if a]
@@ -124,9 +124,10 @@ def workdir(tmp: Path) -> Path:
 def block_env() -> dict:
     from tests.onboarding.llama_server import free_port
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
-    # free loopback ports for the servers the examples start (PORT: predict.py serve, LLM_PORT: llama-cpp)
-    env.update(PORT=str(free_port()), LLM_PORT=str(free_port()), PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_") and k not in ("PORT", "HOST")}
+    # free loopback ports for the servers the examples start (SERVE_PORT: predict.py serve, LLM_PORT:
+    # llama-cpp). Not PORT: llama_cpp.server reads PORT from the environment over its --port option.
+    env.update(SERVE_PORT=str(free_port()), LLM_PORT=str(free_port()), PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                MPLBACKEND="Agg")
     env.setdefault("ASSESSORS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
     return env
