@@ -172,10 +172,12 @@ def score(cfg: DictConfig, model=None) -> dict:
     if not cfg.prompts:
         raise ConfigError("mode=score needs prompts=<CSV or JSONL with a 'prompt' column>")
     prompts = read_prompts(cfg.prompts)
-    names, P = engine.predict(prompts["prompt"].tolist())
+    names, P, STD = engine.predict_with_spread(prompts["prompt"].tolist())
     _print_trust(engine)
     out = pd.DataFrame({"id": np.tile(prompts["id"].to_numpy(), len(names)),
                         "llm": np.repeat(names, len(prompts)), "p_success": P.ravel()})
+    if STD is not None:  # posterior-predictive spread (assessor=latent)
+        out["p_std"] = STD.ravel()
     path = write_table(out, cfg.out or "outputs/predict/scores.csv")
     log.info("wrote %d scores (%d prompts x %d LLMs) to %s", len(out), len(prompts), len(names), path)
     return _report({"n_prompts": len(prompts), "llms": names, "out": str(path),
