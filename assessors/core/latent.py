@@ -359,6 +359,13 @@ class LatentAssessor(BaseEstimator):
             raise DataError(f"reference results must have shape (n_llms, {n_ref}), got {R.shape}")
         return self._posterior(self._ref, self._ref_phi, R), single
 
+    def check_reference(self, r) -> None:
+        """Raise :class:`DataError` unless ``r`` (n_ref,) holds 0/1/NaN answers on the reference set."""
+        r = np.asarray(r, dtype=np.float64)
+        if r.shape != (len(self.reference_features_),):
+            raise DataError(f"reference results must have {len(self.reference_features_)} values, got shape {r.shape}")
+        check_answers(r, "reference answers")
+
     def predict_distribution(self, X: np.ndarray, R: np.ndarray):
         """``(p, std, evidence)`` from reference answers ``R`` (k, n_ref): see :meth:`predict_posterior`."""
         post, single = self._reference_posterior(R)
