@@ -154,3 +154,28 @@ def test_train_py_runs_with_assessor_latent_on_small_real_data(compose):
     summary = train_assessors(cfg)
     assert summary["auc/generic"] > 0.6  # the latent assessor, in the generic assessor's slot
     assert {"auc/all_train_data", "auc/reference_only"} <= set(summary)
+
+
+def test_residual_rescues_ranking_when_the_population_fails_everything():
+    """Training LLMs fail almost everything (their answers carry no item information), new LLMs are
+    strong: the latent model alone ranks at chance, the residual brings it to "reference only"."""
+    from sklearn.linear_model import LogisticRegression
+
+    from assessors.metrics import auc
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((900, 6)).astype(np.float32)
+    b = 2.0 * X @ (rng.standard_normal(6) / np.sqrt(6))
+    S_train = (rng.random((60, 600)) < 0.03).astype(np.float32)  # noise around 3% accuracy
+    S_new = (rng.random((30, 900)) < sigmoid(1.5 + rng.normal(0, 0.5, (30, 1)) - b)).astype(np.float32)
+    ref, te = np.arange(0, 600, 6), np.arange(600, 900)
+    model = LatentAssessor(**{**FAST, "residual": True, "residual_dims": 6, "max_epochs": 8}).fit(X[:600], S_train, ref)
+    R = S_new[:, ref]
+    with_res = model.predict_proba(X[te], R)
+    model.residual = False
+    alone = model.predict_proba(X[te], R)
+    model.residual = True
+    ref_only = [LogisticRegression().fit(X[ref], R[k]).predict_proba(X[te])[:, 1] for k in range(30)]
+    mean_auc = lambda P: np.mean([auc(S_new[k, te], P[k]) for k in range(30)])  # noqa: E731
+    assert mean_auc(alone) < 0.6
+    assert mean_auc(with_res) > mean_auc(ref_only) - 0.02
