@@ -78,7 +78,17 @@ def cost(model, prep, ref_ids, repeats: int = 20) -> dict:
             "score_pairs": int(R.shape[0] * len(X)), "score_pairs_per_s": float(R.shape[0] * len(X) / dt)}
 
 
-def run_seed(seed: int, overrides: list[str]) -> dict:
+def fit_cost(cfg, prep) -> dict:
+    """Wall and CPU seconds of one more fit of the assessor alone (CPU time is what a busy shared
+    machine does not inflate: training runs on one torch thread)."""
+    from assessors.pipeline import fit_generic
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    fit_generic(cfg, prep)
+    return {"fit_wall_s": round(time.perf_counter() - t0, 1), "fit_cpu_s": round(time.process_time() - c0, 1)}
+
+
+def run_seed(seed: int, overrides: list[str], time_fit: bool = False) -> dict:
     from assessors.pipeline import predict_methods, prepare, score_methods
 
     cfg = compose([f"seed={seed}", "assessor=latent", "tracking=none", "plots=false", *overrides])
@@ -88,7 +98,8 @@ def run_seed(seed: int, overrides: list[str]) -> dict:
     means = long.groupby(["metric", "method"])["value"].mean()
     model, ref_ids = fitted["generic"], fitted["reference_ids"]
     auc = long[long.metric == "auc"].pivot_table(index="llm", columns="method", values="value")
-    return {
+    extra = fit_cost(cfg, prep) if time_fit else {}
+    return {**extra,
         "seed": seed,
         "mean_auc": {m: round(float(v), 4) for m, v in means["auc"].items()},
         "ece": {m: round(float(v), 4) for m, v in means["ece"].items()},
@@ -106,12 +117,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    ap.add_argument("--time-fit", action="store_true", help="time one more fit of the assessor alone (wall and CPU)")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides (after --)")
     a = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import subprocess
 
-    runs = [run_seed(s, a.overrides) for s in a.seeds]
+    runs = [run_seed(s, a.overrides, a.time_fit) for s in a.seeds]
     methods = runs[0]["mean_auc"].keys()
     summary = {
         "overrides": a.overrides,

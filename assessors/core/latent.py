@@ -15,6 +15,7 @@ It has the generic assessor's interface (``fit(X, S, ref_index, validation)``,
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 
@@ -95,7 +96,8 @@ class LatentAssessor(BaseEstimator):
         Log Bayes factor the residual needs over none to be switched on for an LLM.
     seed : int
     num_threads : int, optional
-        Torch threads while training (None: torch's setting). One by default: the steps are tiny and
+        Torch threads while training and BLAS threads while predicting (None: the libraries' settings).
+        One by default: the steps are tiny and
         latency-bound, and two threads spinning against each other made training 7x slower on 2 busy cores.
     progress : bool
         Lightning progress bars.
@@ -189,6 +191,9 @@ class LatentAssessor(BaseEstimator):
             self.priors_.append(GaussianPrior.fit(member["theta"]))
         self.projection_ = FeatureProjection(X, int(self.residual_dims), seed=int(self.seed))
         self._cache_reference()
+        self.calibration_, self.accuracy_error_sd_ = (1.0, 0.0), 0.0
+        if validation is not None and len(validation[1]):
+            self._calibrate(*validation)
         self.classifier_name_ = f"latent(D={self.dims}, {self.n_members} members)"
         self.selection_ = None
         return self
@@ -245,6 +250,36 @@ class LatentAssessor(BaseEstimator):
 
         return validate, train_prompts
 
+    def _calibrate(self, X_val, S_val, R_val):
+        """Recalibrate on validation LLMs x validation prompts (never test data).
+
+        * ``calibration_ = (slope, intercept)``: a logistic regression of the outcome on the
+          predicted logit (Platt scaling). Increasing in the logit, so no LLM's ranking changes.
+        * ``accuracy_error_sd_``: the spread of (realised - predicted) accuracy of validation LLMs
+          beyond what their posterior explains -- the item model's own error, which the ability
+          posterior cannot see; added to accuracy bands.
+        """
+        from sklearn.linear_model import LogisticRegression
+
+        S_val = check_answers(S_val, "validation success")
+        post, _ = self._reference_posterior(R_val)
+        p, _ = self.predict_posterior(X_val, post)
+        obs = np.isfinite(S_val)
+        z = np.log(p[obs]) - np.log1p(-p[obs])
+        y = S_val[obs]
+        if len(np.unique(y)) == 2:
+            lr = LogisticRegression(C=1e4).fit(z[:, None].astype(np.float64), y)
+            slope = float(lr.coef_[0, 0])
+            if slope > 0:
+                self.calibration_ = (slope, float(lr.intercept_[0]))
+        band = self.predictive_accuracy(X_val, post, error_sd=0.0)
+        real = np.nanmean(np.where(obs, S_val, np.nan), axis=1)
+        ok = np.isfinite(real)
+        if ok.sum() >= 2:
+            # band["sd"]: posterior + sampling spread already in the band
+            excess = np.mean((real[ok] - band["mean"][ok]) ** 2) - np.mean(band["sd"][ok] ** 2)
+            self.accuracy_error_sd_ = float(np.sqrt(max(excess, 0.0)))
+
     def _cache_reference(self):
         self._ref = self._params(self.reference_features_)
         self._ref_phi = self.projection_(self.reference_features_)
@@ -273,6 +308,13 @@ class LatentAssessor(BaseEstimator):
         params = self._params(X)
         return np.stack([a for a, _ in params]), np.stack([b for _, b in params])
 
+    def _threads(self):
+        """BLAS threads for the numpy work of one call: the matrices are small, and on a busy
+        2-core machine one thread scored 2x more pairs per second than two."""
+        from threadpoolctl import threadpool_limits
+
+        return threadpool_limits(self.num_threads) if self.num_threads else contextlib.nullcontext()
+
     def posterior(self, X: np.ndarray, Y: np.ndarray) -> LatentPosterior:
         """Posterior over abilities of ``k`` LLMs from any graded items; no retraining.
 
@@ -288,7 +330,8 @@ class LatentAssessor(BaseEstimator):
         Y = check_answers(Y)
         if Y.shape[1] != len(X):
             raise DataError(f"answers have {Y.shape[1]} columns but {len(X)} items were given")
-        return self._posterior(self._params(X) if len(X) else None, self.projection_(X) if len(X) else None, Y)
+        with self._threads():
+            return self._posterior(self._params(X) if len(X) else None, self.projection_(X) if len(X) else None, Y)
 
     def _posterior(self, params, phi, Y) -> LatentPosterior:
         k = Y.shape[0]
@@ -334,7 +377,10 @@ class LatentAssessor(BaseEstimator):
             Its spread from ability (and residual) uncertainty, mixed over ensemble members.
         """
         self._check_fitted()
-        X = np.asarray(X, dtype=np.float32)
+        with self._threads():
+            return self._predict_posterior(np.asarray(X, dtype=np.float32), post, block)
+
+    def _predict_posterior(self, X, post, block):
         k = len(post)
         P, STD = np.empty((k, len(X)), np.float32), np.empty((k, len(X)), np.float32)
         for s in range(0, len(X), block):
@@ -347,6 +393,11 @@ class LatentAssessor(BaseEstimator):
                 scale = q * (1 - q) / (p * (1 - p))  # d q / d p at fixed residual
                 std = np.sqrt((std * scale) ** 2 + (q * (1 - q)) ** 2 * rv)
                 p = q
+            slope, intercept = getattr(self, "calibration_", (1.0, 0.0))
+            if (slope, intercept) != (1.0, 0.0):
+                q = sigmoid(slope * (np.log(p) - np.log1p(-p)) + intercept)
+                std = std * slope * q * (1 - q) / (p * (1 - p))  # d q / d p
+                p = np.clip(q, 1e-9, 1 - 1e-9)
             P[:, sl], STD[:, sl] = p, np.minimum(std, np.sqrt(p * (1 - p)))
         return P, STD
 
@@ -358,7 +409,8 @@ class LatentAssessor(BaseEstimator):
         n_ref = len(self.reference_features_)
         if R.shape[1] != n_ref:
             raise DataError(f"reference results must have shape (n_llms, {n_ref}), got {R.shape}")
-        return self._posterior(self._ref, self._ref_phi, R), single
+        with self._threads():
+            return self._posterior(self._ref, self._ref_phi, R), single
 
     def check_reference(self, r) -> None:
         """Raise :class:`DataError` unless ``r`` (n_ref,) holds 0/1/NaN answers on the reference set."""
@@ -389,16 +441,17 @@ class LatentAssessor(BaseEstimator):
         return self.predict_distribution(X, R)[0]
 
     def predictive_accuracy(self, X: np.ndarray, post: LatentPosterior, level: float = 0.9, n_samples: int = 400,
-                            seed: int = 0) -> dict[str, np.ndarray]:
+                            seed: int = 0, error_sd: float | None = None) -> dict[str, np.ndarray]:
         """Posterior-predictive band of each LLM's realised accuracy on prompts ``X``.
 
         Abilities are sampled from each member's posterior (the same number per member), item
-        outcomes from the resulting probabilities, and the band is the central ``level``
-        interval of the sampled accuracies.
+        outcomes from the resulting probabilities, plus the item model's own accuracy error
+        (``error_sd``, default ``accuracy_error_sd_`` estimated on validation LLMs); the band is
+        the central ``level`` interval of the sampled accuracies.
 
         Returns
         -------
-        dict with ``mean``, ``low``, ``high``: ndarrays of shape (k,)
+        dict with ``mean``, ``low``, ``high``, ``sd``: ndarrays of shape (k,)
         """
         self._check_fitted()
         rng = np.random.default_rng(seed)
@@ -416,10 +469,16 @@ class LatentAssessor(BaseEstimator):
             logit = th @ a.T - b  # (k, per, n)
             if res is not None:
                 logit = logit + res[:, None, :]
+            slope, intercept = getattr(self, "calibration_", (1.0, 0.0))
+            logit = slope * logit + intercept
             outcomes = rng.random(logit.shape) < sigmoid(logit)
             acc[:, m * per:(m + 1) * per] = outcomes.mean(-1)
+        err = getattr(self, "accuracy_error_sd_", 0.0) if error_sd is None else error_sd
+        if err > 0:
+            acc = np.clip(acc + rng.normal(0.0, err, acc.shape), 0.0, 1.0)
         lo, hi = (1 - level) / 2, 1 - (1 - level) / 2
-        return {"mean": acc.mean(1), "low": np.quantile(acc, lo, axis=1), "high": np.quantile(acc, hi, axis=1)}
+        return {"mean": acc.mean(1), "low": np.quantile(acc, lo, axis=1), "high": np.quantile(acc, hi, axis=1),
+                "sd": acc.std(1)}
 
     def sample_answers(self, X: np.ndarray, n_llms: int, seed: int = 0, member: int = 0):
         """Simulated LLMs: abilities from the fitted prior, answers sampled on prompts ``X``.

@@ -179,3 +179,17 @@ def test_residual_rescues_ranking_when_the_population_fails_everything():
     mean_auc = lambda P: np.mean([auc(S_new[k, te], P[k]) for k in range(30)])  # noqa: E731
     assert mean_auc(alone) < 0.6
     assert mean_auc(with_res) > mean_auc(ref_only) - 0.02
+
+
+def test_latent_assessor_as_the_aipw_proxy(sim_fit):
+    """``estimator=aipw_assessor`` takes any assessor with the generic interface: here the latent one."""
+    from assessors.estimation.benchmark.generic_proxy import GenericAssessorProxy
+
+    _, d = sim_fit
+    X, S = d["X"][:300], d["S"][:40, :300]
+    core = np.arange(0, 300, 10)
+    proxy = GenericAssessorProxy(assessor=LatentAssessor(**{**FAST, "max_epochs": 5})).fit(S, X, core)
+    target = d["S"][100:103, :300][:, core].copy()
+    target[0, :5] = np.nan  # hidden core cells
+    P = proxy.predict(target)
+    assert P.shape == (3, 300) and np.all((P > 0) & (P < 1))

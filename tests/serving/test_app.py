@@ -183,6 +183,7 @@ def test_unhandled_error_is_500_without_trace(client, engine, monkeypatch):
         raise RuntimeError("secret internal detail")
 
     monkeypatch.setattr(engine, "predict", boom)
+    monkeypatch.setattr(engine, "predict_with_spread", boom)
     r = client.post("/v1/predict", json={"prompts": ["a"]})
     assert r.status_code == 500
     assert "secret" not in r.text and "Traceback" not in r.text
