@@ -30,7 +30,7 @@ def client(tiny_latent, monkeypatch):
         yield c
 
 
-def test_pyfunc_gives_spread_and_partial_answers_widen_it(tiny_latent):
+def test_pyfunc_gives_spread_and_partial_answers_widen_the_posterior(tiny_latent):
     model, res, ref_ids = tiny_latent["model"], tiny_latent["results"], tiny_latent["reference_ids"]
     llm = tiny_latent["test_llms"][0]
     vec = res.matrix([llm], ref_ids)[0]
@@ -42,7 +42,11 @@ def test_pyfunc_gives_spread_and_partial_answers_widen_it(tiny_latent):
     some = model.predict(None, pd.DataFrame({"prompt": prompts}), {"reference_success": part.tolist()})
     assert list(full.columns) == ["p_success", "p_std"]
     assert full["p_success"].between(0, 1).all() and (full["p_std"] > 0).all()
-    assert some["p_std"].mean() > full["p_std"].mean()
+    # fewer answers, wider ability posterior
+    X_ref = model.featurizer.transform(res.prompts(ref_ids))
+    post = model.assessor.posterior(X_ref, np.stack([vec, np.where(part < 0, np.nan, part)]))
+    trace = np.trace(post.cov[0], axis1=1, axis2=2)
+    assert trace[1] > trace[0]
 
 
 def test_http_registration_with_partial_results_and_bad_values(client, tiny_latent):
