@@ -123,12 +123,13 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import subprocess
 
+    # the code this process runs: read before the (long) runs, not after them
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     runs = [run_seed(s, a.overrides, a.time_fit) for s in a.seeds]
     methods = runs[0]["mean_auc"].keys()
     summary = {
         "overrides": a.overrides,
-        "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                 text=True).stdout.strip(),
+        "commit": commit,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{os.cpu_count()} cores, shared",
         "mean_over_seeds_auc": {m: round(float(np.mean([r["mean_auc"][m] for r in runs])), 4) for m in methods},
