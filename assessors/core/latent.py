@@ -96,9 +96,9 @@ class LatentAssessor(BaseEstimator):
         Log Bayes factor the residual needs over none to be switched on for an LLM.
     seed : int
     num_threads : int, optional
-        Torch threads while training and BLAS threads while predicting (None: the libraries' settings).
-        One by default: the steps are tiny and
-        latency-bound, and two threads spinning against each other made training 7x slower on 2 busy cores.
+        Torch threads while training and BLAS threads while predicting (None: the libraries'
+        settings). One by default: the steps are tiny and latency-bound, and two threads spinning
+        against each other made training 7x slower on 2 busy cores.
     progress : bool
         Lightning progress bars.
 
