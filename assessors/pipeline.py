@@ -118,7 +118,8 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
     cmp = cfg.get("compare", {})
     if cmp.get("all_train_data", True):
         t0 = time.perf_counter()
-        base = instantiate(budgeted(cfg.assessor, fit_threads(cfg=cfg)), use_reference=False, instance_features="embedding")
+        base = instantiate(budgeted(_all_train_data_node(cfg), fit_threads(cfg=cfg)), use_reference=False,
+                           instance_features="embedding")
         val = None
         if prep.llms["val"]:
             val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
@@ -142,6 +143,16 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
             preds[method] = fit_per_llm(cfg, prep, method, X_ref, ref_pos)
             prep.timings[f"{method}_fit_s"] = time.perf_counter() - t0
     return preds, fitted
+
+
+def _all_train_data_node(cfg):
+    """The "all train data" baseline: the generic assessor without reference vector, whichever
+    assessor is configured (an assessor without that switch gets the generic one on ``cfg.classifier``,
+    so the baseline is the same in every run)."""
+    if "use_reference" in cfg.assessor:
+        return cfg.assessor
+    return {"_target_": "assessors.core.generic.GenericAssessor",
+            "classifier": OmegaConf.to_container(cfg.classifier, resolve=True)}
 
 
 def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np.ndarray) -> np.ndarray:

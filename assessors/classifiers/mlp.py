@@ -26,13 +26,13 @@ except ImportError:  # pragma: no cover - depends on which distribution is insta
     import pytorch_lightning as pl
 
 
-def mlp_layers(n_features: int, hidden_sizes, dropout: float) -> nn.Sequential:
-    """[Linear -> ReLU -> Dropout] per hidden size, then Linear(1): maps (batch, n_features) to (batch, 1)."""
+def mlp_layers(n_features: int, hidden_sizes, dropout: float, n_out: int = 1) -> nn.Sequential:
+    """[Linear -> ReLU -> Dropout] per hidden size, then Linear(n_out): maps (batch, n_features) to (batch, n_out)."""
     layers, width = [], n_features
     for h in hidden_sizes:
         layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(dropout)]
         width = h
-    layers.append(nn.Linear(width, 1))
+    layers.append(nn.Linear(width, n_out))
     return nn.Sequential(*layers)
 
 
@@ -111,11 +111,12 @@ class _KeepBest(pl.Callback):
     """Keeps the weights with the lowest validation loss in memory and restores them at the end
     (Lightning's EarlyStopping stops but does not restore; ModelCheckpoint would write to disk)."""
 
-    def __init__(self):
+    def __init__(self, monitor: str = "val_loss"):
+        self.monitor = monitor
         self.best, self.state, self.epoch = math.inf, None, -1
 
     def on_validation_epoch_end(self, trainer, module):
-        loss = trainer.callback_metrics.get("val_loss")
+        loss = trainer.callback_metrics.get(self.monitor)
         if loss is not None and float(loss) < self.best:
             self.best, self.epoch = float(loss), trainer.current_epoch
             self.state = {k: v.detach().clone() for k, v in module.state_dict().items()}

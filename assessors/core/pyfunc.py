@@ -3,7 +3,8 @@
 Input: a DataFrame with a ``prompt`` column. Which LLM: either ``params={"llm": name}`` for
 an LLM known at training time, or ``params={"reference_success": [...]}`` with the new
 LLM's results on the reference set in the order of ``reference_ids`` (-1 = not evaluated).
-Output: a DataFrame with ``p_success``.
+Output: a DataFrame with ``p_success`` (and ``p_std``, the posterior-predictive spread, for
+assessors that give one).
 """
 from __future__ import annotations
 
@@ -65,8 +66,12 @@ class AssessorModel(PythonModel):
         ref = params.get("reference_success")
         ref = None if ref is None or len(ref) == 0 else ref
         r = self.reference_vector(params.get("llm") or None, ref)
-        p = self.score(model_input["prompt"].astype(str).tolist(), r)
-        return pd.DataFrame({"p_success": p})
+        prompts = model_input["prompt"].astype(str).tolist()
+        if hasattr(self.assessor, "predict_distribution"):
+            # assessors with a posterior (assessor=latent) also give the spread of the prediction
+            p, std, _ = self.assessor.predict_distribution(self.featurizer.transform(prompts), r)
+            return pd.DataFrame({"p_success": p, "p_std": std})
+        return pd.DataFrame({"p_success": self.score(prompts, r)})
 
 
 def log_assessor_model(run, assessor, featurizer, reference_ids, reference_success, llms, example_prompts,

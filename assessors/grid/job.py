@@ -36,11 +36,15 @@ def _choice(group: str) -> str | None:
 def combination(cfg: DictConfig) -> dict[str, str]:
     """The grid coordinates of a job (also MLflow tags ``grid.<key>``)."""
     grid = cfg.get("grid") or {}
+    if "classifier" in cfg.assessor:
+        classifier = _choice("classifier") or cfg.classifier.estimator._target_.rsplit(".", 1)[-1]
+    else:  # an assessor without a classifier slot (assessor=latent) is its own coordinate
+        classifier = _choice("assessor") or cfg.assessor._target_.rsplit(".", 1)[-1]
     return {
         "split": str(grid.get("split_name") or _choice("split") or cfg.split._target_.rsplit(".", 1)[-1]),
-        "features": str(cfg.assessor.instance_features),
+        "features": str(cfg.assessor.get("instance_features", "embedding")),
         "selector": str(_choice("selector") or cfg.selector._target_.rsplit(".", 1)[-1]),
-        "classifier": str(_choice("classifier") or cfg.classifier.estimator._target_.rsplit(".", 1)[-1]),
+        "classifier": str(classifier),
         "size": str(cfg.selector.size),
     }
 

@@ -62,7 +62,8 @@ class Engine:
     def __init__(self, model, registry: LLMRegistry | None = None, router: Router | None = None,
                  embed_cache_size: int = 10_000, trust_fn: Callable | None = None):
         self.model = model
-        self.registry = registry if registry is not None else LLMRegistry(model.reference_ids, trust_fn=trust_fn)
+        self.registry = registry if registry is not None else LLMRegistry(
+            model.reference_ids, trust_fn=trust_fn, check=getattr(model.assessor, "check_reference", None))
         self.router = router
         self.embed_cache_size = int(embed_cache_size)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -119,14 +120,28 @@ class Engine:
     def predict(self, prompts: Sequence[str], llms: Sequence[str] | None = None,
                 X: np.ndarray | None = None) -> tuple[list[str], np.ndarray]:
         """P(success) of shape (k, m) for registered ``llms`` (all when None)."""
+        names, P, _ = self.predict_with_spread(prompts, llms, X, spread=False)
+        return names, P
+
+    def predict_with_spread(self, prompts: Sequence[str], llms: Sequence[str] | None = None,
+                            X: np.ndarray | None = None, spread: bool = True):
+        """``(names, P, STD)``: P(success) (k, m) and its posterior-predictive spread (k, m).
+
+        ``STD`` is None when the assessor gives no spread (``predict_distribution``) or ``spread`` is False.
+        """
         entries = self.registry.resolve(llms)
         if not entries:
             raise DataError("no LLM registered: register one (POST /v1/llms, or `llms` in conf/predict.yaml)")
+        dist = getattr(self.model.assessor, "predict_distribution", None) if spread else None
         if len(prompts) == 0:
-            return [e.name for e in entries], np.zeros((len(entries), 0), np.float32)
+            empty = np.zeros((len(entries), 0), np.float32)
+            return [e.name for e in entries], empty, (empty if dist is not None else None)
         X = self.embed(prompts) if X is None else X
-        P = self.model.assessor.predict_proba(X, self.registry.reference_matrix(entries))
-        return [e.name for e in entries], np.atleast_2d(P)
+        R = self.registry.reference_matrix(entries)
+        if dist is not None:
+            P, STD, _ = dist(X, R)
+            return [e.name for e in entries], np.atleast_2d(P), np.atleast_2d(STD)
+        return [e.name for e in entries], np.atleast_2d(self.model.assessor.predict_proba(X, R)), None
 
     def route(self, prompts: Sequence[str], llms: Sequence[str] | None = None, router: Router | None = None) -> Routing:
         """One decision per prompt with the configured (or given) router."""

@@ -121,9 +121,11 @@ def create_app(settings: ServerSettings | dict | None = None, engine: Engine | N
     async def predict(req: S.PredictRequest):
         """P(success) of every requested LLM on every prompt."""
         check_batch(req.prompts, req.llms)
-        names, P = await run(engine.predict, req.prompts, req.llms)
-        return S.PredictResponse(llms=names, results=[S.PromptScores(p_success={n: float(P[i, j]) for i, n in enumerate(names)})
-                                                      for j in range(len(req.prompts))])
+        names, P, STD = await run(engine.predict_with_spread, req.prompts, req.llms)
+        return S.PredictResponse(llms=names, results=[
+            S.PromptScores(p_success={n: float(P[i, j]) for i, n in enumerate(names)},
+                           p_std=None if STD is None else {n: float(STD[i, j]) for i, n in enumerate(names)})
+            for j in range(len(req.prompts))])
 
     @app.post("/v1/route", response_model=S.RouteResponse, dependencies=auth, tags=["predict"])
     async def route(req: S.RouteRequest):

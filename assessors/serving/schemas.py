@@ -72,6 +72,8 @@ class PredictRequest(Strict):
 
 class PromptScores(BaseModel):
     p_success: dict[str, float]
+    p_std: Optional[dict[str, float]] = Field(None, description="posterior-predictive spread of p_success "
+                                              "(assessors that give one, e.g. assessor=latent)")
 
 
 class PredictResponse(BaseModel):

@@ -152,3 +152,17 @@ def test_infeasible_combination_is_recorded_skipped_on_restart_and_listed_not_ra
     assert "1 finished combinations" in text and "infeasible on this data" in text and "100000" in text
     t2 = pd.read_csv(tmp_path / "report" / "table2_winners.csv")
     assert t2.loc[0, "size"] == 10
+
+
+@pytest.mark.slow
+def test_run_grid_with_the_latent_assessor(compose):
+    """``assessor=latent`` is a grid option: its coordinate replaces the classifier's."""
+    from tests.grid.conftest import TINY
+    from assessors.grid.job import combination
+
+    cfg = compose([o for o in TINY if not o.startswith("assessor.")] + [
+        "assessor=latent", "selector.size=10", "assessor.n_members=1", "assessor.hidden_sizes=[8]",
+        "assessor.max_epochs=4", "assessor.residual_dims=4"])
+    assert combination(cfg)["classifier"] == "LatentAssessor"
+    out = run_grid(cfg)
+    assert out["skipped"] == 0.0 and 0.5 < out["val_auc_mean"] <= 1.0

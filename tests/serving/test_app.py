@@ -183,6 +183,7 @@ def test_unhandled_error_is_500_without_trace(client, engine, monkeypatch):
         raise RuntimeError("secret internal detail")
 
     monkeypatch.setattr(engine, "predict", boom)
+    monkeypatch.setattr(engine, "predict_with_spread", boom)
     r = client.post("/v1/predict", json={"prompts": ["a"]})
     assert r.status_code == 500
     assert "secret" not in r.text and "Traceback" not in r.text
@@ -196,6 +197,7 @@ def test_timeout_is_504(engine, monkeypatch):
     from assessors.serving.app import create_app
 
     monkeypatch.setattr(engine, "predict", lambda *a, **k: time.sleep(2))
+    monkeypatch.setattr(engine, "predict_with_spread", lambda *a, **k: time.sleep(2))
     app = create_app({"host": "127.0.0.1", "auth": {"enabled": False}, "limits": {"request_timeout_s": 0.2}}, engine=engine)
     with TestClient(app) as c:
         r = c.post("/v1/predict", json={"prompts": ["a"]})

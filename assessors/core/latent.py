@@ -1,0 +1,501 @@
+"""The latent-ability assessor: abilities for LLMs, item parameters from prompts.
+
+``P(LLM m succeeds on prompt x) = sigmoid(theta_m . a(x) - b(x))``: a multidimensional
+two-parameter IRT model whose discrimination ``a(x)`` (D) and difficulty ``b(x)`` come from the
+prompt's features through a small network, so it scores prompts never seen in training. A new LLM
+is a Gaussian posterior over ``theta`` given *any* graded items it answered (the reference set, part
+of it, or other prompts), under a prior fitted on the training LLMs' abilities; predictions carry
+the posterior-predictive spread. A per-LLM residual over prompt features (see
+:mod:`assessors.core.residual`) lets the LLM's own answers rank prompts where the population's item
+parameters cannot. A small ensemble of independently seeded networks averages out the
+seed-to-seed variance of one network.
+
+It has the generic assessor's interface (``fit(X, S, ref_index, validation)``,
+``predict_proba(X, R)``), so it drops in wherever that one is used.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from assessors.core.latent_net import item_parameters, train_member
+from assessors.core.posterior import (GaussianPrior, check_answers, evidence_labels, laplace_posterior,
+                                      logit_moments, probit_predictive, sigmoid)
+from assessors.core.residual import FeatureProjection, Residual, fit_residual
+from assessors.errors import DataError, NotFittedError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LatentPosterior:
+    """Posterior over the abilities of ``k`` LLMs, one Gaussian per ensemble member.
+
+    Attributes
+    ----------
+    theta : ndarray of shape (n_members, k, D)
+        MAP abilities.
+    cov : ndarray of shape (n_members, k, D, D)
+        Laplace covariances.
+    evidence : ndarray of str, shape (k,)
+        ``prior_only`` (no answers), ``one_class`` (all answers equal) or ``ok``.
+    n_answered : ndarray of shape (k,)
+    accuracy : ndarray of shape (k,)
+        Mean of the answers (NaN without answers).
+    residual : Residual or None
+        Per-LLM residual over prompt features (None when switched off).
+    """
+
+    theta: np.ndarray
+    cov: np.ndarray
+    evidence: np.ndarray
+    n_answered: np.ndarray
+    accuracy: np.ndarray
+    residual: Residual | None = None
+
+    def __len__(self) -> int:
+        return self.theta.shape[1]
+
+
+class LatentAssessor(BaseEstimator):
+    """Latent-ability (IRT) assessor with item parameters from prompt features.
+
+    Parameters
+    ----------
+    dims : int
+        Ability dimension D.
+    hidden_sizes : tuple of int
+        Hidden layers of the item network.
+    dropout, lr, weight_decay : float
+        Item-network dropout; AdamW learning rate and weight decay.
+    prior_var : float
+        Training prior variance of abilities (MAP penalty).
+    n_members : int
+        Independently seeded networks averaged at prediction.
+    batch_prompts : int
+        Prompts per training batch (with all their graded pairs).
+    max_epochs, patience : int
+        Epoch cap and early-stopping patience.
+    monitor : {"loss", "auc"}
+        Early-stopping criterion on validation LLMs x validation prompts: log loss, or mean
+        per-LLM AUC. Validation LLMs enter through their posterior given their reference answers,
+        exactly as new LLMs do at prediction.
+    validation_fraction : float
+        Without validation data: fraction of training prompts held out for early stopping.
+    residual : bool
+        Fit the per-LLM residual (chosen by evidence, so it stays off unless the answers support it).
+    residual_dims : int
+        Whitened PCA components of the prompt features the residual uses.
+    residual_taus : tuple of float
+        Candidate prior scales of the residual weights (0 is always a candidate).
+    residual_min_gain : float
+        Log Bayes factor the residual needs over none to be switched on for an LLM.
+    seed : int
+    num_threads : int, optional
+        Torch threads while training and BLAS threads while predicting (None: the libraries'
+        settings). One by default: the steps are tiny and latency-bound, and two threads spinning
+        against each other made training 7x slower on 2 busy cores.
+    progress : bool
+        Lightning progress bars.
+
+    Attributes
+    ----------
+    members_ : list of dict
+        Per member: item-network weights (numpy), training abilities, epochs.
+    priors_ : list of GaussianPrior
+        Ability prior per member, fitted on its training LLMs' abilities.
+    reference_features_ : ndarray of shape (n_ref, d)
+    classifier_name_ : str
+        Short description (what run reports show for the generic assessor's selected classifier).
+    """
+
+    def __init__(self, dims: int = 4, hidden_sizes=(128,), dropout: float = 0.1, lr: float = 3e-3,
+                 weight_decay: float = 1e-3, prior_var: float = 1.0, n_members: int = 3, batch_prompts: int = 64,
+                 max_epochs: int = 60, patience: int = 5, monitor: str = "loss", validation_fraction: float = 0.1,
+                 residual: bool = True, residual_dims: int = 32, residual_taus=(0.05, 0.1, 0.2, 0.4),
+                 residual_min_gain: float = 1.0, seed: int = 0,
+                 num_threads: int | None = 1, progress: bool = False):
+        self.dims = dims
+        self.hidden_sizes = hidden_sizes
+        self.dropout = dropout
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.prior_var = prior_var
+        self.n_members = n_members
+        self.batch_prompts = batch_prompts
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.monitor = monitor
+        self.validation_fraction = validation_fraction
+        self.residual = residual
+        self.residual_dims = residual_dims
+        self.residual_taus = residual_taus
+        self.residual_min_gain = residual_min_gain
+        self.seed = seed
+        self.num_threads = num_threads
+        self.progress = progress
+
+    # ---------------------------------------------------------------------- fit
+    def fit(self, X: np.ndarray, S: np.ndarray, ref_index: np.ndarray, validation=None) -> "LatentAssessor":
+        """Fit on training LLMs x training prompts.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Features of the training prompts (the reference prompts among them).
+        S : ndarray of shape (n_llms, n)
+            Training LLMs' success, 0/1 with NaN = not evaluated.
+        ref_index : ndarray of shape (n_ref,)
+            Positions of the reference prompts in ``X``. Their answers are ordinary training
+            pairs here (no input contains another answer, so nothing leaks); they are cached as
+            the default evidence for :meth:`predict_proba`.
+        validation : tuple (X_val (m, d), S_val (k, m), R_val (k, n_ref)), optional
+            Validation prompts, validation LLMs' success on them and their reference answers:
+            early stopping watches these LLMs' predictions from their reference posterior.
+        """
+        if self.monitor not in ("loss", "auc"):
+            raise DataError(f"monitor must be 'loss' or 'auc', got {self.monitor!r}")
+        X = np.asarray(X, dtype=np.float32)
+        S = check_answers(S, "training success").astype(np.float32)
+        ref_index = np.asarray(ref_index, dtype=int)
+        if S.shape[1] != len(X):
+            raise DataError(f"S has {S.shape[1]} prompts (columns) but X has {len(X)} rows")
+        li, ii = np.nonzero(np.isfinite(S))
+        y = S[li, ii]
+        if len(np.unique(y)) < 2:
+            raise DataError(f"latent assessor: training labels are all {y[0] if len(y) else 'missing'}; nothing to learn")
+        self.reference_features_ = X[ref_index]
+        rng = np.random.default_rng(self.seed)
+        val_fn, train_prompts = self._validation(X, S, validation, rng)
+        keep = np.isin(ii, train_prompts)
+        li, ii, y = li[keep], ii[keep], y[keep]
+        log.info("latent assessor: %d LLMs x %d prompts, %d training pairs, %d member(s)",
+                 S.shape[0], len(train_prompts), len(y), self.n_members)
+        self.members_, self.priors_ = [], []
+        for m in range(int(self.n_members)):
+            member = train_member(
+                X, li, ii, y, S.shape[0], train_prompts=train_prompts, dims=int(self.dims),
+                hidden_sizes=tuple(int(h) for h in self.hidden_sizes), dropout=float(self.dropout),
+                lr=float(self.lr), weight_decay=float(self.weight_decay), prior_var=float(self.prior_var),
+                batch_prompts=int(self.batch_prompts), max_epochs=int(self.max_epochs),
+                patience=int(self.patience), seed=int(self.seed) + 1000 * m, num_threads=self.num_threads,
+                validate=val_fn, monitor="val_loss" if self.monitor == "loss" else "val_neg_auc",
+                progress=bool(self.progress))
+            log.info("latent member %d: best epoch %d of %d (monitor %.4f)", m, member["best_epoch"],
+                     member["epochs"], member["best"])
+            self.members_.append(member)
+            self.priors_.append(GaussianPrior.fit(member["theta"]))
+        self.projection_ = FeatureProjection(X, int(self.residual_dims), seed=int(self.seed))
+        self._cache_reference()
+        self.calibration_, self.accuracy_error_sd_ = (1.0, 0.0), 0.0
+        if validation is not None and len(validation[1]):
+            self._calibrate(*validation)
+        self.classifier_name_ = f"latent(D={self.dims}, {self.n_members} members)"
+        self.selection_ = None
+        return self
+
+    def _validation(self, X, S, validation, rng):
+        """The per-epoch validation function and the training prompts."""
+        import torch
+
+        from assessors.metrics import auc
+
+        all_prompts = np.arange(len(X))
+        if validation is not None and len(validation[1]):
+            X_val, S_val, R_val = validation
+            X_val = torch.from_numpy(np.asarray(X_val, dtype=np.float32))
+            X_ref = torch.from_numpy(self.reference_features_)
+            S_val = check_answers(S_val, "validation success")
+            R_val = check_answers(R_val, "validation reference answers")
+            obs = np.isfinite(S_val)
+
+            def validate(module):
+                with torch.no_grad():
+                    a_r, b_r = (t.double().numpy() for t in module.items(X_ref))
+                    a_v, b_v = (t.double().numpy() for t in module.items(X_val))
+                    prior = GaussianPrior.fit(module.theta.detach().double().numpy())
+                th, cov = laplace_posterior(a_r, b_r, R_val, prior.mean, prior.precision)
+                p, _ = probit_predictive(*logit_moments(th, cov, a_v, b_v))
+                p = np.clip(p, 1e-6, 1 - 1e-6)
+                yv = S_val[obs]
+                loss = -np.mean(yv * np.log(p[obs]) + (1 - yv) * np.log(1 - p[obs]))
+                aucs = [auc(S_val[k][obs[k]], p[k][obs[k]]) for k in range(len(S_val))]
+                return {"val_loss": loss, "val_neg_auc": -float(np.nanmean(aucs)) if np.isfinite(aucs).any() else 0.0}
+
+            return validate, all_prompts
+        # no validation LLMs: hold out prompts and watch the training LLMs' loss on them
+        n_val = int(round(len(X) * float(self.validation_fraction)))
+        perm = rng.permutation(len(X))
+        held, train_prompts = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+        if n_val == 0:
+            raise DataError("latent assessor: no validation data and validation_fraction=0; "
+                            "early stopping needs one of them")
+        X_h = torch.from_numpy(X[held])
+        S_h = S[:, held]
+        obs = np.isfinite(S_h)
+
+        def validate(module):
+            with torch.no_grad():
+                a, b = (t.double().numpy() for t in module.items(X_h))
+                th = module.theta.detach().double().numpy()
+            p = np.clip(sigmoid(th @ a.T - b), 1e-6, 1 - 1e-6)
+            yv = S_h[obs]
+            loss = -np.mean(yv * np.log(p[obs]) + (1 - yv) * np.log(1 - p[obs]))
+            aucs = [auc(S_h[k][obs[k]], p[k][obs[k]]) for k in range(len(S_h))]
+            return {"val_loss": loss, "val_neg_auc": -float(np.nanmean(aucs)) if np.isfinite(aucs).any() else 0.0}
+
+        return validate, train_prompts
+
+    def _calibrate(self, X_val, S_val, R_val):
+        """Recalibrate on validation LLMs x validation prompts (never test data).
+
+        * ``calibration_ = (slope, intercept)``: a logistic regression of the outcome on the
+          predicted logit (Platt scaling). Increasing in the logit, so no LLM's ranking changes.
+        * ``accuracy_error_sd_``: the spread of (realised - predicted) accuracy of validation LLMs
+          beyond what their posterior explains -- the item model's own error, which the ability
+          posterior cannot see; added to accuracy bands.
+        """
+        from sklearn.linear_model import LogisticRegression
+
+        S_val = check_answers(S_val, "validation success")
+        post, _ = self._reference_posterior(R_val)
+        p, _ = self.predict_posterior(X_val, post)
+        obs = np.isfinite(S_val)
+        z = np.log(p[obs]) - np.log1p(-p[obs])
+        y = S_val[obs]
+        if len(np.unique(y)) == 2:
+            lr = LogisticRegression(C=1e4).fit(z[:, None].astype(np.float64), y)
+            slope = float(lr.coef_[0, 0])
+            if slope > 0:
+                self.calibration_ = (slope, float(lr.intercept_[0]))
+        band = self.predictive_accuracy(X_val, post, error_sd=0.0)
+        real = np.nanmean(np.where(obs, S_val, np.nan), axis=1)
+        ok = np.isfinite(real)
+        if ok.sum() >= 2:
+            # band["sd"]: posterior + sampling spread already in the band
+            excess = np.mean((real[ok] - band["mean"][ok]) ** 2) - np.mean(band["sd"][ok] ** 2)
+            self.accuracy_error_sd_ = float(np.sqrt(max(excess, 0.0)))
+
+    def _cache_reference(self):
+        self._ref = self._params(self.reference_features_)
+        self._ref_phi = self.projection_(self.reference_features_)
+
+    def _check_fitted(self):
+        if not hasattr(self, "members_"):
+            raise NotFittedError("LatentAssessor is not fitted; call fit(X, S, ref_index) first")
+        if getattr(self, "_ref", None) is None:  # after unpickling
+            self._cache_reference()
+
+    def _params(self, X) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [item_parameters(m["weights"], X) for m in self.members_]
+
+    # ------------------------------------------------------------- rich API
+    def item_parameters(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Item parameters of prompts with features ``X`` (m, d).
+
+        Returns
+        -------
+        a : ndarray of shape (n_members, m, D)
+            Discriminations (each member has its own ability coordinates).
+        b : ndarray of shape (n_members, m)
+            Difficulties.
+        """
+        self._check_fitted()
+        params = self._params(X)
+        return np.stack([a for a, _ in params]), np.stack([b for _, b in params])
+
+    def _threads(self):
+        """BLAS threads for the numpy work of one call: the matrices are small, and on a busy
+        2-core machine one thread scored 2x more pairs per second than two."""
+        from threadpoolctl import threadpool_limits
+
+        return threadpool_limits(self.num_threads) if self.num_threads else contextlib.nullcontext()
+
+    def posterior(self, X: np.ndarray, Y: np.ndarray) -> LatentPosterior:
+        """Posterior over abilities of ``k`` LLMs from any graded items; no retraining.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Features of the graded items (any prompts the featurizer can embed).
+        Y : ndarray of shape (k, n) or (n,)
+            0/1 answers, NaN where an LLM did not answer. Other values raise :class:`DataError`.
+        """
+        self._check_fitted()
+        X = np.asarray(X, dtype=np.float32)
+        Y = check_answers(Y)
+        if Y.shape[1] != len(X):
+            raise DataError(f"answers have {Y.shape[1]} columns but {len(X)} items were given")
+        with self._threads():
+            return self._posterior(self._params(X) if len(X) else None, self.projection_(X) if len(X) else None, Y)
+
+    def _posterior(self, params, phi, Y) -> LatentPosterior:
+        k = Y.shape[0]
+        thetas, covs = [], []
+        for m, prior in enumerate(self.priors_):
+            if params is None:  # no items at all: the prior itself
+                thetas.append(np.tile(prior.mean, (k, 1)))
+                covs.append(np.tile(prior.cov, (k, 1, 1)))
+                continue
+            th, cov = laplace_posterior(params[m][0], params[m][1], Y, prior.mean, prior.precision)
+            thetas.append(th)
+            covs.append(cov)
+        obs = np.isfinite(Y)
+        n = obs.sum(1)
+        with np.errstate(invalid="ignore"):
+            acc = np.where(n > 0, np.nansum(Y, 1) / np.maximum(n, 1), np.nan)
+        post = LatentPosterior(np.stack(thetas), np.stack(covs), evidence_labels(Y), n, acc)
+        if self.residual and params is not None and (post.evidence == "ok").any():
+            p, _ = self._latent_predictive(post, params)
+            offset = np.log(p) - np.log1p(-p)
+            post.residual = fit_residual(phi, Y, offset, taus=tuple(self.residual_taus),
+                                         allowed=post.evidence == "ok", min_gain=float(self.residual_min_gain))
+        return post
+
+    def _latent_predictive(self, post: LatentPosterior, params):
+        ps, vs = [], []
+        for m, (a, b) in enumerate(params):
+            p, s = probit_predictive(*logit_moments(post.theta[m], post.cov[m], a, b))
+            ps.append(p)
+            vs.append(s ** 2 + p ** 2)
+        p = np.mean(ps, 0)
+        std = np.sqrt(np.maximum(np.mean(vs, 0) - p ** 2, 0.0))  # mixture over members
+        return np.clip(p, 1e-9, 1 - 1e-9), std
+
+    def predict_posterior(self, X: np.ndarray, post: LatentPosterior, block: int = 16384):
+        """Posterior-predictive P(success) and its spread for every LLM of ``post`` on prompts ``X``.
+
+        Returns
+        -------
+        p : ndarray of shape (k, m)
+            Posterior-predictive mean.
+        std : ndarray of shape (k, m)
+            Its spread from ability (and residual) uncertainty, mixed over ensemble members.
+        """
+        self._check_fitted()
+        with self._threads():
+            return self._predict_posterior(np.asarray(X, dtype=np.float32), post, block)
+
+    def _predict_posterior(self, X, post, block):
+        k = len(post)
+        P, STD = np.empty((k, len(X)), np.float32), np.empty((k, len(X)), np.float32)
+        for s in range(0, len(X), block):
+            sl = slice(s, min(s + block, len(X)))
+            p, std = self._latent_predictive(post, self._params(X[sl]))
+            if post.residual is not None and post.residual.tau.any():
+                rm, rv = post.residual.logit_moments(self.projection_(X[sl]))
+                z = np.log(p) - np.log1p(-p) + rm
+                q = sigmoid(z / np.sqrt(1.0 + np.pi * rv / 8.0))
+                scale = q * (1 - q) / (p * (1 - p))  # d q / d p at fixed residual
+                std = np.sqrt((std * scale) ** 2 + (q * (1 - q)) ** 2 * rv)
+                p = q
+            slope, intercept = getattr(self, "calibration_", (1.0, 0.0))
+            if (slope, intercept) != (1.0, 0.0):
+                q = sigmoid(slope * (np.log(p) - np.log1p(-p)) + intercept)
+                std = std * slope * q * (1 - q) / (p * (1 - p))  # d q / d p
+                p = np.clip(q, 1e-9, 1 - 1e-9)
+            P[:, sl], STD[:, sl] = p, np.minimum(std, np.sqrt(p * (1 - p)))
+        return P, STD
+
+    def _reference_posterior(self, R) -> tuple[LatentPosterior, bool]:
+        self._check_fitted()
+        R = np.asarray(R, dtype=np.float64)
+        single = R.ndim == 1
+        R = check_answers(R[None, :] if single else R, "reference answers")
+        n_ref = len(self.reference_features_)
+        if R.shape[1] != n_ref:
+            raise DataError(f"reference results must have shape (n_llms, {n_ref}), got {R.shape}")
+        with self._threads():
+            return self._posterior(self._ref, self._ref_phi, R), single
+
+    def check_reference(self, r) -> None:
+        """Raise :class:`DataError` unless ``r`` (n_ref,) holds 0/1/NaN answers on the reference set."""
+        r = np.asarray(r, dtype=np.float64)
+        if r.shape != (len(self.reference_features_),):
+            raise DataError(f"reference results must have {len(self.reference_features_)} values, got shape {r.shape}")
+        check_answers(r, "reference answers")
+
+    def predict_distribution(self, X: np.ndarray, R: np.ndarray):
+        """``(p, std, evidence)`` from reference answers ``R`` (k, n_ref): see :meth:`predict_posterior`."""
+        post, single = self._reference_posterior(R)
+        p, std = self.predict_posterior(X, post)
+        return (p[0], std[0], post.evidence[0]) if single else (p, std, post.evidence)
+
+    def predict_proba(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:
+        """P(success) for each LLM and prompt, as :meth:`GenericAssessor.predict_proba`.
+
+        Parameters
+        ----------
+        X : ndarray of shape (m, d)
+        R : ndarray of shape (k, n_ref) or (n_ref,)
+            Reference answers (0/1, NaN = not answered).
+
+        Returns
+        -------
+        ndarray of shape (k, m) (or (m,) for a single vector)
+        """
+        return self.predict_distribution(X, R)[0]
+
+    def predictive_accuracy(self, X: np.ndarray, post: LatentPosterior, level: float = 0.9, n_samples: int = 400,
+                            seed: int = 0, error_sd: float | None = None) -> dict[str, np.ndarray]:
+        """Posterior-predictive band of each LLM's realised accuracy on prompts ``X``.
+
+        Abilities are sampled from each member's posterior (the same number per member), item
+        outcomes from the resulting probabilities, plus the item model's own accuracy error
+        (``error_sd``, default ``accuracy_error_sd_`` estimated on validation LLMs); the band is
+        the central ``level`` interval of the sampled accuracies.
+
+        Returns
+        -------
+        dict with ``mean``, ``low``, ``high``, ``sd``: ndarrays of shape (k,)
+        """
+        self._check_fitted()
+        rng = np.random.default_rng(seed)
+        params = self._params(np.asarray(X, dtype=np.float32))
+        res = None
+        if post.residual is not None and post.residual.tau.any():
+            res = post.residual.w @ self.projection_(X).T  # (k, m), the residual at its posterior mean
+        per = max(1, n_samples // len(params))
+        k = len(post)
+        acc = np.empty((k, per * len(params)))
+        for m, (a, b) in enumerate(params):
+            L = np.linalg.cholesky(post.cov[m])
+            z = rng.standard_normal((k, per, a.shape[1]))
+            th = post.theta[m][:, None, :] + np.einsum("kde,kse->ksd", L, z)
+            logit = th @ a.T - b  # (k, per, n)
+            if res is not None:
+                logit = logit + res[:, None, :]
+            slope, intercept = getattr(self, "calibration_", (1.0, 0.0))
+            logit = slope * logit + intercept
+            outcomes = rng.random(logit.shape) < sigmoid(logit)
+            acc[:, m * per:(m + 1) * per] = outcomes.mean(-1)
+        err = getattr(self, "accuracy_error_sd_", 0.0) if error_sd is None else error_sd
+        if err > 0:
+            acc = np.clip(acc + rng.normal(0.0, err, acc.shape), 0.0, 1.0)
+        lo, hi = (1 - level) / 2, 1 - (1 - level) / 2
+        return {"mean": acc.mean(1), "low": np.quantile(acc, lo, axis=1), "high": np.quantile(acc, hi, axis=1),
+                "sd": acc.std(1)}
+
+    def sample_answers(self, X: np.ndarray, n_llms: int, seed: int = 0, member: int = 0):
+        """Simulated LLMs: abilities from the fitted prior, answers sampled on prompts ``X``.
+
+        Returns
+        -------
+        theta : ndarray of shape (n_llms, D)
+        Y : ndarray of shape (n_llms, m), float32 0/1
+        """
+        self._check_fitted()
+        rng = np.random.default_rng(seed)
+        a, b = item_parameters(self.members_[member]["weights"], np.asarray(X, dtype=np.float32))
+        th = self.priors_[member].sample(n_llms, rng)
+        return th, (rng.random((n_llms, len(a))) < sigmoid(th @ a.T - b)).astype(np.float32)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_ref", None)
+        state.pop("_ref_phi", None)
+        return state
