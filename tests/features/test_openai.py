@@ -72,7 +72,9 @@ class _Handler(BaseHTTPRequestHandler):
         data = []
         for i, text in enumerate(inputs):
             v = _vec(text)
-            if "dimensions" in body and srv.dimensions_mode == "honour":
+            if srv.dimensions_mode == "tokens":  # llama.cpp with pooling "none": one vector per token
+                v = [_vec(tok) for tok in text.split() or [" "]]
+            elif "dimensions" in body and srv.dimensions_mode == "honour":
                 v = (np.array(v[: body["dimensions"]]) / np.linalg.norm(v[: body["dimensions"]])).tolist()
             data.append({"object": "embedding", "index": i, "embedding": v})
         data.reverse()  # clients must order by index, not by position
@@ -154,6 +156,19 @@ def test_unsupported_dimensions_truncated_client_side(serve, prompts, mode, tmp_
     with pytest.raises(ConfigError, match="larger"):
         OpenAIEmbeddingFeaturizer(model="m", dimensions=NATIVE_DIM + 1, base_url=srv.url,
                                   show_progress=False).transform(["a"])
+
+
+def test_per_token_embeddings_are_mean_pooled(serve, prompts, caplog):
+    srv = serve(dimensions_mode="tokens")
+    f = OpenAIEmbeddingFeaturizer(model="m", dimensions=None, base_url=srv.url, batch_size=5, show_progress=False)
+    with caplog.at_level(logging.INFO, logger="assessors.features.openai"):
+        x = f.transform(prompts)
+    want = np.array([np.mean([_vec(tok) for tok in p.split()], axis=0) for p in prompts], dtype=np.float32)
+    assert x.shape == (len(prompts), NATIVE_DIM)  # not (n, tokens, dim) nor tokens-dim vectors
+    np.testing.assert_allclose(x, want, atol=1e-6)
+    assert caplog.text.count("per-token embeddings") == 1
+    short = OpenAIEmbeddingFeaturizer(model="m", dimensions=16, base_url=srv.url, show_progress=False).transform(prompts)
+    np.testing.assert_allclose(short, want[:, :16] / np.linalg.norm(want[:, :16], axis=1, keepdims=True), atol=1e-6)
 
 
 def test_missing_key_for_openai_fails_clearly(monkeypatch):
