@@ -189,7 +189,7 @@ def score(cfg: DictConfig, model=None) -> dict:
     trust = _trust_reports(engine)
     out = pd.DataFrame({"id": np.tile(prompts["id"].to_numpy(), len(names)),
                         "llm": np.repeat(names, len(prompts)), "p_success": P.ravel()})
-    path = write_table(out, cfg.out or "outputs/predict/scores.csv")
+    path = write_table(out, cfg.out or Path(cfg.paths.outputs) / "predict" / "scores.csv")
     log.info("wrote %d scores (%d prompts x %d LLMs) to %s", len(out), len(prompts), len(names), path)
     return _report({"n_prompts": len(prompts), "llms": names, "out": str(path),
                     "mean_p_success": {n: float(P[i].mean()) for i, n in enumerate(names)}, "trust": trust})
@@ -229,7 +229,7 @@ def route(cfg: DictConfig, model=None) -> dict:
     routing = engine.route(prompts["prompt"].tolist())
     df = routing.to_frame()
     df.insert(0, "id", prompts["id"].to_numpy())
-    path = write_table(df, cfg.out or "outputs/predict/routes.csv")
+    path = write_table(df, cfg.out or Path(cfg.paths.outputs) / "predict" / "routes.csv")
     counts = df["llm"].fillna("(abstain)").value_counts().to_dict()
     log.info("routed %d prompts: %s; wrote %s", len(df), counts, path)
     return _report({"n_prompts": len(df), "chosen": counts, "total_expected_cost": float(df["expected_cost"].sum()),

@@ -218,9 +218,18 @@ def test_llama_cpp_server_embeddings(prompts, tmp_path):
         x = f.transform(texts)
         assert x.shape == (4, 64) and x.dtype == np.float32
         np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-5)  # truncated + renormalised
-        full = OpenAIEmbeddingFeaturizer(model=gguf.stem, dimensions=None, base_url=f.base_url,
+        full = OpenAIEmbeddingFeaturizer(model=gguf.stem, dimensions=None, base_url=f.base_url, batch_size=2,
                                          api_key_env="NO_SUCH_KEY_VAR", timeout=300, show_progress=False).transform(texts)
-        assert full.shape[1] > 64  # SmolLM2-135M's native size (576)
+        assert full.shape == (4, 576)  # one vector per text of SmolLM2-135M's native size, not per token
+        # the server pools nothing (a generative model): its per-token vectors, mean-pooled per text,
+        # as llama-cpp-python computes them in process for the same batches
+        from llama_cpp import Llama
+
+        llm = Llama(model_path=str(gguf), embedding=True, n_ctx=2048, verbose=False)
+        tokens = [llm.create_embedding(texts[i:i + 2])["data"] for i in (0, 2)]
+        want = np.array([np.mean(d["embedding"], axis=0) for batch in tokens for d in batch], dtype=np.float32)
+        assert all(np.ndim(d["embedding"]) == 2 for batch in tokens for d in batch)  # per-token output
+        np.testing.assert_allclose(full, want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
         head = full[:, :64] / np.linalg.norm(full[:, :64], axis=1, keepdims=True)
         np.testing.assert_allclose(x, head, atol=1e-4)
         np.testing.assert_allclose(f.transform(texts), x, atol=1e-5)  # deterministic

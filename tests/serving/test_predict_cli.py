@@ -101,4 +101,6 @@ def test_predict_py_score_subprocess(saved_model, files, tmp_path):
                         f"out={out}", f"llms=[{{name: new, reference: {files['csv']}}}]", f"hydra.run.dir={tmp_path}/h"],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert json.loads(r.stdout[r.stdout.index("{"):])["n_prompts"] == 12 and len(pd.read_csv(out)) == 12
+    summary = json.loads(r.stdout)  # stdout is one JSON document: logs and trust reports go to stderr
+    assert summary["n_prompts"] == 12 and len(pd.read_csv(out)) == 12
+    assert "new" in summary["trust"] and "trust report for new" in r.stderr
