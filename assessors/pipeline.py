@@ -227,7 +227,8 @@ def train_assessors(cfg: DictConfig) -> dict[str, float]:
         if cfg.get("validate") is not None:
             from assessors.data.validate import validate_prepared
 
-            validate_prepared(prep, cfg.validate, run)  # adds the train/test leakage check, logs the report
+            # adds the split-size and train/test leakage checks, logs the report
+            validate_prepared(prep, cfg.validate, run, reference_size=cfg.selector.get("size"))
         preds, fitted = predict_methods(cfg, prep)
         from assessors.trust.fit import fit_trust
 

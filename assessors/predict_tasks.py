@@ -115,15 +115,24 @@ def trust_hook(model, trust: Mapping | None):
     return make_trust_fn(model, **opts)
 
 
+def tracking_uri_from_cfg(cfg: DictConfig) -> str | None:
+    """The MLflow store of ``cfg.tracking`` (the same absolute URI train.py logs to), or None."""
+    from assessors.tracking import MlflowTracker, tracker_from_cfg
+
+    tracker = tracker_from_cfg(cfg) if cfg.get("tracking") is not None else None
+    return tracker.uri if isinstance(tracker, MlflowTracker) else None
+
+
 def build_engine(model_uri: str | None, router: Mapping | None = None, llms: Sequence[Mapping] = (),
                  known_llms: Any = None, default_cost: Mapping | None = None, trust: Mapping | None = None,
-                 embed_cache_size: int = 10_000, model=None) -> Engine:
+                 embed_cache_size: int = 10_000, model=None, tracking_uri: str | None = None) -> Engine:
     """Load the assessor from ``model_uri`` (config only) and register the configured LLMs.
 
     ``llms`` entries: ``{name, reference: path | null, cost: {...}}``; a null reference means
-    an LLM known to the model from training.
+    an LLM known to the model from training. ``tracking_uri``: the MLflow store ``runs:/``
+    URIs are looked up in.
     """
-    model = model if model is not None else load_assessor_model(model_uri)
+    model = model if model is not None else load_assessor_model(model_uri, tracking_uri)
     engine = Engine(model, LLMRegistry(model.reference_ids, trust_fn=trust_hook(model, trust),
                                        check=getattr(model.assessor, "check_reference", None)),
                     router=instantiate(_plain(router)) if router else None, embed_cache_size=embed_cache_size)
@@ -146,12 +155,14 @@ def build_engine(model_uri: str | None, router: Mapping | None = None, llms: Seq
 def engine_from_settings(settings) -> Engine:
     """The app factory's default: build the engine from ``ServerSettings``."""
     return build_engine(settings.model_uri, settings.router, settings.llms, settings.known_llms,
-                        settings.default_cost, settings.trust, settings.embed_cache_size)
+                        settings.default_cost, settings.trust, settings.embed_cache_size,
+                        tracking_uri=settings.tracking_uri)
 
 
 def engine_from_cfg(cfg: DictConfig, model=None) -> Engine:
     return build_engine(cfg.model_uri, cfg.get("router"), cfg.get("llms") or [], cfg.get("known_llms"),
-                        cfg.get("default_cost"), cfg.get("trust"), cfg.server.embed_cache_size, model=model)
+                        cfg.get("default_cost"), cfg.get("trust"), cfg.server.embed_cache_size, model=model,
+                        tracking_uri=tracking_uri_from_cfg(cfg))
 
 
 def _report(out: dict) -> dict:
@@ -160,10 +171,12 @@ def _report(out: dict) -> dict:
     return out
 
 
-def _print_trust(engine: Engine) -> None:
-    for e in engine.registry.resolve(None):
-        if e.trust is not None:
-            print(f"trust report for {e.name}: {json.dumps(e.trust, indent=2, default=str)}")
+def _trust_reports(engine: Engine) -> dict[str, dict]:
+    """Trust reports of the registered LLMs that have one, also logged (stderr): stdout holds only the summary."""
+    reports = {e.name: e.trust for e in engine.registry.resolve(None) if e.trust is not None}
+    for name, report in reports.items():
+        log.info("trust report for %s: %s", name, json.dumps(report, indent=2, default=str))
+    return reports
 
 
 # ----------------------------------------------------------------------------- modes
@@ -174,15 +187,15 @@ def score(cfg: DictConfig, model=None) -> dict:
         raise ConfigError("mode=score needs prompts=<CSV or JSONL with a 'prompt' column>")
     prompts = read_prompts(cfg.prompts)
     names, P, STD = engine.predict_with_spread(prompts["prompt"].tolist())
-    _print_trust(engine)
+    trust = _trust_reports(engine)
     out = pd.DataFrame({"id": np.tile(prompts["id"].to_numpy(), len(names)),
                         "llm": np.repeat(names, len(prompts)), "p_success": P.ravel()})
     if STD is not None:  # posterior-predictive spread (assessor=latent)
         out["p_std"] = STD.ravel()
-    path = write_table(out, cfg.out or "outputs/predict/scores.csv")
+    path = write_table(out, cfg.out or Path(cfg.paths.outputs) / "predict" / "scores.csv")
     log.info("wrote %d scores (%d prompts x %d LLMs) to %s", len(out), len(prompts), len(names), path)
     return _report({"n_prompts": len(prompts), "llms": names, "out": str(path),
-                    "mean_p_success": {n: float(P[i].mean()) for i, n in enumerate(names)}})
+                    "mean_p_success": {n: float(P[i].mean()) for i, n in enumerate(names)}, "trust": trust})
 
 
 def calibrate(cfg: DictConfig, engine: Engine) -> dict | None:
@@ -219,7 +232,7 @@ def route(cfg: DictConfig, model=None) -> dict:
     routing = engine.route(prompts["prompt"].tolist())
     df = routing.to_frame()
     df.insert(0, "id", prompts["id"].to_numpy())
-    path = write_table(df, cfg.out or "outputs/predict/routes.csv")
+    path = write_table(df, cfg.out or Path(cfg.paths.outputs) / "predict" / "routes.csv")
     counts = df["llm"].fillna("(abstain)").value_counts().to_dict()
     log.info("routed %d prompts: %s; wrote %s", len(df), counts, path)
     return _report({"n_prompts": len(df), "chosen": counts, "total_expected_cost": float(df["expected_cost"].sum()),
@@ -230,6 +243,7 @@ def server_settings(cfg: DictConfig):
     from assessors.serving.settings import ServerSettings
 
     return ServerSettings.model_validate({**_plain(cfg.server), "model_uri": cfg.model_uri,
+                                          "tracking_uri": tracking_uri_from_cfg(cfg),
                                           "router": _plain(cfg.get("router")), "llms": _plain(cfg.get("llms") or []),
                                           "known_llms": _plain(cfg.get("known_llms")),
                                           "default_cost": _plain(cfg.get("default_cost") or {}),
@@ -256,7 +270,7 @@ def onboard(cfg: DictConfig, model=None) -> dict:
     """Run a new LLM on the model's reference prompts (conf/onboarding) -> ``<out>/reference.csv``."""
     from assessors.onboarding.cli import read_prompts as read_reference_prompts
 
-    model = model if model is not None else load_assessor_model(cfg.model_uri)
+    model = model if model is not None else load_assessor_model(cfg.model_uri, tracking_uri_from_cfg(cfg))
     ob = cfg.onboard
     if not ob.prompts:
         raise ConfigError("mode=onboard needs onboard.prompts=[files with the reference prompts and targets]")

@@ -193,9 +193,12 @@ class PairLogisticRegression(ClassifierMixin, BaseEstimator):
 
         n_theta = 2 * width + 1 if l1 else width + 1
         bounds = [(0.0, None)] * (2 * width) + [(None, None)] if l1 else None
+        # ftol=0: only the projected gradient (tol), max_iter or an exhausted line search stop it. A
+        # relative-decrease rule stops early on flat valleys: at ftol=64 eps an L1 fit with C=2 stopped
+        # at a scaled KKT residual of 4e-8 (tol 1e-9), a coefficient 2.5e-4 from saga's converged optimum
         with torch_threads(self.num_threads):
             res = minimize(objective, np.zeros(n_theta), jac=True, method="L-BFGS-B", bounds=bounds,
-                           options={"maxiter": self.max_iter, "gtol": self.tol, "ftol": 64 * np.finfo(float).eps})
+                           options={"maxiter": self.max_iter, "gtol": self.tol, "ftol": 0.0})
         if res.status == 1:
             warnings.warn(f"PairLogisticRegression(C={self.C}, penalty={self.penalty!r}) did not converge in "
                           f"{self.max_iter} iterations; raise max_iter or tol", ConvergenceWarning, stacklevel=2)

@@ -16,7 +16,10 @@ Checks, each reported with counts and names (nothing is dropped; the caller deci
 * ``missing_llm`` / ``missing_instance``: too many missing cells;
 * ``duplicate_prompts``: the same prompt text under several instance ids;
 * ``leakage``: exact or near-duplicate prompts across train and test (:func:`check_leakage`,
-  on features, after the split).
+  on features, after the split);
+* ``reference_share``: a reference set that takes most of the training prompts (the generic
+  assessor learns from the rest), and ``few_llms``: a split that leaves a single validation or
+  test LLM (:func:`size_issues`, after the split).
 
 Warnings go to the console (logging) and, through :func:`log_validation`, to MLflow.
 ``strict: true`` (or a check named in ``fail_on``) turns warnings into a :class:`DataError`.
@@ -43,7 +46,7 @@ log = logging.getLogger(__name__)
 
 DEFAULTS = dict(strict=False, fail_on=[], min_cells=5, max_missing_llm=0.5, max_missing_instance=0.5,
                 identical_min_cells=50, near_duplicate=0.98, max_names=10, leakage=True, constant_share=0.9,
-                min_llm_cells=20, min_dataset_cells=20, exclude=True)
+                min_llm_cells=20, min_dataset_cells=20, exclude=True, max_reference_share=0.5, min_split_llms=2)
 #: Checks whose offenders are blocks of the data (what ``exclude`` leaves out of the run).
 BLOCK_CHECKS = ("constant_dataset", "mostly_constant_dataset", "few_cells_llm", "few_cells_dataset",
                 "missing_prompt")
@@ -260,11 +263,11 @@ def run_validation(results: Results, cfg_validate=None, needs_text: bool = True)
     return enforce(report, cfg_validate)
 
 
-def validate_prepared(prep, cfg_validate=None, run=None) -> ValidationReport:
-    """Leakage check on a prepared pipeline (split + features) and logging of the full report.
+def validate_prepared(prep, cfg_validate=None, run=None, reference_size: int | None = None) -> ValidationReport:
+    """Size and leakage checks on a prepared pipeline (split + features) and logging of the full report.
 
     The one call for ``pipeline.train_assessors`` after ``prepare``:
-    ``validate_prepared(prep, cfg.get("validate"), run)``.
+    ``validate_prepared(prep, cfg.get("validate"), run, reference_size=cfg.selector.size)``.
     """
     o = _opts(cfg_validate)
     res = prep.results
@@ -274,12 +277,47 @@ def validate_prepared(prep, cfg_validate=None, run=None) -> ValidationReport:
                                stored.get("excluded"))
               if stored else check_results(res, cfg_validate))
     issue, leaks = leakage_issue(prep, o)
-    if issue is not None:
-        report.issues.append(issue)
-        enforce(ValidationReport(report.data, report.n_llms, report.n_instances, [issue]), cfg_validate)
+    new = size_issues(prep.inst, prep.llms, reference_size, o) + ([issue] if issue is not None else [])
+    if new:
+        report.issues += new
+        enforce(ValidationReport(report.data, report.n_llms, report.n_instances, new), cfg_validate)
     if run is not None:
         log_validation(run, report, leaks)
     return report
+
+
+def size_issues(inst: dict, llms: dict, reference_size: int | None, o: dict) -> list[Issue]:
+    """Splits too small to learn or judge from: ``reference_share`` and ``few_llms`` issues.
+
+    Parameters
+    ----------
+    inst, llms : dict
+        Instance ids and LLM names per part (``train``, ``val``, ``test``).
+    reference_size : int or None
+        Reference prompts the selector takes from the training prompts (None: not checked).
+    o : dict
+        Options (``max_reference_share``, ``min_split_llms``).
+    """
+    out = []
+    n_train, n_llms = len(inst.get("train", [])), len(llms.get("train", []))
+    if reference_size and n_train and reference_size / n_train > o["max_reference_share"]:
+        left = max(n_train - int(reference_size), 0)
+        out.append(Issue("reference_share", int(reference_size), [int(reference_size), n_train],
+                         f"the reference set takes {reference_size} of the {n_train} training prompts "
+                         f"({reference_size / n_train:.0%} > max_reference_share {o['max_reference_share']:.0%}): "
+                         f"the generic assessor learns from the other {left} prompts x {n_llms} training LLMs = "
+                         f"{left * n_llms} (LLM, prompt) pairs; use a smaller selector.size or more prompts"))
+    counts = {part: len(llms.get(part, [])) for part in ("train", "val", "test")}
+    few = [(part, n) for part, n in counts.items() if part != "train" and 0 < n < o["min_split_llms"]]
+    if few:
+        what = {"val": "model selection", "test": "the test metrics"}
+        out.append(Issue("few_llms", len(few), [list(f) for f in few],
+                         f"the LLM split ({counts['train']} train / {counts['val']} validation / {counts['test']} test "
+                         f"of {sum(counts.values())} LLMs) leaves "
+                         + " and ".join(f"{n} {'validation' if p == 'val' else 'test'} LLM ({what[p]} rest on it)"
+                                        for p, n in few)
+                         + f", fewer than min_split_llms={o['min_split_llms']}; set llm_split.n_val/n_test or add LLMs"))
+    return out
 
 
 def leakage_issue(prep, o: dict) -> tuple[Issue | None, pd.DataFrame]:

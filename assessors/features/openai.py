@@ -25,6 +25,12 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
     first ``dimensions`` components and L2-renormalised client-side, which is what
     text-embedding-3 does server-side and how the paper truncated its embeddings.
 
+    Servers that return one vector per token instead of one per text (llama-cpp-python's server
+    with a generative model, whose pooling is "none": ``embedding`` is a tokens x dim list per
+    text) are detected, and each text's token vectors are mean-pooled into one vector; an INFO
+    log says so once. Start such servers with mean pooling (llama.cpp ``--pooling mean``) to pool
+    server-side instead.
+
     Parameters
     ----------
     model : str
@@ -81,6 +87,7 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
         state.pop("_send_dimensions", None)
         if isinstance(state.get("base_url"), str):
             state["base_url"] = redact_text(state["base_url"])
+        state.pop("_warned_tokens", None)
         return state
 
     def _url(self) -> str | None:
@@ -146,7 +153,21 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
         rows = sorted(resp.data, key=lambda d: d.index)
         if len(rows) != len(batch):
             raise RuntimeError(f"embedding server returned {len(rows)} vectors for {len(batch)} inputs")
-        return np.asarray([r.embedding for r in rows], dtype=np.float32)
+        return np.stack([self._one_vector(r.embedding) for r in rows])
+
+    def _one_vector(self, embedding) -> np.ndarray:
+        """One text's embedding -> (dim,); per-token output (tokens, dim) is mean-pooled."""
+        e = np.asarray(embedding, dtype=np.float32)
+        if e.ndim == 2 and e.shape[0] > 0:
+            if not getattr(self, "_warned_tokens", False):
+                log.info("server %s returns per-token embeddings (tokens x %d); mean-pooling them per text",
+                         self.base_url or "openai", e.shape[1])
+                self._warned_tokens = True
+            return e.mean(axis=0)
+        if e.ndim != 1 or e.size == 0:
+            raise RuntimeError(f"embedding server {self.base_url or 'openai'} returned an embedding of shape "
+                               f"{e.shape}; expected (dim,) or per-token (tokens, dim)")
+        return e
 
     def _fit_dimensions(self, emb: np.ndarray) -> np.ndarray:
         if self.dimensions is None or emb.shape[1] == self.dimensions:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import logging
+import shlex
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -89,6 +91,7 @@ def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long:
         for path, fig in figs.items():
             run.log_figure(fig, path)
             plt.close(fig)
+    command = None
     if getattr(getattr(cfg, "tracking", None), "log_model", False) and not getattr(prep.featurizer, "uses_results", False):
         from assessors.core.pyfunc import log_assessor_model
 
@@ -97,9 +100,9 @@ def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long:
                                  prep.llms["train"], example_prompts=prep.results.prompts(prep.inst["test"][:2]),
                                  trust_model=fitted.get("trust_model"))
         if uri:
-            summary_uri = uri
-            run.set_tags({"model_uri": summary_uri})
-            log.info("model logged: %s", summary_uri)
+            run.set_tags({"model_uri": uri})
+            log.info("model logged: %s", uri)
+            command = predict_command(cfg, uri, example_prompts(cfg, prep, run.run_id))
     print("\nTest AUC per LLM (rows: test LLMs; columns: methods)\n")
     shown = auc.sort_values(auc.columns[0], ascending=False)
     shown.loc["mean"] = auc.mean(axis=0)
@@ -111,4 +114,41 @@ def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long:
             print(f"{m}: ECE {summary[f'ece/{m}']:.3f}, Brier {summary[f'brier/{m}']:.3f}, "
                   f"log loss {summary[f'log_loss/{m}']:.3f}; selected classifier {gen.classifier_name_}")
     print(f"\nMLflow: {run.location}\n")
+    if command:
+        print(f"Score held-out prompts with this model (P(success) of each training LLM):\n  {command}\n")
+        run.log_text(command + "\n", "predict_command.txt")
     return summary
+
+
+def example_prompts(cfg, prep, run_id: str | None, n: int = 20) -> Path:
+    """Write ``n`` held-out test prompts (``id, prompt``) for the printed ``predict.py`` command."""
+    from assessors.io import atomic_write
+
+    ids = list(prep.inst["test"][:n])
+    df = pd.DataFrame({"id": ids, "prompt": prep.results.prompts(ids)})
+    path = Path(cfg.paths.outputs).resolve() / "predict" / f"prompts_{run_id or 'example'}.csv"
+    return atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))
+
+
+def predict_command(cfg, model_uri: str, prompts: Path) -> str:
+    """The exact ``predict.py`` command that scores ``prompts`` with the model logged at ``model_uri``.
+
+    It names the MLflow store explicitly (the same absolute path or server that ``conf/tracking``
+    gave train.py), so it works from any working directory.
+    """
+    script = Path(__file__).resolve().parents[2] / "predict.py"
+    if not script.exists():  # installed without the repository's entry points
+        script = Path("predict.py")
+    elif script.parent == Path.cwd().resolve():
+        script = Path("predict.py")
+    args = ["mode=score", f"model_uri={model_uri}", f"prompts={prompts}", "known_llms=all"]
+    tracking = cfg.tracking
+    if tracking.get("tracking_uri"):
+        args.append(f"tracking.tracking_uri={tracking.tracking_uri}")
+    else:
+        outputs = Path(cfg.paths.outputs).resolve()
+        args.append(f"paths.outputs={outputs}")
+        db = Path(tracking.db_path).resolve()
+        if db != outputs / "mlflow.db":
+            args.append(f"tracking.db_path={db}")
+    return " ".join(["python", shlex.quote(str(script))] + [shlex.quote(a) for a in args])

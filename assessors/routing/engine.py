@@ -21,23 +21,41 @@ from assessors.routing.registry import LLMRegistry
 log = logging.getLogger(__name__)
 
 
-def load_assessor_model(uri: str):
+def load_assessor_model(uri: str, tracking_uri: str | None = None):
     """Load an :class:`~assessors.core.pyfunc.AssessorModel` from an MLflow model URI or directory.
 
     ``uri`` is a local directory holding an ``MLmodel`` file, or any MLflow model URI
     (``runs:/<id>/assessor``, ``models:/<name>/<version>``). It comes from configuration
-    only; the HTTP API never takes one.
+    only; the HTTP API never takes one. ``tracking_uri`` is the MLflow store that ``runs:/``
+    and ``models:/`` URIs are looked up in (what ``conf/tracking`` resolves to, the store
+    ``train.py`` logs to); None leaves MLflow's own default.
     """
     import mlflow.pyfunc
+    from mlflow.exceptions import MlflowException
 
     if not uri:
         raise ConfigError("model_uri is not set: pass model_uri=<MLflow model URI or directory of a logged assessor>")
     local = Path(uri)
-    if "://" not in uri and not uri.startswith(("runs:", "models:")):
+    tracked = uri.startswith(("runs:", "models:"))
+    if "://" not in uri and not tracked:
         if not (local / "MLmodel").exists():
             raise ConfigError(f"model_uri {uri!r}: no MLmodel file in that directory (expected a logged 'assessor' model)")
         uri = str(local.resolve())
-    model = mlflow.pyfunc.load_model(uri).unwrap_python_model()
+    if tracked and tracking_uri:
+        db = tracking_uri[len("sqlite:///"):] if tracking_uri.startswith("sqlite:///") else None
+        if db is not None and not Path(db).exists():
+            # connecting would create an empty store and then report the run as missing
+            raise ConfigError(f"model_uri {uri!r}: no MLflow store at {db} (train.py logs to <paths.outputs>/mlflow.db; "
+                              "pass the paths.outputs=... that training used, or tracking.tracking_uri=<server>)")
+        mlflow.set_tracking_uri(tracking_uri)
+    try:
+        model = mlflow.pyfunc.load_model(uri).unwrap_python_model()
+    except MlflowException as e:
+        if not tracked:
+            raise
+        where = tracking_uri or mlflow.get_tracking_uri()
+        raise ConfigError(f"model_uri {uri!r} not found in the MLflow store {where}: {e.message} "
+                          "(pass the paths.outputs=... or tracking.tracking_uri=... that training used)") from e
     for attr in ("assessor", "featurizer", "reference_ids"):
         if not hasattr(model, attr):
             raise ConfigError(f"model_uri {uri!r} is not an assessors AssessorModel (no {attr!r})")

@@ -41,6 +41,7 @@ class ServerSettings(_Cfg):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
     model_uri: Optional[str] = None
+    tracking_uri: Optional[str] = Field(None, description="MLflow store that runs:/ and models:/ URIs resolve in")
     auth: AuthSettings = Field(default_factory=AuthSettings)
     limits: Limits = Field(default_factory=Limits)
     embed_cache_size: int = Field(10_000, ge=0)

@@ -149,3 +149,39 @@ def test_few_cells_and_missing_prompts_are_flagged():
     assert "missing_prompt" not in check_results(res, {}, needs_text=False).counts()
     few = check_results(res.subset(ids=res.instance_ids[:70]), {"min_dataset_cells": 200})
     assert next(i for i in few.issues if i.check == "few_cells_dataset").names[0][0] == "bad"
+
+
+def test_small_splits_are_reported_with_their_numbers():
+    from assessors.data.validate import DEFAULTS, size_issues
+
+    # 6 LLMs split 4/1/1, 112 training prompts, 100 of them taken as the reference set
+    inst = {"train": [f"i{k}" for k in range(112)], "val": [], "test": []}
+    llms = {"train": ["a", "b", "c", "d"], "val": ["e"], "test": ["f"]}
+    issues = {i.check: i for i in size_issues(inst, llms, 100, DEFAULTS)}
+    assert set(issues) == {"reference_share", "few_llms"}
+    assert "100 of the 112 training prompts (89%" in issues["reference_share"].message
+    assert "12 prompts x 4 training LLMs = 48 (LLM, prompt) pairs" in issues["reference_share"].message
+    assert "4 train / 1 validation / 1 test of 6 LLMs" in issues["few_llms"].message
+    assert issues["few_llms"].names == [["val", 1], ["test", 1]]
+    # enough prompts and LLMs, or no validation LLMs at all (a choice, not an accident): nothing
+    assert size_issues(inst, {"train": list("abcd"), "val": [], "test": ["e", "f"]}, 50, DEFAULTS) == []
+    assert size_issues(inst, llms, 100, {**DEFAULTS, "max_reference_share": 0.9, "min_split_llms": 1}) == []
+
+
+def test_small_real_split_warns_and_fails_under_strict(compose, caplog):
+    import logging
+
+    from assessors.pipeline import prepare
+
+    small = ["data.subtasks=[bbh_navigate]", "features=success_pattern", "selector.size=100",
+             "llm_split.n_train=4", "llm_split.n_val=1", "llm_split.n_test=1"]
+    cfg = compose(small)
+    prep = prepare(cfg)
+    with caplog.at_level(logging.WARNING, logger="assessors.data.validate"):
+        rep = validate_prepared(prep, cfg.validate, reference_size=cfg.selector.size)
+    n_train = len(prep.inst["train"])
+    assert rep.counts()["reference_share"] == 100 and rep.counts()["few_llms"] == 2
+    assert f"takes 100 of the {n_train} training prompts" in caplog.text
+    strict = compose(small + ["validate.fail_on=[reference_share]"])
+    with pytest.raises(DataError, match=f"100 of the {n_train} training prompts"):
+        validate_prepared(prepare(strict), strict.validate, reference_size=100)

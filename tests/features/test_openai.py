@@ -72,7 +72,9 @@ class _Handler(BaseHTTPRequestHandler):
         data = []
         for i, text in enumerate(inputs):
             v = _vec(text)
-            if "dimensions" in body and srv.dimensions_mode == "honour":
+            if srv.dimensions_mode == "tokens":  # llama.cpp with pooling "none": one vector per token
+                v = [_vec(tok) for tok in text.split() or [" "]]
+            elif "dimensions" in body and srv.dimensions_mode == "honour":
                 v = (np.array(v[: body["dimensions"]]) / np.linalg.norm(v[: body["dimensions"]])).tolist()
             data.append({"object": "embedding", "index": i, "embedding": v})
         data.reverse()  # clients must order by index, not by position
@@ -156,6 +158,19 @@ def test_unsupported_dimensions_truncated_client_side(serve, prompts, mode, tmp_
                                   show_progress=False).transform(["a"])
 
 
+def test_per_token_embeddings_are_mean_pooled(serve, prompts, caplog):
+    srv = serve(dimensions_mode="tokens")
+    f = OpenAIEmbeddingFeaturizer(model="m", dimensions=None, base_url=srv.url, batch_size=5, show_progress=False)
+    with caplog.at_level(logging.INFO, logger="assessors.features.openai"):
+        x = f.transform(prompts)
+    want = np.array([np.mean([_vec(tok) for tok in p.split()], axis=0) for p in prompts], dtype=np.float32)
+    assert x.shape == (len(prompts), NATIVE_DIM)  # not (n, tokens, dim) nor tokens-dim vectors
+    np.testing.assert_allclose(x, want, atol=1e-6)
+    assert caplog.text.count("per-token embeddings") == 1
+    short = OpenAIEmbeddingFeaturizer(model="m", dimensions=16, base_url=srv.url, show_progress=False).transform(prompts)
+    np.testing.assert_allclose(short, want[:, :16] / np.linalg.norm(want[:, :16], axis=1, keepdims=True), atol=1e-6)
+
+
 def test_missing_key_for_openai_fails_clearly(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
@@ -203,9 +218,18 @@ def test_llama_cpp_server_embeddings(prompts, tmp_path):
         x = f.transform(texts)
         assert x.shape == (4, 64) and x.dtype == np.float32
         np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-5)  # truncated + renormalised
-        full = OpenAIEmbeddingFeaturizer(model=gguf.stem, dimensions=None, base_url=f.base_url,
+        full = OpenAIEmbeddingFeaturizer(model=gguf.stem, dimensions=None, base_url=f.base_url, batch_size=2,
                                          api_key_env="NO_SUCH_KEY_VAR", timeout=300, show_progress=False).transform(texts)
-        assert full.shape[1] > 64  # SmolLM2-135M's native size (576)
+        assert full.shape == (4, 576)  # one vector per text of SmolLM2-135M's native size, not per token
+        # the server pools nothing (a generative model): its per-token vectors, mean-pooled per text,
+        # as llama-cpp-python computes them in process for the same batches
+        from llama_cpp import Llama
+
+        llm = Llama(model_path=str(gguf), embedding=True, n_ctx=2048, verbose=False)
+        tokens = [llm.create_embedding(texts[i:i + 2])["data"] for i in (0, 2)]
+        want = np.array([np.mean(d["embedding"], axis=0) for batch in tokens for d in batch], dtype=np.float32)
+        assert all(np.ndim(d["embedding"]) == 2 for batch in tokens for d in batch)  # per-token output
+        np.testing.assert_allclose(full, want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
         head = full[:, :64] / np.linalg.norm(full[:, :64], axis=1, keepdims=True)
         np.testing.assert_allclose(x, head, atol=1e-4)
         np.testing.assert_allclose(f.transform(texts), x, atol=1e-5)  # deterministic

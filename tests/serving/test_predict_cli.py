@@ -101,4 +101,17 @@ def test_predict_py_score_subprocess(saved_model, files, tmp_path):
                         f"out={out}", f"llms=[{{name: new, reference: {files['csv']}}}]", f"hydra.run.dir={tmp_path}/h"],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert json.loads(r.stdout[r.stdout.index("{"):])["n_prompts"] == 12 and len(pd.read_csv(out)) == 12
+    summary = json.loads(r.stdout)  # stdout is one JSON document: logs and trust reports go to stderr
+    assert summary["n_prompts"] == 12 and len(pd.read_csv(out)) == 12
+    assert "new" in summary["trust"] and "trust report for new" in r.stderr
+
+
+def test_tracked_model_uri_uses_the_configured_store(compose, files, tmp_path):
+    from assessors.predict_tasks import score, tracking_uri_from_cfg
+
+    cfg = compose(["model_uri=runs:/0123456789abcdef/assessor", f"prompts={files['prompts']}"], config_name="predict")
+    # the store train.py logs to, as an absolute path, from conf/tracking + conf/paths
+    assert tracking_uri_from_cfg(cfg) == f"sqlite:///{tmp_path}/outputs/mlflow.db"
+    with pytest.raises(ConfigError, match=f"no MLflow store at {tmp_path}/outputs/mlflow.db"):
+        score(cfg)
+    assert not (tmp_path / "outputs" / "mlflow.db").exists()  # not created empty by the failed lookup
