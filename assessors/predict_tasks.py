@@ -259,6 +259,15 @@ def onboard(cfg: DictConfig, model=None) -> dict:
     ob = cfg.onboard
     if not ob.prompts:
         raise ConfigError("mode=onboard needs onboard.prompts=[files with the reference prompts and targets]")
+    strategy = ob.get("strategy", "reference")
+    if strategy not in ("auto", "adaptive", "reference"):
+        raise ConfigError(f"onboard.strategy must be auto, adaptive or reference, got {strategy!r}")
+    adaptive_ok = hasattr(model.assessor, "posterior")
+    if strategy == "adaptive" and not adaptive_ok:
+        raise ConfigError(f"onboard.strategy=adaptive needs a latent assessor (train with assessor=latent); "
+                          f"{model_uri_name(cfg)} holds {type(model.assessor).__name__}. Use onboard.strategy=reference")
+    if strategy == "adaptive" or (strategy == "auto" and adaptive_ok):
+        return _report(onboard_adaptive(cfg, model))
     ref_ids = list(model.reference_ids)
     prompts = read_reference_prompts(list(ob.prompts), ids=set(ref_ids))
     missing = sorted(set(ref_ids) - set(prompts["instance_id"]))
@@ -276,3 +285,30 @@ def onboard(cfg: DictConfig, model=None) -> dict:
     reg = LLMRegistry(ref_ids, trust_fn=trust_hook(model, cfg.get("trust")))
     entry = reg.register(name, read_reference(path), source=str(path))
     return _report({"llm": name, "reference": str(path), **entry.summary(), "onboarding": summary})
+
+
+def model_uri_name(cfg: DictConfig) -> str:
+    return str(cfg.get("model_uri") or "the model")
+
+
+def onboard_adaptive(cfg: DictConfig, model) -> dict:
+    """Ask the new LLM adaptively chosen prompts of the pool (``onboard.prompts``) -> ``<out>/answers.csv``."""
+    import hashlib
+
+    from assessors.onboarding.adaptive_run import AdaptiveOnboarding
+    from assessors.onboarding.cli import read_prompts as read_pool
+
+    ob = cfg.onboard
+    pool = read_pool(list(ob.prompts))
+    if pool.empty:
+        raise DataError(f"the candidate pool {list(ob.prompts)} holds no prompts")
+    X_target = None
+    if ob.get("target"):
+        X_target = model.featurizer.transform(read_prompts(ob.target)["prompt"].tolist())
+    # the assessor's identity: its reference ids and item network (a retrained model is another assessor)
+    a, b = model.assessor.item_parameters(model.assessor.reference_features_[:16])
+    ident = hashlib.sha256(json.dumps(list(model.reference_ids)).encode()
+                           + np.round(a, 4).tobytes() + np.round(b, 4).tobytes()).hexdigest()[:16]
+    runner = AdaptiveOnboarding(instantiate(cfg.onboarding), instantiate(cfg.adaptive), model.assessor,
+                                model.featurizer, assessor_id=ident)
+    return {"strategy": "adaptive", **runner.run(pool, Path(ob.out_dir), X_target=X_target)}
