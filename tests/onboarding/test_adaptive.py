@@ -5,33 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from assessors.core.latent import LatentAssessor
-from assessors.core.posterior import sigmoid
 from assessors.errors import ConfigError, DataError, NotFittedError
 from assessors.onboarding.adaptive import AdaptiveSelector
-
-FAST = dict(dims=1, hidden_sizes=(16,), dropout=0.0, lr=0.01, weight_decay=1e-4, n_members=1, batch_prompts=64,
-            max_epochs=40, patience=4, residual=False, residual_dims=4, num_threads=1)
+from tests.latent_sim import fit_simulated
 
 
 @pytest.fixture(scope="module")
 def sim():
-    """A latent model fitted on simulated LLMs; new LLMs with known abilities and true probabilities."""
-    rng = np.random.default_rng(1)
-    n_prompts, d = 900, 6
-    X = rng.standard_normal((n_prompts, d)).astype(np.float32)
-    u, v = rng.standard_normal(d) / np.sqrt(d), rng.standard_normal(d) / np.sqrt(d)
-    a = np.log1p(np.exp(1.5 * X @ u)) + 0.5
-    b = 2.0 * X @ v  # a wide range of difficulties: most prompts are uninformative for a given LLM
-    theta = rng.standard_normal(140)
-    P = sigmoid(np.outer(theta, a) - b)
-    S = (rng.random(P.shape) < P).astype(np.float32)
-    tr_llm, va_llm, new = np.arange(60), np.arange(60, 75), np.arange(75, 140)
-    pool, target = np.arange(600), np.arange(600, 900)
-    ref = np.arange(0, 600, 10)
-    val = (X[target[:100]], S[np.ix_(va_llm, target[:100])], S[np.ix_(va_llm, pool)][:, ref])
-    model = LatentAssessor(**FAST).fit(X[pool], S[np.ix_(tr_llm, pool)], ref, validation=val)
-    return model, dict(X=X, S=S, P=P, new=new, pool=pool, target=target)
+    return fit_simulated()
 
 
 def _errors(model, sel, d, n):
