@@ -311,4 +311,14 @@ def onboard_adaptive(cfg: DictConfig, model) -> dict:
                            + np.round(a, 4).tobytes() + np.round(b, 4).tobytes()).hexdigest()[:16]
     runner = AdaptiveOnboarding(instantiate(cfg.onboarding), instantiate(cfg.adaptive), model.assessor,
                                 model.featurizer, assessor_id=ident)
-    return {"strategy": "adaptive", **runner.run(pool, Path(ob.out_dir), X_target=X_target)}
+    summary = {"strategy": "adaptive", **runner.run(pool, Path(ob.out_dir), X_target=X_target)}
+    trust = _plain(cfg.get("trust")) or {}
+    if trust.get("enabled", True) and "_target_" not in trust:
+        from assessors.trust.posterior_report import posterior_trust
+
+        sel = runner.selector_
+        report = posterior_trust(model.assessor, sel.X_pool_[runner.asked_], runner.answers_, sel.X_target_,
+                                 llm=summary["llm"], seed=int(cfg.seed))
+        summary["trust"] = report.to_dict()
+        print(f"trust report for {summary['llm']}: {report.message}", file=sys.stderr)
+    return summary

@@ -60,6 +60,15 @@ class AdaptiveOnboarding:
         Identity of the assessor (e.g. the model URI or a hash of its reference ids), pinned in the manifest.
     max_failed_batches : int
         Consecutive batches without a single answer before the run stops with :class:`OfflineError`.
+
+    Attributes
+    ----------
+    selector_ : AdaptiveSelector
+        Fitted on the pool (after :meth:`run`).
+    asked_ : ndarray of shape (n_asked,)
+        Pool positions asked, in order.
+    answers_ : ndarray of shape (n_asked,)
+        Their graded answers (NaN where the endpoint failed).
     """
 
     def __init__(self, onboarder, selector, assessor, featurizer, assessor_id: str = "", max_failed_batches: int = 3):
@@ -190,6 +199,7 @@ class AdaptiveOnboarding:
             bar.close()
         state["stop_reason"] = reason
         self._write(out, state)
+        self.selector_, self.asked_, self.answers_ = sel, np.asarray(asked, dtype=int), np.asarray(answers, dtype=float)
         seq = pd.DataFrame({"order": np.arange(len(asked)), "instance_id": [df.index[j] for j in asked],
                             "success": answers})
         atomic_write(out / "answers.csv", lambda tmp: seq.to_csv(tmp, index=False))

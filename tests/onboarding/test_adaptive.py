@@ -132,3 +132,12 @@ def test_bad_configuration_and_input(sim):
     sel = AdaptiveSelector().fit(model, X_pool)
     with pytest.raises(DataError, match="answers"):
         sel.posterior([1, 2], [1.0])
+
+
+def test_predict_config_builds_the_selector(compose):
+    from hydra.utils import instantiate
+
+    cfg = compose(["mode=onboard", "adaptive.budget=7", "adaptive.criterion=d_optimal", "seed=3"], config_name="predict")
+    sel = instantiate(cfg.adaptive)
+    assert isinstance(sel, AdaptiveSelector) and (sel.budget, sel.criterion, sel.seed) == (7, "d_optimal", 3)
+    assert cfg.onboard.strategy == "auto"
