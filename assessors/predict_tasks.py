@@ -124,7 +124,8 @@ def build_engine(model_uri: str | None, router: Mapping | None = None, llms: Seq
     an LLM known to the model from training.
     """
     model = model if model is not None else load_assessor_model(model_uri)
-    engine = Engine(model, LLMRegistry(model.reference_ids, trust_fn=trust_hook(model, trust)),
+    engine = Engine(model, LLMRegistry(model.reference_ids, trust_fn=trust_hook(model, trust),
+                                       check=getattr(model.assessor, "check_reference", None)),
                     router=instantiate(_plain(router)) if router else None, embed_cache_size=embed_cache_size)
     default_cost = dict(_plain(default_cost) or {})
     known = list(getattr(model, "llms", []))
@@ -282,7 +283,8 @@ def onboard(cfg: DictConfig, model=None) -> dict:
     ref = pd.DataFrame({"reference_id": results.instance_ids, "success": results.success[0]})
     path = write_table(ref, out_dir / "reference.csv")
     # registering validates the vector against the model and computes the trust report (when configured)
-    reg = LLMRegistry(ref_ids, trust_fn=trust_hook(model, cfg.get("trust")))
+    reg = LLMRegistry(ref_ids, trust_fn=trust_hook(model, cfg.get("trust")),
+                      check=getattr(model.assessor, "check_reference", None))
     entry = reg.register(name, read_reference(path), source=str(path))
     return _report({"llm": name, "reference": str(path), **entry.summary(), "onboarding": summary})
 

@@ -95,7 +95,8 @@ class LatentAssessor(BaseEstimator):
         Log Bayes factor the residual needs over none to be switched on for an LLM.
     seed : int
     num_threads : int, optional
-        Torch threads while training (None: torch's setting).
+        Torch threads while training (None: torch's setting). One by default: the steps are tiny and
+        latency-bound, and two threads spinning against each other made training 7x slower on 2 busy cores.
     progress : bool
         Lightning progress bars.
 
@@ -115,7 +116,7 @@ class LatentAssessor(BaseEstimator):
                  max_epochs: int = 60, patience: int = 5, monitor: str = "loss", validation_fraction: float = 0.1,
                  residual: bool = True, residual_dims: int = 32, residual_taus=(0.05, 0.1, 0.2, 0.4),
                  residual_min_gain: float = 1.0, seed: int = 0,
-                 num_threads: int | None = None, progress: bool = False):
+                 num_threads: int | None = 1, progress: bool = False):
         self.dims = dims
         self.hidden_sizes = hidden_sizes
         self.dropout = dropout
@@ -358,6 +359,13 @@ class LatentAssessor(BaseEstimator):
         if R.shape[1] != n_ref:
             raise DataError(f"reference results must have shape (n_llms, {n_ref}), got {R.shape}")
         return self._posterior(self._ref, self._ref_phi, R), single
+
+    def check_reference(self, r) -> None:
+        """Raise :class:`DataError` unless ``r`` (n_ref,) holds 0/1/NaN answers on the reference set."""
+        r = np.asarray(r, dtype=np.float64)
+        if r.shape != (len(self.reference_features_),):
+            raise DataError(f"reference results must have {len(self.reference_features_)} values, got shape {r.shape}")
+        check_answers(r, "reference answers")
 
     def predict_distribution(self, X: np.ndarray, R: np.ndarray):
         """``(p, std, evidence)`` from reference answers ``R`` (k, n_ref): see :meth:`predict_posterior`."""

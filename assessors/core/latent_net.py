@@ -9,6 +9,7 @@ ever built. Inference needs no torch: :func:`item_parameters` runs the stored we
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import torch
@@ -109,7 +110,9 @@ def train_member(X, llm_idx, inst_idx, y, n_llms: int, *, train_prompts, dims, h
     the one early stopping watches, and the best epoch's weights are restored.
     """
     X = np.ascontiguousarray(X, dtype=np.float32)
-    with _quiet_lightning(num_threads), torch.random.fork_rng(devices=[]):
+    with _quiet_lightning(num_threads), torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+        # the loader has no workers, so the length of the iterable dataset is exact
+        warnings.filterwarnings("ignore", message=".*IterableDataset.*__len__.*")
         torch.manual_seed(seed)
         module = LatentIRTModule(X.shape[1], n_llms, dims, hidden_sizes, dropout, lr, weight_decay, prior_var,
                                  n_pairs=len(y), validate=validate)

@@ -62,7 +62,8 @@ class Engine:
     def __init__(self, model, registry: LLMRegistry | None = None, router: Router | None = None,
                  embed_cache_size: int = 10_000, trust_fn: Callable | None = None):
         self.model = model
-        self.registry = registry if registry is not None else LLMRegistry(model.reference_ids, trust_fn=trust_fn)
+        self.registry = registry if registry is not None else LLMRegistry(
+            model.reference_ids, trust_fn=trust_fn, check=getattr(model.assessor, "check_reference", None))
         self.router = router
         self.embed_cache_size = int(embed_cache_size)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()

@@ -107,13 +107,17 @@ class LLMRegistry:
         stored as ``RegisteredLLM.trust`` and returned with the LLM (the hook for trust reports).
     min_answered : int
         Fewest answered reference items accepted.
+    check : callable or None
+        ``check(reference (n_ref,))`` raising :class:`DataError` for vectors the assessor cannot use
+        (e.g. ``LatentAssessor.check_reference``: answers must be 0/1), so they fail at registration.
     """
 
     def __init__(self, reference_ids: Sequence[str], trust_fn: Callable[[np.ndarray], dict] | None = None,
-                 min_answered: int = 1):
+                 min_answered: int = 1, check: Callable[[np.ndarray], None] | None = None):
         self.reference_ids = list(reference_ids)
         self.trust_fn = trust_fn
         self.min_answered = int(min_answered)
+        self.check = check
         self._llms: dict[str, RegisteredLLM] = {}
         self._lock = threading.Lock()
 
@@ -124,6 +128,8 @@ class LLMRegistry:
             raise DataError("LLM name must be a non-empty string")
         r = reference_vector(reference, self.reference_ids, source=f"{source} for LLM {name!r}",
                              min_answered=self.min_answered)
+        if self.check is not None:
+            self.check(r)
         if cost is None:
             cost = CostModel()
         elif isinstance(cost, Mapping):

@@ -138,3 +138,19 @@ def test_residual_ranks_where_the_offset_cannot_and_stays_off_otherwise():
     assert res.tau[0] > 0 and res.tau[1] == 0
     assert np.corrcoef(res.w[0], w)[0, 1] > 0.9
     assert np.all(res.w[1] == 0)
+
+
+@pytest.mark.slow
+def test_train_py_runs_with_assessor_latent_on_small_real_data(compose):
+    """``train.py assessor=latent`` end to end on a real slice, with the usual baselines and report."""
+    from assessors.pipeline import train_assessors
+
+    cfg = compose(["assessor=latent", "features=success_pattern", "data.subtasks=[bbh_navigate,bbh_snarks,bbh_web_of_lies]",
+                   "selector.size=30", "llm_split.n_train=30", "llm_split.n_val=6", "llm_split.n_test=6",
+                   "assessor.n_members=1", "assessor.hidden_sizes=[16]", "assessor.max_epochs=8", "assessor.residual_dims=8",
+                   "compare.specific=false", "compare.random_selector=false",
+                   "classifier.param_grid.n_estimators=[30]", "classifier.param_grid.max_depth=[2]",
+                   "specific.classifiers.xgboost.param_grid.n_estimators=[30]", "plots=false"])
+    summary = train_assessors(cfg)
+    assert summary["auc/generic"] > 0.6  # the latent assessor, in the generic assessor's slot
+    assert {"auc/all_train_data", "auc/reference_only"} <= set(summary)

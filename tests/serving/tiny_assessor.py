@@ -12,7 +12,8 @@ N_TRAIN_LLMS = 20
 N_REF = 30
 
 
-def fit_tiny(data_dir):
+def fit_tiny(data_dir, assessor=None):
+    """``assessor``: an unfitted assessor with the generic interface (default: XGBoost generic)."""
     from xgboost import XGBClassifier
 
     from assessors.classifiers.grid import ParamGrid
@@ -34,8 +35,10 @@ def fit_tiny(data_dir):
     ref_index = np.sort(rng.choice(len(train_ids), N_REF, replace=False))
     ref_ids = [train_ids[i] for i in ref_index]
     S = res.matrix(train_llms, train_ids)
-    grid = ParamGrid(XGBClassifier(n_estimators=40, max_depth=3, n_jobs=1, tree_method="hist", random_state=0))
-    gen = GenericAssessor(grid).fit(X, S, ref_index)
+    if assessor is None:
+        assessor = GenericAssessor(ParamGrid(XGBClassifier(n_estimators=40, max_depth=3, n_jobs=1, tree_method="hist",
+                                                           random_state=0)))
+    gen = assessor.fit(X, S, ref_index)
     model = AssessorModel(gen, feat, ref_ids, res.matrix(train_llms, ref_ids), train_llms)
     return {"model": model, "results": res, "train_llms": train_llms, "test_llms": test_llms,
             "test_ids": test_ids, "reference_ids": ref_ids}
