@@ -84,31 +84,34 @@ def fixed_selector(cfg, name: str, size: int, prep):
     return np.asarray(sel.reference_index_)
 
 
-def run_seed(seed: int, overrides: list[str], sizes, strategies) -> dict:
-    from assessors.onboarding.adaptive import AdaptiveSelector
+def fitted(seed: int, overrides: list[str]):
+    """``(cfg, prep, latent assessor, seconds)`` of ``train.py assessor=latent`` for one seed (model cached
+    in ``$ADAPTIVE_BENCH_MODEL_CACHE`` when set)."""
+    import hashlib
+    import pickle
+
     from assessors.pipeline import fit_generic, prepare
 
     cfg = compose([f"seed={seed}", "assessor=latent", "tracking=none", "plots=false", *overrides])
     t0 = time.perf_counter()
     prep = prepare(cfg)
-    model = None
     cache = None
     if MODEL_CACHE:
-        import hashlib
-        import pickle
-
         key = hashlib.sha256(json.dumps([seed, overrides]).encode()).hexdigest()[:12]
         cache = Path(MODEL_CACHE) / f"latent_{key}.pkl"
         if cache.exists():
-            model = pickle.loads(cache.read_bytes())
-    if model is None:
-        model, _ = fit_generic(cfg, prep)
-        if cache is not None:
-            import pickle
+            return cfg, prep, pickle.loads(cache.read_bytes()), time.perf_counter() - t0
+    model, _ = fit_generic(cfg, prep)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_bytes(pickle.dumps(model))
+    return cfg, prep, model, time.perf_counter() - t0
 
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            cache.write_bytes(pickle.dumps(model))
-    fit_s = time.perf_counter() - t0
+
+def run_seed(seed: int, overrides: list[str], sizes, strategies) -> dict:
+    from assessors.onboarding.adaptive import AdaptiveSelector
+
+    cfg, prep, model, fit_s = fitted(seed, overrides)
     X_pool, X_te = prep.X["train"], prep.X["test"]
     Y_pool = prep.S("test", "train")  # the test LLMs' answers on the candidate pool
     S_te = prep.S("test", "test")
