@@ -7,7 +7,7 @@ fits the latent assessor once. Each held-out test LLM is then "onboarded" from t
 * ``random``: the paper's random selector (``RandomSelector``, size n; n=100 is the reference set
   ``train.py`` uses);
 * ``kmeans_irt`` / ``kmeans_embeddings``: the paper's clustering selectors (conf/selector), size n;
-* ``adaptive_<criterion>[_explore<e>]``: :class:`AdaptiveSelector` one question at a time.
+* ``adaptive_<criterion>[_explore<e>][_strata<k>]``: :class:`AdaptiveSelector` one question at a time.
 
 For every number of questions n, the posterior from those answers predicts the test prompts:
 mean test AUC over test LLMs, and the mean absolute error of the predicted accuracy on the test
@@ -34,7 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 SIZES = (5, 10, 20, 30, 50, 100, 200)
 MODEL_CACHE = os.environ.get("ADAPTIVE_BENCH_MODEL_CACHE")  # a directory: reuse fitted models across runs
-ADAPTIVE = (("d_optimal", 0.0), ("mixed", 0.0), ("mixed", 0.25), ("accuracy", 0.0))
+# criterion, explore, strata: greedy variants, then the stratified default (conf/onboarding/adaptive)
+ADAPTIVE = (("d_optimal", 0.0, 0), ("mixed", 0.0, 0), ("mixed", 0.25, 0), ("accuracy", 0.0, 0),
+            ("d_optimal", 0.0, 20), ("target", 0.0, 20), ("mixed", 0.0, 20))
 
 
 def compose(overrides):
@@ -125,15 +127,17 @@ def run_seed(seed: int, overrides: list[str], sizes, strategies) -> dict:
                 idx = fixed_selector(cfg, name, n, prep)
                 curve[n] = metrics(model, [X_pool[idx]] * len(S_te), [Y_pool[k, idx] for k in range(len(S_te))], X_te, S_te)
         else:
-            crit, explore = name.split(":")
-            sel = AdaptiveSelector(criterion=crit, explore=float(explore), budget=max(sizes), seed=seed).fit(model, X_pool)
+            crit, explore, strata = (name.split(":") + ["0"])[:3]
+            sel = AdaptiveSelector(criterion=crit, explore=float(explore), strata=int(strata), budget=max(sizes),
+                                   seed=seed).fit(model, X_pool)
             seqs = []
             for k in range(len(S_te)):
                 asked, y = sel.simulate(lambda j: Y_pool[k, j], n_max=max(sizes))
                 seqs.append((asked, y))
             for n in sizes:
                 curve[n] = metrics(model, [X_pool[a[:n]] for a, _ in seqs], [y[:n] for _, y in seqs], X_te, S_te)
-            name = f"adaptive_{crit}" + (f"_explore{explore}" if float(explore) else "")
+            name = f"adaptive_{crit}" + (f"_explore{explore}" if float(explore) else "") + \
+                (f"_strata{strata}" if int(strata) else "")
         out["curves"][name] = curve
         print(f"seed {seed} {name}: {time.perf_counter() - t0:.0f}s "
               + " ".join(f"n={n}: auc {c['auc']:.4f} mae {c['mae_model']:.4f}" for n, c in curve.items()),
@@ -165,8 +169,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     ap.add_argument("--strategies", nargs="+",
-                    default=["random", "kmeans_irt", "kmeans_embeddings"] + [f"{c}:{e}" for c, e in ADAPTIVE],
-                    help="fixed selectors by name, adaptive ones as criterion:explore")
+                    default=["random", "kmeans_irt", "kmeans_embeddings"] + [f"{c}:{e}:{k}" for c, e, k in ADAPTIVE],
+                    help="fixed selectors by name, adaptive ones as criterion:explore[:strata]")
     ap.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     ap.add_argument("--figure", type=Path, default=None)
     ap.add_argument("overrides", nargs="*", help="Hydra overrides of train.yaml (after --)")
