@@ -145,6 +145,10 @@ def run_seed(seed: int, overrides: list[str], sizes, strategies) -> dict:
     return out
 
 
+def _at(curve: dict, n: int) -> dict:
+    return curve[n] if n in curve else curve[str(n)]  # int keys in-process, str keys after JSON
+
+
 def plot(summary, path: Path) -> None:
     import matplotlib.pyplot as plt
 
@@ -152,7 +156,7 @@ def plot(summary, path: Path) -> None:
     for name in summary["runs"][0]["curves"]:
         sizes = sorted(int(n) for n in summary["runs"][0]["curves"][name])
         for ax, key in zip(axes, ("auc", "mae_model")):
-            vals = [np.mean([r["curves"][name][n][key] for r in summary["runs"]]) for n in sizes]
+            vals = [np.mean([_at(r["curves"][name], n)[key] for r in summary["runs"]]) for n in sizes]
             ax.plot(sizes, vals, marker="o", label=name)
     for ax, lab in zip(axes, ("mean test AUC", "accuracy MAE on test prompts")):
         ax.set_xscale("log")
@@ -164,6 +168,16 @@ def plot(summary, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def table(summary) -> str:
+    """Markdown: mean test AUC / accuracy MAE (posterior predictive) per strategy and number of questions."""
+    mean = summary["mean_over_seeds"]
+    sizes = list(next(iter(mean.values())).keys())
+    lines = ["| strategy | " + " | ".join(f"n={n}" for n in sizes) + " |", "|---" * (len(sizes) + 1) + "|"]
+    for name, curve in mean.items():
+        lines.append(f"| {name} | " + " | ".join(f"{curve[n]['auc']:.4f} / {curve[n]['mae_model']:.4f}" for n in sizes) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -173,8 +187,16 @@ def main() -> None:
                     help="fixed selectors by name, adaptive ones as criterion:explore[:strata]")
     ap.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     ap.add_argument("--figure", type=Path, default=None)
+    ap.add_argument("--from-json", type=Path, default=None,
+                    help="re-render the table (and --figure) of an earlier --out file instead of running")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides of train.yaml (after --)")
     a = ap.parse_args()
+    if a.from_json:
+        summary = json.loads(a.from_json.read_text())
+        if a.figure:
+            plot(summary, a.figure)
+        print(table(summary))
+        return
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     runs = [run_seed(s, a.overrides, a.sizes, a.strategies) for s in a.seeds]
     names = list(runs[0]["curves"])

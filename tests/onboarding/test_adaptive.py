@@ -141,3 +141,15 @@ def test_predict_config_builds_the_selector(compose):
     sel = instantiate(cfg.adaptive)
     assert isinstance(sel, AdaptiveSelector) and (sel.budget, sel.criterion, sel.seed) == (7, "d_optimal", 3)
     assert cfg.onboard.strategy == "auto"
+
+
+def test_stratified_picks_cover_the_strata_before_repeating_one(sim):
+    model, d = sim
+    X_pool = d["X"][d["pool"]]
+    k = d["new"][2]
+    sel = AdaptiveSelector(criterion="d_optimal", strata=6, seed=0).fit(model, X_pool)
+    asked, _ = sel.simulate(lambda j: d["S"][k, d["pool"][j]], n_max=12)
+    strata = sel.strata_[asked]
+    assert sorted(strata[:6]) == list(range(6)) and sorted(strata[6:]) == list(range(6))
+    greedy = AdaptiveSelector(criterion="d_optimal", strata=0, seed=0).fit(model, X_pool)
+    assert (greedy.strata_ == 0).all()
