@@ -32,10 +32,11 @@ def test_adaptive_recovers_abilities_faster_than_random(sim):
     X_pool, X_t = d["X"][d["pool"]], d["X"][d["target"]]
     n = 8
     err = {c: _errors(model, AdaptiveSelector(criterion=c, seed=0).fit(model, X_pool, X_t), d, n)
-           for c in ("random", "d_optimal", "mixed")}
+           for c in ("random", "d_optimal", "mixed", "target")}
     # the same 65 simulated LLMs: paired comparison of the probability error on the target prompts
     assert err["d_optimal"].mean() < 0.85 * err["random"].mean(), {c: e.mean() for c, e in err.items()}
     assert err["mixed"].mean() < 0.85 * err["random"].mean(), {c: e.mean() for c, e in err.items()}
+    assert err["target"].mean() < 0.85 * err["random"].mean(), {c: e.mean() for c, e in err.items()}
     assert (err["d_optimal"] < err["random"]).mean() > 0.6
 
 
