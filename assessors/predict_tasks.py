@@ -274,6 +274,15 @@ def onboard(cfg: DictConfig, model=None) -> dict:
     ob = cfg.onboard
     if not ob.prompts:
         raise ConfigError("mode=onboard needs onboard.prompts=[files with the reference prompts and targets]")
+    strategy = ob.get("strategy", "reference")
+    if strategy not in ("auto", "adaptive", "reference"):
+        raise ConfigError(f"onboard.strategy must be auto, adaptive or reference, got {strategy!r}")
+    adaptive_ok = hasattr(model.assessor, "posterior")
+    if strategy == "adaptive" and not adaptive_ok:
+        raise ConfigError(f"onboard.strategy=adaptive needs a latent assessor (train with assessor=latent); "
+                          f"{model_uri_name(cfg)} holds {type(model.assessor).__name__}. Use onboard.strategy=reference")
+    if strategy == "adaptive" or (strategy == "auto" and adaptive_ok):
+        return _report(onboard_adaptive(cfg, model))
     ref_ids = list(model.reference_ids)
     prompts = read_reference_prompts(list(ob.prompts), ids=set(ref_ids))
     missing = sorted(set(ref_ids) - set(prompts["instance_id"]))
@@ -292,3 +301,40 @@ def onboard(cfg: DictConfig, model=None) -> dict:
                       check=getattr(model.assessor, "check_reference", None))
     entry = reg.register(name, read_reference(path), source=str(path))
     return _report({"llm": name, "reference": str(path), **entry.summary(), "onboarding": summary})
+
+
+def model_uri_name(cfg: DictConfig) -> str:
+    return str(cfg.get("model_uri") or "the model")
+
+
+def onboard_adaptive(cfg: DictConfig, model) -> dict:
+    """Ask the new LLM adaptively chosen prompts of the pool (``onboard.prompts``) -> ``<out>/answers.csv``."""
+    import hashlib
+
+    from assessors.onboarding.adaptive_run import AdaptiveOnboarding
+    from assessors.onboarding.cli import read_prompts as read_pool
+
+    ob = cfg.onboard
+    pool = read_pool(list(ob.prompts))
+    if pool.empty:
+        raise DataError(f"the candidate pool {list(ob.prompts)} holds no prompts")
+    X_target = None
+    if ob.get("target"):
+        X_target = model.featurizer.transform(read_prompts(ob.target)["prompt"].tolist())
+    # the assessor's identity: its reference ids and item network (a retrained model is another assessor)
+    a, b = model.assessor.item_parameters(model.assessor.reference_features_[:16])
+    ident = hashlib.sha256(json.dumps(list(model.reference_ids)).encode()
+                           + np.round(a, 4).tobytes() + np.round(b, 4).tobytes()).hexdigest()[:16]
+    runner = AdaptiveOnboarding(instantiate(cfg.onboarding), instantiate(cfg.adaptive), model.assessor,
+                                model.featurizer, assessor_id=ident)
+    summary = {"strategy": "adaptive", **runner.run(pool, Path(ob.out_dir), X_target=X_target)}
+    trust = _plain(cfg.get("trust")) or {}
+    if trust.get("enabled", True) and "_target_" not in trust:
+        from assessors.trust.posterior_report import posterior_trust
+
+        sel = runner.selector_
+        report = posterior_trust(model.assessor, sel.X_pool_[runner.asked_], runner.answers_, sel.X_target_,
+                                 llm=summary["llm"], seed=int(cfg.seed))
+        summary["trust"] = report.to_dict()
+        print(f"trust report for {summary['llm']}: {report.message}", file=sys.stderr)
+    return summary

@@ -1,0 +1,219 @@
+"""Adaptive onboarding: ask a new LLM one prompt (or a small batch) at a time until the estimate is good.
+
+:class:`AdaptiveOnboarding` joins an :class:`~assessors.onboarding.adaptive.AdaptiveSelector` (which
+prompt next) to an :class:`~assessors.onboarding.client.Onboarder` (the OpenAI-compatible client,
+graders and the fsync'ed journal). Each step passes every prompt asked so far plus the next batch to
+:meth:`Onboarder.run`, which re-uses journaled answers and queries only the new ones; so a killed
+run, started again, replays its journal through the same deterministic selection and continues the
+same sequence without re-querying anything.
+
+``<out_dir>/adaptive.json`` pins what the journal belongs to (endpoint model, candidate pool,
+assessor, selection settings): a journal from another model or pool is a clear error, never
+silently mixed in. It also records the answered sequence, the estimate after each answer and why
+the run stopped; ``answers.csv`` holds ``order, instance_id, success``.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from assessors.errors import DataError, OfflineError
+from assessors.io import atomic_write
+from assessors.onboarding.client import check_prompts
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "adaptive.json"
+
+
+def pool_fingerprint(df: pd.DataFrame) -> str:
+    """Hash of the candidate pool's ids, prompts and targets (order-independent)."""
+    h = hashlib.sha256()
+    for iid in sorted(df.index):
+        h.update(json.dumps([iid, str(df.at[iid, "prompt"]), str(df.at[iid, "target"])]).encode())
+    return h.hexdigest()[:16]
+
+
+class AdaptiveOnboarding:
+    """Onboard a new LLM with adaptively chosen prompts from a candidate pool.
+
+    Parameters
+    ----------
+    onboarder : Onboarder
+        Endpoint client, graders and journal (its ``show_progress`` is replaced by one bar here).
+    selector : AdaptiveSelector
+        Unfitted; fitted here on the pool.
+    assessor : LatentAssessor
+        The fitted latent assessor.
+    featurizer : Featurizer
+        The model's fitted featurizer (prompt text -> features).
+    assessor_id : str
+        Identity of the assessor (e.g. the model URI or a hash of its reference ids), pinned in the manifest.
+    max_failed_batches : int
+        Consecutive batches without a single answer before the run stops with :class:`OfflineError`.
+
+    Attributes
+    ----------
+    selector_ : AdaptiveSelector
+        Fitted on the pool (after :meth:`run`).
+    asked_ : ndarray of shape (n_asked,)
+        Pool positions asked, in order.
+    answers_ : ndarray of shape (n_asked,)
+        Their graded answers (NaN where the endpoint failed).
+    """
+
+    def __init__(self, onboarder, selector, assessor, featurizer, assessor_id: str = "", max_failed_batches: int = 3):
+        self.onboarder = onboarder
+        self.selector = selector
+        self.assessor = assessor
+        self.featurizer = featurizer
+        self.assessor_id = assessor_id
+        self.max_failed_batches = max_failed_batches
+
+    def _features(self, df: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+        """Pool rows the featurizer can embed and their features; the others are reported by id."""
+        X = np.asarray(self.featurizer.transform(df["prompt"].astype(str).tolist()), dtype=np.float32)
+        ok = np.isfinite(X).all(1)
+        if not ok.any():
+            raise DataError(f"candidate pool: none of its {len(df)} prompts can be featurized by the model's "
+                            f"featurizer ({type(self.featurizer).__name__}); pass prompts in the model's input format")
+        if not ok.all():
+            log.warning("candidate pool: %d prompts cannot be featurized and are left out (e.g. %s)",
+                        int((~ok).sum()), list(df.index[~ok][:3]))
+        return df[ok], X[ok]
+
+    def _manifest(self, out: Path, df: pd.DataFrame) -> dict:
+        ob = self.onboarder
+        pinned = {"model": ob.model, "llm": ob.llm_name or ob.model,
+                  "pool": pool_fingerprint(df), "n_pool": int(len(df)), "assessor": str(self.assessor_id),
+                  "selector": {k: v for k, v in self.selector.get_params().items()
+                               if k not in ("budget", "stop_width", "stop_delta", "stop_patience", "min_questions")}}
+        path = out / MANIFEST
+        if path.exists():
+            try:
+                old = json.loads(path.read_text())["pinned"]
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                raise DataError(f"{path}: not an adaptive onboarding manifest ({e}); use a new onboard.out_dir") from e
+            diff = {k: (old.get(k), v) for k, v in pinned.items() if old.get(k) != v}
+            if diff:
+                what = "; ".join(f"{k}: journal has {a!r}, this run {b!r}" for k, (a, b) in diff.items())
+                raise DataError(f"{out}: this journal belongs to another onboarding ({what}). Its answers are kept; "
+                                f"use a new onboard.out_dir, or rerun with the journal's settings to resume it")
+        elif (out / "journal.jsonl").exists():
+            raise DataError(f"{out}: holds a journal without {MANIFEST} (a fixed reference-set onboarding?); "
+                            "use a new onboard.out_dir for adaptive onboarding")
+        return pinned
+
+    def run(self, pool: pd.DataFrame, out_dir: str | os.PathLike, X_target: np.ndarray | None = None,
+            http_client=None) -> dict:
+        """Ask, grade and journal adaptively chosen prompts until the selector's stopping rule holds.
+
+        Parameters
+        ----------
+        pool : pandas.DataFrame
+            Candidate prompts: ``instance_id``, ``prompt``, ``target``, ``subgroup`` (as for
+            :meth:`Onboarder.run`).
+        out_dir : path
+            ``journal.jsonl``, ``results/``, ``summary.json`` (the onboarder's), ``answers.csv`` and
+            ``adaptive.json``.
+        X_target : ndarray of shape (n_target, d), optional
+            Features of the prompts whose expected accuracy is reported (default: the pool).
+
+        Returns
+        -------
+        dict
+            Questions asked and answered, stop reason, the expected accuracy with its 90% band,
+            and the onboarder's token and time totals.
+        """
+        df = check_prompts(pool, "candidate pool")
+        ob = copy.copy(self.onboarder)
+        ob.show_progress = False
+        for sg in df["subgroup"].unique():  # fail before spending any request
+            ob.graders.for_subgroup(sg)
+        df, X_pool = self._features(df)
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        pinned = self._manifest(out, df)
+        sel = self.selector.fit(self.assessor, X_pool, X_target)
+        state = {"pinned": pinned, "sequence": [], "history": [], "stop_reason": None}
+        self._write(out, state)
+        asked: list[int] = []
+        answers: list[float] = []
+        history: list[dict] = []
+        failed = n_queried = 0
+        summary: dict = {}
+        t0 = time.perf_counter()
+        bar = tqdm(total=int(sel.budget), desc=f"adaptive onboarding {pinned['llm']}", unit="q",
+                   disable=not self.onboarder.show_progress)
+        try:
+            while True:
+                n_ok = int(np.isfinite(answers).sum()) if answers else 0
+                stop, reason = sel.should_stop(n_ok, history)
+                if stop:
+                    break
+                batch = sel.next(asked, answers, n=min(int(sel.batch_size), int(sel.budget) - n_ok))
+                if len(batch) == 0:
+                    reason = "candidate pool exhausted"
+                    break
+                ids = [df.index[j] for j in asked + batch.tolist()]
+                try:
+                    results, summary = ob.run(df.loc[ids].reset_index(), out, http_client=http_client)
+                    n_queried += summary["n_queried"]
+                except OfflineError:
+                    if not asked:
+                        raise
+                    results = None
+                if results is not None:
+                    row = dict(zip(results.instance_ids, results.success[0]))
+                    new = [float(row.get(df.index[j], np.nan)) for j in batch]
+                else:
+                    new = [np.nan] * len(batch)
+                asked += batch.tolist()
+                answers += new
+                if np.isfinite(new).any():
+                    failed = 0
+                else:
+                    failed += 1
+                    if failed >= int(self.max_failed_batches):
+                        raise OfflineError(
+                            f"{ob.base_url}: {failed} batches in a row got no answer (see {out / 'journal.jsonl'} "
+                            f"for the errors); the {n_ok} answers so far are journaled, rerun to resume")
+                post = sel.posterior(asked, answers)
+                est = sel.estimate(post)
+                est["n"] = int(np.isfinite(answers).sum())
+                history.append(est)
+                state.update(sequence=[[df.index[j], None if not np.isfinite(v) else v] for j, v in zip(asked, answers)],
+                             history=history)
+                self._write(out, state)
+                bar.update(int(np.isfinite(new).sum()))
+        finally:
+            bar.close()
+        state["stop_reason"] = reason
+        self._write(out, state)
+        self.selector_, self.asked_, self.answers_ = sel, np.asarray(asked, dtype=int), np.asarray(answers, dtype=float)
+        seq = pd.DataFrame({"order": np.arange(len(asked)), "instance_id": [df.index[j] for j in asked],
+                            "success": answers})
+        atomic_write(out / "answers.csv", lambda tmp: seq.to_csv(tmp, index=False))
+        last = history[-1] if history else sel.estimate(sel.posterior([], []))
+        log.info("adaptive onboarding of %s stopped after %d questions: %s", pinned["llm"], len(asked), reason)
+        return {"llm": pinned["llm"], "n_asked": len(asked), "n_answered": int(np.isfinite(answers).sum()) if answers else 0,
+                "stop_reason": reason, "expected_accuracy": last["accuracy"],
+                "expected_accuracy_band_90": [last["low"], last["high"]],
+                "answered_accuracy": float(np.nanmean(answers)) if np.isfinite(answers).any() else None,
+                "seconds": round(time.perf_counter() - t0, 3), "answers": str(out / "answers.csv"),
+                "manifest": str(out / MANIFEST),
+                "n_queried": n_queried,
+                **{k: summary.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens", "mean_latency_s")}}
+
+    @staticmethod
+    def _write(out: Path, state: dict) -> None:
+        atomic_write(out / MANIFEST, lambda tmp: Path(tmp).write_text(json.dumps(state, indent=1, default=float)))

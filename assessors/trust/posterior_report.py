@@ -1,0 +1,211 @@
+"""Trust report on the latent posterior: expected accuracy and AUC with bands, misfit, extrapolation, verdict.
+
+For a new LLM with posterior ``N(theta, Sigma)`` (per ensemble member) from its answered items:
+
+* **expected accuracy** on the user's prompts and its ``level`` band (posterior predictive,
+  :meth:`LatentAssessor.predictive_accuracy`);
+* **expected AUC**: abilities drawn from the posterior give "true" success probabilities, outcomes
+  are drawn from them, and the AUC of the assessor's prediction against those outcomes is taken;
+  the band is the central ``level`` interval over draws;
+* **misfit**: the posterior predictive p-value of the observed answers' log-likelihood (how often
+  answers replicated from the model are *less* likely than the observed ones; a small value means
+  the answers are surprising under the model, e.g. an LLM unlike any the item parameters were
+  learned from);
+* **extrapolation**: the LLM's expected accuracy outside the range of the training LLMs' expected
+  accuracies on the same prompts, or its ability further from the prior mean (Mahalanobis) than
+  every training LLM's;
+* **verdict**: ``out of population: use the fallback`` (misfit or extrapolation), ``uncertain: ask
+  N more questions`` (the accuracy band is wider than ``max_width``; N from the 1/sqrt(n) shrink of
+  the band), else ``ok``.
+
+The fallback (:func:`fallback_predict`) is the "reference only" assessor: a logistic regression on
+the LLM's own answers over the model's low-dimensional prompt projection.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from assessors.core.posterior import sigmoid
+
+OK, UNCERTAIN, OUT = "ok", "uncertain", "out of population"
+
+
+@dataclass
+class PosteriorTrust:
+    """Trust report of one LLM (see the module docstring); ``to_dict`` is what APIs return."""
+
+    llm: str
+    n_answered: int
+    expected_accuracy: float
+    accuracy_band: tuple[float, float]
+    expected_auc: float
+    auc_band: tuple[float, float]
+    misfit_pvalue: float
+    accuracy_range_training: tuple[float, float]
+    mahalanobis: float
+    mahalanobis_max_training: float
+    flags: list[str] = field(default_factory=list)
+    verdict: str = OK
+    more_questions: int = 0
+
+    @property
+    def message(self) -> str:
+        if self.verdict == OUT:
+            return "out of population: use the fallback"
+        if self.verdict == UNCERTAIN:
+            return f"uncertain: ask {self.more_questions} more questions"
+        return "ok"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["message"] = self.message
+        return {k: (float(v) if isinstance(v, np.floating) else v) for k, v in d.items()}
+
+
+def _samples(assessor, post, k: int, n_per_member: int, rng):
+    """Ability draws of LLM ``k``: list over members of (n_per_member, D)."""
+    out = []
+    for m in range(post.theta.shape[0]):
+        L = np.linalg.cholesky(post.cov[m, k])
+        out.append(post.theta[m, k] + rng.standard_normal((n_per_member, L.shape[0])) @ L.T)
+    return out
+
+
+def _logits(assessor, params, thetas, res_mean=None):
+    """Logits (n_samples_total, n_items) over members' draws."""
+    z = np.concatenate([th @ a.T - b for th, (a, b) in zip(thetas, params)])
+    return z if res_mean is None else z + res_mean[None, :]
+
+
+def rank_auc(Y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """AUC of scores ``p`` (m,) against each row of outcomes ``Y`` (s, m) at once (Mann-Whitney, ties
+    averaged); NaN for a one-class row."""
+    from scipy.stats import rankdata
+
+    r = rankdata(p)
+    Y = np.asarray(Y, dtype=np.float64)
+    n1 = Y.sum(1)
+    n0 = Y.shape[1] - n1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((n1 > 0) & (n0 > 0), (Y @ r - n1 * (n1 + 1) / 2) / (n1 * n0), np.nan)
+
+
+def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, level: float = 0.9,
+                    n_samples: int = 300, misfit_alpha: float = 0.01, max_width: float = 0.15,
+                    range_margin: float = 0.02, seed: int = 0) -> PosteriorTrust:
+    """Trust report of one LLM from its answers ``y`` (n,) on prompts ``X_answered`` (n, d).
+
+    Parameters
+    ----------
+    assessor : LatentAssessor
+        Fitted.
+    X_answered : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+        0/1, NaN = not answered.
+    X_target : ndarray of shape (m, d)
+        The user's prompts (what the expected accuracy and AUC are about).
+    level : float
+        Band level.
+    misfit_alpha : float
+        Posterior predictive p-value below which the answers are called misfitting.
+    max_width : float
+        Widest acceptable accuracy band before the verdict asks for more questions.
+    range_margin : float
+        Expected accuracy this far outside the training LLMs' range counts as extrapolation.
+    """
+    rng = np.random.default_rng(seed)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    X_answered = np.asarray(X_answered, dtype=np.float32)
+    X_target = np.asarray(X_target, dtype=np.float32)
+    post = assessor.posterior(X_answered, y[None, :])
+    n_ans = int(np.isfinite(y).sum())
+    acc = assessor.predictive_accuracy(X_target, post, level=level, seed=seed)
+    p_pred, _ = assessor.predict_posterior(X_target, post)
+    p_pred = p_pred[0]
+    M = post.theta.shape[0]
+    per = max(1, n_samples // M)
+    thetas = _samples(assessor, post, 0, per, rng)
+    params_t = assessor._params(X_target)
+    res_t = res_a = None
+    if post.residual is not None and post.residual.tau.any():
+        res_t = post.residual.w[0] @ assessor.projection_(X_target).T
+        res_a = post.residual.w[0] @ assessor.projection_(X_answered).T if len(X_answered) else None
+    # expected AUC: outcomes drawn from abilities drawn from the posterior, scored by the prediction
+    P_true = sigmoid(_logits(assessor, params_t, thetas, res_t))
+    Y_rep = rng.random(P_true.shape) < P_true
+    aucs = rank_auc(Y_rep, p_pred)
+    lo, hi = (1 - level) / 2, 1 - (1 - level) / 2
+    auc_ok = aucs[np.isfinite(aucs)]
+    exp_auc = float(auc_ok.mean()) if len(auc_ok) else float("nan")
+    auc_band = (float(np.quantile(auc_ok, lo)), float(np.quantile(auc_ok, hi))) if len(auc_ok) else (np.nan, np.nan)
+    # misfit: posterior predictive p-value of the answers' log-likelihood
+    ppp = float("nan")
+    obs = np.isfinite(y)
+    if n_ans:
+        Z = _logits(assessor, assessor._params(X_answered[obs]), thetas, None if res_a is None else res_a[obs])
+        Pa = sigmoid(Z)
+        ll = lambda Yb: (Yb * np.log(Pa + 1e-12) + (1 - Yb) * np.log(1 - Pa + 1e-12)).sum(1)  # noqa: E731
+        ll_obs = ll(np.broadcast_to(y[obs], Pa.shape))
+        ll_rep = ll((rng.random(Pa.shape) < Pa).astype(float))
+        ppp = float(np.mean(ll_rep <= ll_obs))
+    # extrapolation: expected accuracy and distance against the training LLMs, member by member
+    train_acc, maha, maha_max = [], [], []
+    for m, (member, prior, (a, b)) in enumerate(zip(assessor.members_, assessor.priors_, params_t)):
+        th_tr = np.asarray(member["theta"], dtype=np.float64)
+        train_acc.append(sigmoid(th_tr @ a.T - b).mean(1))
+        prec = prior.precision
+        d = th_tr - prior.mean
+        maha_max.append(float(np.sqrt(np.einsum("nd,de,ne->n", d, prec, d)).max()))
+        dn = post.theta[m, 0] - prior.mean
+        maha.append(float(np.sqrt(dn @ prec @ dn)))
+    train_acc = np.mean(train_acc, 0)
+    rng_lo, rng_hi = float(train_acc.min()), float(train_acc.max())
+    flags = []
+    mean_acc = float(acc["mean"][0])
+    if mean_acc > rng_hi + range_margin:
+        flags.append("accuracy_above_training")
+    if mean_acc < rng_lo - range_margin:
+        flags.append("accuracy_below_training")
+    if np.mean(maha) > np.mean(maha_max):
+        flags.append("ability_beyond_training")
+    if np.isfinite(ppp) and ppp < misfit_alpha:
+        flags.append("misfit")
+    width = float(acc["high"][0] - acc["low"][0])
+    if n_ans == 0:
+        flags.append("prior_only")
+    verdict, more = OK, 0
+    if any(f in flags for f in ("misfit", "accuracy_above_training", "accuracy_below_training", "ability_beyond_training")):
+        verdict = OUT
+    elif width > max_width or n_ans == 0:
+        verdict = UNCERTAIN
+        n0 = max(n_ans, 1)
+        # a band of sampling width shrinks like 1/sqrt(n): answers needed for max_width, minus those given
+        more = int(max(5, np.ceil(n0 * ((width / max_width) ** 2 - 1))))
+    return PosteriorTrust(llm=llm, n_answered=n_ans, expected_accuracy=mean_acc,
+                          accuracy_band=(float(acc["low"][0]), float(acc["high"][0])), expected_auc=exp_auc,
+                          auc_band=auc_band, misfit_pvalue=ppp, accuracy_range_training=(rng_lo, rng_hi),
+                          mahalanobis=float(np.mean(maha)), mahalanobis_max_training=float(np.mean(maha_max)),
+                          flags=flags, verdict=verdict, more_questions=more)
+
+
+def fallback_predict(assessor, X_answered, y, X_target, C: float = 1.0) -> np.ndarray:
+    """The "reference only" fallback: P(success) (m,) from a logistic regression on the LLM's own answers.
+
+    Features are the assessor's whitened prompt projection (the residual's); with one class
+    answered, the answered rate (clipped away from 0 and 1) everywhere.
+    """
+    from sklearn.linear_model import LogisticRegression
+
+    y = np.asarray(y, dtype=np.float64).ravel()
+    obs = np.isfinite(y)
+    X_target = np.asarray(X_target, dtype=np.float32)
+    if obs.sum() == 0:
+        raise ValueError("fallback needs at least one answered item")
+    yo = y[obs]
+    if len(np.unique(yo)) < 2:
+        return np.full(len(X_target), float(np.clip((yo.sum() + 0.5) / (len(yo) + 1), 0.01, 0.99)))
+    Phi = assessor.projection_(np.asarray(X_answered, dtype=np.float32)[obs])
+    clf = LogisticRegression(C=C, max_iter=1000).fit(Phi, yo)
+    return clf.predict_proba(assessor.projection_(X_target))[:, 1]
