@@ -119,20 +119,35 @@ class Engine:
     def predict(self, prompts: Sequence[str], llms: Sequence[str] | None = None,
                 X: np.ndarray | None = None) -> tuple[list[str], np.ndarray]:
         """P(success) of shape (k, m) for registered ``llms`` (all when None)."""
-        entries = self.registry.resolve(llms)
-        if not entries:
-            raise DataError("no LLM registered: register one (POST /v1/llms, or `llms` in conf/predict.yaml)")
+        entries = self.resolve(llms)
         if len(prompts) == 0:
             return [e.name for e in entries], np.zeros((len(entries), 0), np.float32)
         X = self.embed(prompts) if X is None else X
-        P = self.model.assessor.predict_proba(X, self.registry.reference_matrix(entries))
-        return [e.name for e in entries], np.atleast_2d(P)
+        return [e.name for e in entries], self.score(X, entries)
 
-    def route(self, prompts: Sequence[str], llms: Sequence[str] | None = None, router: Router | None = None) -> Routing:
-        """One decision per prompt with the configured (or given) router."""
+    def resolve(self, llms: Sequence[str] | None = None) -> list:
+        """Registered entries for ``llms`` (all when None); an error when none is registered."""
+        entries = self.registry.resolve(llms)
+        if not entries:
+            raise DataError("no LLM registered: register one (POST /v1/llms, or `llms` in conf/predict.yaml)")
+        return entries
+
+    def score(self, X: np.ndarray, entries: Sequence) -> np.ndarray:
+        """P(success) of shape (k, m) from features X (m, d) for resolved registry ``entries``."""
+        return np.atleast_2d(self.model.assessor.predict_proba(X, self.registry.reference_matrix(entries)))
+
+    def decide(self, prompts: Sequence[str], names: Sequence[str], P: np.ndarray,
+               router: Router | None = None) -> Routing:
+        """Routing decisions from already computed P(success) (k, m) of the LLMs ``names``."""
         router = router if router is not None else self.router
         if router is None:
             raise ConfigError("no router configured")
-        names, P = self.predict(prompts, llms)
         C = self.registry.cost_matrix(self.registry.resolve(names), prompts)
-        return router.route(P, C, names)
+        return router.route(P, C, list(names))
+
+    def route(self, prompts: Sequence[str], llms: Sequence[str] | None = None, router: Router | None = None) -> Routing:
+        """One decision per prompt with the configured (or given) router."""
+        if (router if router is not None else self.router) is None:
+            raise ConfigError("no router configured")
+        names, P = self.predict(prompts, llms)
+        return self.decide(prompts, names, P, router)
