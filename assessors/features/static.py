@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from assessors.errors import ConfigError
+from assessors.errors import ConfigError, OfflineError
 from assessors.features.base import Featurizer
 from assessors.features.sentence_transformer import BUNDLED_MINILM, resolve_model_path
 from assessors.threads import torch_threads
@@ -129,10 +129,17 @@ class StaticEmbeddingFeaturizer(Featurizer):
                               f"(pip install 'model2vec[distill]'): {e}") from e
         source = resolve_model_path(self.base_model)
         log.info("distilling static embeddings from %s into %s (once; a few minutes on 2 cores)", source, path)
-        with torch_threads(self.distill_threads):
-            model = distill(source, pca_dims=self.pca_dims, sif_coefficient=self.sif_coefficient, device="cpu")
+        try:
+            with torch_threads(self.distill_threads):
+                model = distill(source, pca_dims=self.pca_dims, sif_coefficient=self.sif_coefficient, device="cpu")
+        except OSError as e:  # transformers raises OSError subclasses for a model neither local nor cached
+            offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+            hint = " (HF_HUB_OFFLINE is set: only local or cached models load)" if offline else ""
+            raise OfflineError(f"cannot load base_model {self.base_model!r} to distil static embeddings from{hint}: "
+                               f"{e}") from e
         # save beside the destination, then rename: a killed run leaves no half-written table
         tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent))
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the table is shared like the embedding cache
         try:
             model.save_pretrained(str(tmp))
             (tmp / DIGEST_FILE).write_text(_vectors_digest(model))
