@@ -68,7 +68,8 @@ def create_app(settings: ServerSettings | dict | None = None, engine: Engine | N
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         b = app.state.batcher
-        app.state.ready, app.state.startup_error = asyncio.Event(), None  # bound to this server's loop
+        # events bound to this server's loop
+        app.state.loaded, app.state.ready, app.state.startup_error = asyncio.Event(), asyncio.Event(), None
         b.start()
         task = asyncio.get_running_loop().create_task(_start(app, engine_factory))
         try:
@@ -83,7 +84,7 @@ def create_app(settings: ServerSettings | dict | None = None, engine: Engine | N
                              422: {"model": S.ErrorResponse}})
     st = app.state
     st.settings, st.checker, st.engine = settings, checker, engine
-    st.ready, st.startup_error, st.warmup_token = asyncio.Event(), None, None
+    st.loaded, st.ready, st.startup_error, st.warmup_token = asyncio.Event(), asyncio.Event(), None, None
     b = settings.batching
     # the engine is looked up at call time: it may be loaded at start-up, and tests patch its methods
     st.batcher = FairBatcher(lambda prompts: st.engine.embed(prompts), lambda X, entries: st.engine.score(X, entries),
@@ -104,6 +105,7 @@ async def _start(app: FastAPI, engine_factory) -> None:
         if st.engine is None:
             st.engine = await st.batcher.run_in_worker(engine_factory, st.settings)
         await st.batcher.run_in_worker(warm_up, st.engine)
+        st.loaded.set()  # requests may use the engine from now on (the route warm-up below does)
         await _warm_routes(app)
         log.info("ready: %d LLMs, featurizer %s (pid %d)", len(st.engine.registry),
                  type(st.engine.model.featurizer).__name__, os.getpid())
@@ -112,6 +114,7 @@ async def _start(app: FastAPI, engine_factory) -> None:
     except Exception as e:  # noqa: BLE001 - reported by /health and every request, details in the log
         log.exception("start-up failed")
         st.startup_error = e
+    st.loaded.set()
     st.ready.set()
 
 

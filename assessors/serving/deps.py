@@ -26,11 +26,11 @@ def batcher(request: Request) -> FairBatcher:
 async def engine(request: Request):
     """The loaded engine; waits for start-up (bounded by the request timeout) if still loading."""
     state = request.app.state
-    if state.engine is None or not state.ready.is_set():
+    if not state.loaded.is_set():
         import asyncio
 
         try:
-            await asyncio.wait_for(state.ready.wait(), state.settings.limits.request_timeout_s)
+            await asyncio.wait_for(state.loaded.wait(), state.settings.limits.request_timeout_s)
         except asyncio.TimeoutError:
             raise StartingError("the server is still starting (loading the model)", retry_after_s=5) from None
         if state.startup_error is not None:

@@ -103,8 +103,9 @@ class QueueInfo(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["starting", "ready"] = Field(
-        description="starting: model loading or the first encode not done yet (HTTP 503); ready: serving")
+    status: Literal["starting", "ready", "failed"] = Field(
+        description="starting: model loading or the first encode not done yet (HTTP 503); ready: serving; "
+                    "failed: start-up failed, see the server log (HTTP 503)")
     pid: int = Field(description="worker process id (each uvicorn worker has its own registry)")
     n_llms: Optional[int] = None
     n_reference: Optional[int] = None

@@ -126,17 +126,18 @@ def test_warm_start_health_starting_then_ready_and_early_requests_wait(server, m
 
 def test_full_queue_answers_503_with_retry_after(server, minilm_model):
     tiny = minilm_model[0]
-    s = server(minilm_model, "server.batching.max_prompts=4", "server.batching.queue_max_prompts=20",
-               "server.batching.client_max_prompts=20")
+    s = server(minilm_model, "server.batching.max_prompts=4", "server.batching.queue_max_prompts=12",
+               "server.limits.request_timeout_s=300")
     s.health_until_ready()
-    big = {"prompts": long_prompts(tiny, 16, 3000)}
+    # 12 prompts each: whichever comes second finds 8 or 12 queued, and 8 + 12 > 12
+    big = {"prompts": long_prompts(tiny, 12, 1000)}
     out = []
-    threads = [threading.Thread(target=lambda: out.append(httpx.post(s.base + "/v1/route", json=big, timeout=120)))
+    threads = [threading.Thread(target=lambda: out.append(httpx.post(s.base + "/v1/route", json=big, timeout=300)))
                for _ in range(2)]
     for th in threads:
         th.start()
     for th in threads:
-        th.join(150)
+        th.join(320)
     codes = sorted(r.status_code for r in out)
     assert codes == [200, 503], [r.text[:200] for r in out]
     full = next(r for r in out if r.status_code == 503)

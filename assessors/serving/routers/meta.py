@@ -22,10 +22,11 @@ async def health(request: Request, response: Response):
     """``ready`` once the model is loaded and the first encode has run; ``starting`` (503) before."""
     state = request.app.state
     queue = S.QueueInfo(pending_prompts=state.batcher.pending_prompts, **state.batcher.stats)
-    if not state.ready.is_set() or state.engine is None:
+    if not state.ready.is_set() or state.engine is None or state.startup_error is not None:
+        failed = state.startup_error is not None
         response.status_code = 503
-        response.headers["Retry-After"] = "1"
-        return S.Health(status="starting", pid=os.getpid(), queue=queue)
+        response.headers["Retry-After"] = "60" if failed else "1"
+        return S.Health(status="failed" if failed else "starting", pid=os.getpid(), queue=queue)
     engine = state.engine
     return S.Health(status="ready", pid=os.getpid(), n_llms=len(engine.registry), n_reference=len(engine.reference_ids),
                     router=router_info(engine) if engine.router is not None else None,
