@@ -262,3 +262,35 @@ def test_registration_returns_trust_report_with_default_hook(tiny, monkeypatch):
         listed = {x["name"]: x for x in c.get("/v1/llms").json()["llms"]}
         assert listed["twin"]["trust"]["nearest"][0]["llm"] == known
     assert trust_hook(model, None) is None and trust_hook(model, {"enabled": False}) is None
+
+
+def test_chat_stalled_upstream_is_504_naming_it(engine):
+    """An upstream that accepts the connection but never answers: 504 after its own timeout_s."""
+    import socket
+
+    from fastapi.testclient import TestClient
+
+    from assessors.serving.app import create_app
+
+    with socket.socket() as listener:  # accepts (the kernel completes the handshake) and never replies
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        name = engine.registry.names()[0]
+        app = create_app({"host": "127.0.0.1", "auth": {"enabled": False},
+                          "upstreams": {name: {"base_url": url, "model": "x", "timeout_s": 0.5, "max_retries": 0}}},
+                         engine=engine)
+        with TestClient(app, raise_server_exceptions=False) as c:
+            wait_ready(c)
+            r = c.post("/v1/chat/completions", json={"model": "router", "messages": [{"role": "user", "content": "hi"}]})
+    assert r.status_code == 504 and r.json()["error"]["type"] == "upstream_timeout"
+    msg = r.json()["error"]["message"]
+    assert f"upstream {name!r}" in msg and "timeout_s=0.5" in msg and "request_timeout_s" not in msg
+
+
+def test_upstream_defaults_suit_an_interactive_call():
+    from assessors.serving.settings import Upstream
+
+    up = Upstream(base_url="http://127.0.0.1:8080/v1", model="m")
+    # a dead host is reported within seconds, not minutes
+    assert up.connect_timeout_s * (up.max_retries + 1) <= 10 and up.timeout_s <= 30
