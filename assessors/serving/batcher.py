@@ -56,6 +56,7 @@ class Job:
     entries: list
     future: asyncio.Future
     next: int = 0  # first prompt not yet handed to the encoder
+    forgotten: bool = False  # cancelled and taken out of the queue
     parts: list = field(default_factory=list)  # feature blocks (rows, d) in prompt order
 
     @property
@@ -141,6 +142,8 @@ class FairBatcher:
         self._queues.setdefault(client, collections.deque()).append(job)
         self._pending += m
         self._per_client[client] += m
+        # the caller gave up (timeout, disconnect): free its queue room at once
+        job.future.add_done_callback(lambda f: self._forget(job) if f.cancelled() else None)
         self._wake.set()
         return job.future
 
@@ -152,20 +155,30 @@ class FairBatcher:
         if self._per_client[client] <= 0:
             del self._per_client[client]
 
+    def _forget(self, job: Job) -> None:
+        """Take a cancelled job out of its queue and drop its prompts not yet encoded (idempotent)."""
+        if job.forgotten:
+            return
+        job.forgotten = True
+        q = self._queues.get(job.client)
+        if q is not None and job in q:
+            q.remove(job)
+            if not q:
+                del self._queues[job.client]
+        self.stats["jobs_cancelled"] += 1
+        self.stats["prompts_cancelled"] += job.remaining
+        self._drop(job.client, job)
+        job.next = len(job.prompts)
+
     def _take(self) -> list[tuple[Job, int, int]]:
         """The next batch: ``(job, start, stop)`` slices, round-robin over clients, FIFO within one."""
         batch: list[tuple[Job, int, int]] = []
         room = self.max_prompts
         while room > 0 and self._queues:
             client, q = next(iter(self._queues.items()))
-            while q and q[0].future.done():  # cancelled while queued: drop its remaining prompts
-                job = q.popleft()
-                self.stats["jobs_cancelled"] += 1
-                self.stats["prompts_cancelled"] += job.remaining
-                self._drop(client, job)
-                job.next = len(job.prompts)
-            if not q:
-                del self._queues[client]
+            while q and q[0].future.cancelled():  # its done-callback has not run yet
+                self._forget(q[0])
+            if client not in self._queues:
                 continue
             job = q[0]
             n = min(self.quantum, room, job.remaining)
