@@ -257,12 +257,28 @@ def serve(cfg: DictConfig, model=None) -> dict:
     from assessors.serving.app import create_app
 
     settings = server_settings(cfg)
+    run = dict(host=settings.host, port=settings.port, log_level=settings.log_level, timeout_keep_alive=5,
+               timeout_graceful_shutdown=10)
+    if settings.workers > 1:
+        # each worker process loads the model and registers the configured LLMs itself (see app_from_env)
+        from assessors.serving.app import SETTINGS_ENV
+
+        if model is not None or not cfg.model_uri:
+            raise ConfigError("server.workers > 1 needs model_uri: every worker process loads the model from it")
+        if cfg.get("calibration") and cfg.calibration.get("data") is not None:
+            engine = engine_from_cfg(cfg)
+            calibrate(cfg, engine)  # calibrate once here; the workers get the tuned knob
+            settings.router = {**(settings.router or {}), engine.router.knob: float(engine.router.knob_value)}
+        os.environ[SETTINGS_ENV] = settings.model_dump_json()
+        log.info("serving on http://%s:%d with %d worker processes (OpenAPI at /docs)", settings.host, settings.port,
+                 settings.workers)
+        uvicorn.run("assessors.serving.app:app_from_env", factory=True, workers=settings.workers, **run)
+        return {}
     engine = engine_from_cfg(cfg, model)
     calibrate(cfg, engine)
     app = create_app(settings, engine=engine)
     log.info("serving %d LLMs on http://%s:%d (OpenAPI at /docs)", len(engine.registry), settings.host, settings.port)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level,
-                timeout_keep_alive=5, timeout_graceful_shutdown=10)
+    uvicorn.run(app, **run)
     return {}
 
 

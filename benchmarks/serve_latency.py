@@ -30,8 +30,9 @@ sys.path.insert(0, str(ROOT))
 DATA = os.environ.get("ASSESSORS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
 
 
-def build_model(out_dir: Path, n_train: int, cache_dir: str):
-    """Fit a generic assessor (MiniLM + small XGBoost) on RouterBench train prompts; save as MLflow pyfunc."""
+def build_model(out_dir: Path, n_train: int, cache_dir: str, featurizer=None):
+    """Fit a generic assessor (MiniLM, or ``featurizer``, + small XGBoost) on RouterBench train prompts;
+    save it as an MLflow pyfunc model."""
     import mlflow.pyfunc
     from xgboost import XGBClassifier
 
@@ -45,7 +46,7 @@ def build_model(out_dir: Path, n_train: int, cache_dir: str):
     split = res.instances["routerbench_split"].to_numpy()
     train = list(res.instances.index[split == "train"])[:n_train]
     test = list(res.instances.index[split == "test"])
-    feat = SentenceTransformerFeaturizer(cache_dir=cache_dir, show_progress=False)
+    feat = featurizer if featurizer is not None else SentenceTransformerFeaturizer(cache_dir=cache_dir, show_progress=False)
     X = feat.fit(res.prompts(train)).transform(res.prompts(train))
     ref = np.arange(0, n_train, max(1, n_train // 100))[:100]
     S = res.matrix(None, train)

@@ -147,25 +147,46 @@ class Engine:
 
         ``STD`` is None when the assessor gives no spread (``predict_distribution``) or ``spread`` is False.
         """
+        entries = self.resolve(llms)
+        has_spread = spread and hasattr(self.model.assessor, "predict_distribution")
+        if len(prompts) == 0:
+            empty = np.zeros((len(entries), 0), np.float32)
+            return [e.name for e in entries], empty, (empty if has_spread else None)
+        X = self.embed(prompts) if X is None else X
+        P, STD = self.score_with_spread(X, entries) if has_spread else (self.score(X, entries), None)
+        return [e.name for e in entries], P, STD
+
+    def resolve(self, llms: Sequence[str] | None = None) -> list:
+        """Registered entries for ``llms`` (all when None); an error when none is registered."""
         entries = self.registry.resolve(llms)
         if not entries:
             raise DataError("no LLM registered: register one (POST /v1/llms, or `llms` in conf/predict.yaml)")
-        dist = getattr(self.model.assessor, "predict_distribution", None) if spread else None
-        if len(prompts) == 0:
-            empty = np.zeros((len(entries), 0), np.float32)
-            return [e.name for e in entries], empty, (empty if dist is not None else None)
-        X = self.embed(prompts) if X is None else X
-        R = self.registry.reference_matrix(entries)
-        if dist is not None:
-            P, STD, _ = dist(X, R)
-            return [e.name for e in entries], np.atleast_2d(P), np.atleast_2d(STD)
-        return [e.name for e in entries], np.atleast_2d(self.model.assessor.predict_proba(X, R)), None
+        return entries
 
-    def route(self, prompts: Sequence[str], llms: Sequence[str] | None = None, router: Router | None = None) -> Routing:
-        """One decision per prompt with the configured (or given) router."""
+    def score(self, X: np.ndarray, entries: Sequence) -> np.ndarray:
+        """P(success) of shape (k, m) from features X (m, d) for resolved registry ``entries``."""
+        return np.atleast_2d(self.model.assessor.predict_proba(X, self.registry.reference_matrix(entries)))
+
+    def score_with_spread(self, X: np.ndarray, entries: Sequence) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(P, STD)`` of shape (k, m) each; STD is None when the assessor gives no spread."""
+        dist = getattr(self.model.assessor, "predict_distribution", None)
+        if dist is None:
+            return self.score(X, entries), None
+        P, STD, _ = dist(X, self.registry.reference_matrix(entries))
+        return np.atleast_2d(P), np.atleast_2d(STD)
+
+    def decide(self, prompts: Sequence[str], names: Sequence[str], P: np.ndarray,
+               router: Router | None = None) -> Routing:
+        """Routing decisions from already computed P(success) (k, m) of the LLMs ``names``."""
         router = router if router is not None else self.router
         if router is None:
             raise ConfigError("no router configured")
-        names, P = self.predict(prompts, llms)
         C = self.registry.cost_matrix(self.registry.resolve(names), prompts)
-        return router.route(P, C, names)
+        return router.route(P, C, list(names))
+
+    def route(self, prompts: Sequence[str], llms: Sequence[str] | None = None, router: Router | None = None) -> Routing:
+        """One decision per prompt with the configured (or given) router."""
+        if (router if router is not None else self.router) is None:
+            raise ConfigError("no router configured")
+        names, P = self.predict(prompts, llms)
+        return self.decide(prompts, names, P, router)

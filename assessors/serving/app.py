@@ -4,28 +4,47 @@ Endpoints: ``POST /v1/predict``, ``POST /v1/route`` (batched), ``GET/POST /v1/ll
 ``GET /v1/reference``, ``GET /health``, the OpenAPI spec (``/openapi.json``, ``/docs``), and an
 OpenAI-compatible ``POST /v1/chat/completions`` with ``model="router"`` that routes and forwards
 to the chosen LLM's configured upstream. Nothing is loaded at import time.
+
+At start-up (the lifespan) the model is loaded, when not given, and the whole scoring path runs
+once on a warm-up prompt; ``/health`` answers ``starting`` (503) until then and ``ready`` after.
+Scoring requests go through a fair micro-batcher (``serving/batcher.py``) whose single worker
+thread owns the encoder.
 """
 from __future__ import annotations
 
-import functools
+import asyncio
+import contextlib
+import json
 import logging
 import os
-from typing import Callable, Optional
+from typing import Callable
 
-import anyio
-from fastapi import Depends, FastAPI, Request, Response
-from fastapi.security import APIKeyHeader, HTTPBearer
+from fastapi import FastAPI
 
 from assessors.routing.engine import Engine
 from assessors.serving import schemas as S
 from assessors.serving.auth import APIKeyChecker
-from assessors.serving.errors import APIError, AuthError, LimitError, UpstreamError, install_error_handlers
+from assessors.serving.batcher import FairBatcher
+from assessors.serving.errors import install_error_handlers
 from assessors.serving.limits import BodySizeLimit
+from assessors.serving.routers import llms, meta, proxy, scoring
 from assessors.serving.settings import ServerSettings
 
 log = logging.getLogger("assessors.serving")
 
-ROUTER_MODEL = "router"
+#: Environment variable carrying the settings (JSON) to each uvicorn worker process.
+SETTINGS_ENV = "ASSESSORS_SERVER_SETTINGS"
+WARMUP_PROMPT = "Warm-up prompt: is this router ready to score requests?"
+
+
+def warm_up(engine: Engine) -> None:
+    """Run the whole scoring path once (encoder load, first encode, classifier, router)."""
+    engine.embed([WARMUP_PROMPT])
+    if len(engine.registry):
+        entries = engine.resolve(None)
+        P = engine.score(engine.embed([WARMUP_PROMPT]), entries)
+        if engine.router is not None:
+            engine.decide([WARMUP_PROMPT], [e.name for e in entries], P)
 
 
 def create_app(settings: ServerSettings | dict | None = None, engine: Engine | None = None,
@@ -38,164 +57,102 @@ def create_app(settings: ServerSettings | dict | None = None, engine: Engine | N
     engine : Engine, optional
         A ready engine (tests, or ``predict.py mode=serve`` which builds it from config).
     engine_factory : callable, optional
-        ``settings -> Engine``, used when ``engine`` is None (default: load ``settings.model_uri``).
+        ``settings -> Engine``, called at start-up when ``engine`` is None (default: load
+        ``settings.model_uri`` and register the configured LLMs).
     """
     settings = ServerSettings.model_validate(settings or {})
     checker = APIKeyChecker.from_settings(settings.auth.enabled, settings.auth.api_keys_env, settings.host)
-    if engine is None:
-        from assessors.predict_tasks import engine_from_settings
+    if engine is None and engine_factory is None:
+        from assessors.predict_tasks import engine_from_settings as engine_factory
 
-        engine = (engine_factory or engine_from_settings)(settings)
-    limits = settings.limits
-    # compute runs in worker threads; cap them so a burst of connections queues instead of thrashing
-    limiter = anyio.CapacityLimiter(4)
-    app = FastAPI(title="assessors", version="1", description=__doc__,
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        b = app.state.batcher
+        # events bound to this server's loop
+        app.state.loaded, app.state.ready, app.state.startup_error = asyncio.Event(), asyncio.Event(), None
+        b.start()
+        task = asyncio.get_running_loop().create_task(_start(app, engine_factory))
+        try:
+            yield
+        finally:
+            task.cancel()
+            await b.stop()
+            await app.state.upstream_clients.aclose()
+
+    app = FastAPI(title="assessors", version="1", description=__doc__, lifespan=lifespan,
                   responses={401: {"model": S.ErrorResponse}, 413: {"model": S.ErrorResponse},
                              422: {"model": S.ErrorResponse}})
-    app.state.engine, app.state.settings = engine, settings
+    st = app.state
+    st.settings, st.checker, st.engine = settings, checker, engine
+    st.loaded, st.ready, st.startup_error, st.warmup_token = asyncio.Event(), asyncio.Event(), None, None
+    b = settings.batching
+    # the engine is looked up at call time: it may be loaded at start-up, and tests patch its methods
+    st.batcher = FairBatcher(lambda prompts: st.engine.embed(prompts), lambda X, entries: st.engine.score_with_spread(X, entries),
+                             window_ms=b.window_ms, max_prompts=b.max_prompts, quantum=b.quantum,
+                             queue_max_prompts=b.queue_max_prompts, client_max_prompts=b.client_max_prompts)
+    st.upstream_clients = proxy.UpstreamClients(settings.upstreams)
     install_error_handlers(app)
-    app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)
-    bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
-    xkey = APIKeyHeader(name="X-API-Key", auto_error=False)
-
-    async def require_key(request: Request, _b=Depends(bearer), _k=Depends(xkey)) -> None:
-        if not checker.check(request.headers.get("authorization"), request.headers.get("x-api-key")):
-            raise AuthError("missing or invalid API key (send 'Authorization: Bearer <key>' or 'X-API-Key: <key>')")
-
-    auth = [Depends(require_key)]
-
-    async def run(fn, *args):
-        with anyio.fail_after(limits.request_timeout_s):
-            return await anyio.to_thread.run_sync(functools.partial(fn, *args), abandon_on_cancel=True,
-                                                  limiter=limiter)
-
-    def check_batch(prompts: list[str], llms: Optional[list[str]]) -> None:
-        if len(prompts) > limits.max_batch:
-            raise LimitError(f"{len(prompts)} prompts exceed the batch limit of {limits.max_batch}")
-        long = next((i for i, p in enumerate(prompts) if len(p) > limits.max_prompt_chars), None)
-        if long is not None:
-            raise LimitError(f"prompts[{long}] has {len(prompts[long])} characters; the limit is {limits.max_prompt_chars}")
-        if llms is not None and len(llms) > limits.max_llms:
-            raise LimitError(f"{len(llms)} LLMs exceed the limit of {limits.max_llms}")
-
-    def router_info() -> S.RouterInfo:
-        r = engine.router
-        return S.RouterInfo(policy=type(r).__name__, knob=r.knob, value=r.knob_value)
-
-    def info(e) -> S.LLMInfo:
-        return S.LLMInfo(**e.summary())
-
-    @app.get("/health", response_model=S.Health, tags=["meta"])
-    async def health():
-        return S.Health(status="ok", n_llms=len(engine.registry), n_reference=len(engine.reference_ids),
-                        router=router_info(), featurizer=type(engine.model.featurizer).__name__)
-
-    @app.get("/v1/reference", response_model=S.ReferenceSet, dependencies=auth, tags=["llms"])
-    async def reference():
-        """The reference prompt ids a new LLM must be run on before registration."""
-        return S.ReferenceSet(reference_ids=engine.reference_ids)
-
-    @app.get("/v1/llms", response_model=S.LLMList, dependencies=auth, tags=["llms"])
-    async def list_llms():
-        return S.LLMList(llms=[info(e) for e in engine.registry.resolve(None)])
-
-    @app.post("/v1/llms", response_model=S.LLMInfo, status_code=201, dependencies=auth, tags=["llms"])
-    async def register(req: S.RegisterRequest):
-        """Register an LLM from its reference results (no retraining)."""
-        if req.name not in engine.registry and len(engine.registry) >= limits.max_registered:
-            raise LimitError(f"the registry is full ({limits.max_registered} LLMs)")
-        ref = req.reference
-        if isinstance(ref, list):
-            ref = [float("nan") if v is None else v for v in ref]
-        from assessors.routing.costs import CostModel
-
-        entry = await run(lambda: engine.registry.register(req.name, ref, cost=CostModel(**req.cost.model_dump()),
-                                                           source="api", overwrite=req.overwrite))
-        return info(entry)
-
-    @app.get("/v1/llms/{name:path}", response_model=S.LLMInfo, dependencies=auth, tags=["llms"])
-    async def get_llm(name: str):
-        return info(engine.registry.get(name))
-
-    @app.post("/v1/predict", response_model=S.PredictResponse, dependencies=auth, tags=["predict"])
-    async def predict(req: S.PredictRequest):
-        """P(success) of every requested LLM on every prompt."""
-        check_batch(req.prompts, req.llms)
-        names, P, STD = await run(engine.predict_with_spread, req.prompts, req.llms)
-        return S.PredictResponse(llms=names, results=[
-            S.PromptScores(p_success={n: float(P[i, j]) for i, n in enumerate(names)},
-                           p_std=None if STD is None else {n: float(STD[i, j]) for i, n in enumerate(names)})
-            for j in range(len(req.prompts))])
-
-    @app.post("/v1/route", response_model=S.RouteResponse, dependencies=auth, tags=["predict"])
-    async def route(req: S.RouteRequest):
-        """One routing decision per prompt: chosen LLM (or abstain), every P(success), expected cost."""
-        check_batch(req.prompts, req.llms)
-        routing = await run(engine.route, req.prompts, req.llms)
-        return S.RouteResponse(router=router_info(), decisions=[S.Decision(**r) for r in routing.records()])
-
-    clients: dict[str, object] = {}
-
-    def upstream_client(name: str):
-        if name not in clients:
-            import openai
-
-            up = settings.upstreams[name]
-            key = os.environ.get(up.api_key_env, "") if up.api_key_env else ""
-            clients[name] = openai.OpenAI(base_url=up.base_url, api_key=key or "not-needed",
-                                          timeout=up.timeout_s, max_retries=up.max_retries)
-        return clients[name]
-
-    @app.post("/v1/chat/completions", dependencies=auth, tags=["proxy"])
-    async def chat(req: S.ChatCompletionRequest, response: Response):
-        """OpenAI-compatible proxy: ``model="router"`` routes the last user message, forwards the
-        request to the chosen LLM's upstream and adds ``router`` (the decision) to the response."""
-        if req.model != ROUTER_MODEL:
-            raise APIError(f"model must be {ROUTER_MODEL!r} (this endpoint routes; call upstreams directly otherwise)",
-                           status=404, type="unknown_model")
-        if req.stream:
-            raise APIError("stream=true is not supported by the router proxy", status=400)
-        candidates = [n for n in engine.registry.names() if n in settings.upstreams]
-        if not candidates:
-            raise APIError("no registered LLM has an upstream configured (server.upstreams)", status=503,
-                           type="no_upstream")
-        text = _last_user_text(req.messages)
-        check_batch([text], None)
-        routing = await run(engine.route, [text], candidates)
-        decision = routing.records()[0]
-        if decision["llm"] is None:
-            raise APIError("the router abstained: no LLM is likely enough to succeed on this prompt", status=422,
-                           type="router_abstained")
-        chosen = decision["llm"]
-        up = settings.upstreams[chosen]
-        body = req.model_dump(exclude={"model", "messages", "stream"}, exclude_none=True)
-        messages = [m.model_dump(exclude_none=True) for m in req.messages]
-
-        def call():
-            import openai
-
-            try:
-                return upstream_client(chosen).chat.completions.create(model=up.model, messages=messages,
-                                                                       extra_body=body or None)
-            except openai.APIStatusError as e:
-                raise UpstreamError(f"upstream {chosen!r} returned HTTP {e.status_code}") from None
-            except openai.APIError as e:
-                raise UpstreamError(f"upstream {chosen!r} failed: {type(e).__name__}") from None
-
-        with anyio.fail_after(up.timeout_s * (up.max_retries + 1) + 5):
-            out = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-        response.headers["X-Router-LLM"] = chosen
-        data = out.model_dump(exclude_none=True)
-        data["router"] = decision
-        return data
-
+    app.add_middleware(BodySizeLimit, max_bytes=settings.limits.max_body_bytes)
+    for r in (meta.router, llms.router, scoring.router, proxy.router):
+        app.include_router(r)
     return app
 
 
-def _last_user_text(messages) -> str:
-    for m in reversed(messages):
-        if m.role == "user":
-            if isinstance(m.content, str):
-                return m.content
-            return "\n".join(str(p.get("text", "")) for p in (m.content or []) if isinstance(p, dict))
-    raise APIError("messages contain no user message to route on", status=422, type="validation_error")
+async def _start(app: FastAPI, engine_factory) -> None:
+    """Load the engine (if not given) and warm it up on the encoder thread; then mark ready."""
+    st = app.state
+    try:
+        if st.engine is None:
+            st.engine = await st.batcher.run_in_worker(engine_factory, st.settings)
+        await st.batcher.run_in_worker(warm_up, st.engine)
+        st.loaded.set()  # requests may use the engine from now on (the route warm-up below does)
+        await _warm_routes(app)
+        log.info("ready: %d LLMs, featurizer %s (pid %d)", len(st.engine.registry),
+                 type(st.engine.model.featurizer).__name__, os.getpid())
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:  # noqa: BLE001 - reported by /health and every request, details in the log
+        log.exception("start-up failed")
+        st.startup_error = e
+    st.loaded.set()
+    st.ready.set()
+
+
+async def _warm_routes(app: FastAPI) -> None:
+    """Send in-process requests through the whole stack: FastAPI builds its per-route models and
+    endpoint metadata lazily, which cost the first real request tens of milliseconds otherwise.
+
+    They authenticate with a random token that exists only in this process's memory and is
+    discarded right after.
+    """
+    import secrets
+
+    import httpx
+
+    st = app.state
+    st.warmup_token = secrets.token_urlsafe(32)
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://warm-up",
+                                     headers={"X-API-Key": st.warmup_token}) as c:
+            await c.get("/v1/llms")
+            if len(st.engine.registry):
+                await c.post("/v1/predict", json={"prompts": [WARMUP_PROMPT]})
+                if st.engine.router is not None:
+                    await c.post("/v1/route", json={"prompts": [WARMUP_PROMPT]})
+            await c.get("/-/warm-up")  # a path no route has: matching it visits every route
+    finally:
+        st.warmup_token = None
+
+
+def app_from_env() -> FastAPI:
+    """App factory for uvicorn workers (``uvicorn --factory assessors.serving.app:app_from_env``).
+
+    Each worker process builds its own engine from the settings in ``$ASSESSORS_SERVER_SETTINGS``:
+    the model, the LLMs configured there, and a registry of its own.
+    """
+    raw = os.environ.get(SETTINGS_ENV)
+    if not raw:
+        from assessors.errors import ConfigError
+
+        raise ConfigError(f"{SETTINGS_ENV} is not set: start workers through `predict.py mode=serve server.workers=N`")
+    return create_app(json.loads(raw))

@@ -37,22 +37,48 @@ class AuthError(APIError):
 
 
 class UpstreamError(APIError):
+    """The upstream LLM server answered with an error, or could not be reached (502)."""
+
     status = 502
     type = "upstream_error"
 
 
-def _body(status: int, type_: str, message: str, details=None) -> JSONResponse:
+class UpstreamTimeout(APIError):
+    """The upstream LLM server did not answer within its configured timeout (504)."""
+
+    status = 504
+    type = "upstream_timeout"
+
+
+class RetryLater(APIError):
+    """503 with a ``Retry-After`` header: the server cannot take the request now."""
+
+    status = 503
+    type = "overloaded"
+
+    def __init__(self, message: str, retry_after_s: int = 1, type: str | None = None):
+        super().__init__(message, type=type)
+        self.retry_after_s = int(retry_after_s)
+
+
+class StartingError(RetryLater):
+    type = "starting"
+
+
+def _body(status: int, type_: str, message: str, details=None, headers: dict | None = None) -> JSONResponse:
     err = {"type": type_, "message": message}
     if details is not None:
         err["details"] = details
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if status == 401:
+        headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
     return JSONResponse({"error": err}, status_code=status, headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(APIError)
     async def _api(_: Request, exc: APIError):
-        return _body(exc.status, exc.type, exc.message)
+        headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, RetryLater) else None
+        return _body(exc.status, exc.type, exc.message, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError):
@@ -76,6 +102,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(TimeoutError)
     async def _timeout(_: Request, exc: TimeoutError):
+        # scoring endpoints raise this when their request_timeout_s runs out (upstream calls raise UpstreamTimeout)
         return _body(504, "timeout", "the request took longer than the server's request_timeout_s")
 
     @app.exception_handler(StarletteHTTPException)

@@ -131,12 +131,27 @@ class ReferenceSet(BaseModel):
     reference_ids: list[str]
 
 
+class QueueInfo(BaseModel):
+    """This worker's micro-batcher: queued prompts and counters since start."""
+
+    pending_prompts: int
+    batches: int
+    prompts_encoded: int
+    prompts_cancelled: int = Field(description="prompts dropped because their request timed out or went away")
+    jobs_cancelled: int
+    rejected: int = Field(description="requests answered 503 because the queue was full")
+
+
 class Health(BaseModel):
-    status: Literal["ok"]
-    n_llms: int
-    n_reference: int
-    router: RouterInfo
-    featurizer: str
+    status: Literal["starting", "ready", "failed"] = Field(
+        description="starting: model loading or the first encode not done yet (HTTP 503); ready: serving; "
+                    "failed: start-up failed, see the server log (HTTP 503)")
+    pid: int = Field(description="worker process id (each uvicorn worker has its own registry)")
+    n_llms: Optional[int] = None
+    n_reference: Optional[int] = None
+    router: Optional[RouterInfo] = None
+    featurizer: Optional[str] = None
+    queue: Optional[QueueInfo] = None
 
 
 class ErrorBody(BaseModel):

@@ -22,17 +22,34 @@ class Limits(_Cfg):
     max_prompt_chars: int = Field(32_000, gt=0)
     max_llms: int = Field(64, gt=0, description="LLMs per request")
     max_registered: int = Field(1_000, gt=0)
-    request_timeout_s: float = Field(30.0, gt=0)
+    request_timeout_s: float = Field(30.0, gt=0, description="time a /v1/predict or /v1/route request (or the "
+                                                             "routing step of a proxied chat) may take, queueing included")
+
+
+class Batching(_Cfg):
+    """Micro-batching of concurrent requests in front of the encoder (see ``serving/batcher.py``)."""
+
+    window_ms: float = Field(2.0, ge=0, description="wait this long for more requests when the encoder was idle")
+    max_prompts: int = Field(64, gt=0, description="prompts per encoder batch")
+    quantum: int = Field(8, gt=0, description="prompts a client gets per round-robin turn within a batch")
+    queue_max_prompts: int = Field(2048, gt=0, description="queued prompts over all clients; beyond this: 503")
+    client_max_prompts: int = Field(512, gt=0, description="queued prompts of one client; beyond this: 503")
 
 
 class Upstream(_Cfg):
-    """An OpenAI-compatible endpoint serving a registered LLM (for /v1/chat/completions)."""
+    """An OpenAI-compatible endpoint serving a registered LLM (for /v1/chat/completions).
+
+    The defaults suit an interactive call: a dead host is reported after ``connect_timeout_s``
+    (x ``max_retries + 1``), a stalled one after ``timeout_s``; raise ``timeout_s`` for long
+    completions.
+    """
 
     base_url: str
     model: str
     api_key_env: Optional[str] = None
-    timeout_s: float = Field(60.0, gt=0)
-    max_retries: int = Field(1, ge=0)
+    timeout_s: float = Field(30.0, gt=0, description="read/write timeout of one upstream call")
+    connect_timeout_s: float = Field(3.0, gt=0, description="TCP/TLS connect timeout of one upstream call")
+    max_retries: int = Field(1, ge=0, description="retries of a failed upstream call (the openai client's)")
 
 
 class ServerSettings(_Cfg):
@@ -44,6 +61,8 @@ class ServerSettings(_Cfg):
     tracking_uri: Optional[str] = Field(None, description="MLflow store that runs:/ and models:/ URIs resolve in")
     auth: AuthSettings = Field(default_factory=AuthSettings)
     limits: Limits = Field(default_factory=Limits)
+    batching: Batching = Field(default_factory=Batching)
+    workers: int = Field(1, ge=1, description="uvicorn worker processes; each loads its own model and registry")
     embed_cache_size: int = Field(10_000, ge=0)
     upstreams: dict[str, Upstream] = Field(default_factory=dict)
     log_level: str = "info"

@@ -8,6 +8,20 @@ from tiny_assessor import fit_tiny
 API_KEY = "test-key-0123456789abcdef"
 
 
+def wait_ready(c, timeout: float = 60.0) -> dict:
+    """Poll ``/health`` until the app has loaded and warmed up; its last body."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        r = c.get("/health")
+        if r.status_code == 200 or time.monotonic() > deadline:
+            assert r.status_code == 200, r.text
+            return r.json()
+        assert r.json()["status"] == "starting"
+        time.sleep(0.05)
+
+
 @pytest.fixture(scope="session")
 def tiny(data_dir):
     return fit_tiny(data_dir)
@@ -37,4 +51,5 @@ def client(engine, monkeypatch):
                 "limits": {"max_batch": 8, "max_prompt_chars": 5000, "max_body_bytes": 50_000, "max_registered": 5}}
     app = create_app(settings, engine=engine)
     with TestClient(app, raise_server_exceptions=False, headers={"Authorization": f"Bearer {API_KEY}"}) as c:
+        wait_ready(c)
         yield c

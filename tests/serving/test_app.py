@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import API_KEY
+from conftest import API_KEY, wait_ready
 
 
 def prompts(tiny, n=3):
@@ -15,8 +15,9 @@ def test_health_needs_no_key_and_reports_model(client, engine):
     r = client.get("/health", headers={"Authorization": ""})
     assert r.status_code == 200
     body = r.json()
-    assert body["status"] == "ok" and body["n_llms"] == 3 and body["n_reference"] == len(engine.reference_ids)
+    assert body["status"] == "ready" and body["n_llms"] == 3 and body["n_reference"] == len(engine.reference_ids)
     assert body["router"] == {"policy": "ThresholdRouter", "knob": "threshold", "value": 0.6}
+    assert body["queue"]["pending_prompts"] == 0 and body["queue"]["rejected"] == 0
 
 
 def test_openapi_lists_endpoints(client):
@@ -182,8 +183,7 @@ def test_unhandled_error_is_500_without_trace(client, engine, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(engine, "predict", boom)
-    monkeypatch.setattr(engine, "predict_with_spread", boom)
+    monkeypatch.setattr(engine, "score", boom)
     r = client.post("/v1/predict", json={"prompts": ["a"]})
     assert r.status_code == 500
     assert "secret" not in r.text and "Traceback" not in r.text
@@ -196,10 +196,10 @@ def test_timeout_is_504(engine, monkeypatch):
 
     from assessors.serving.app import create_app
 
-    monkeypatch.setattr(engine, "predict", lambda *a, **k: time.sleep(2))
-    monkeypatch.setattr(engine, "predict_with_spread", lambda *a, **k: time.sleep(2))
     app = create_app({"host": "127.0.0.1", "auth": {"enabled": False}, "limits": {"request_timeout_s": 0.2}}, engine=engine)
     with TestClient(app) as c:
+        wait_ready(c)  # warm-up done before the slow-down
+        monkeypatch.setattr(engine, "score", lambda *a, **k: time.sleep(2))
         r = c.post("/v1/predict", json={"prompts": ["a"]})
     assert r.status_code == 504 and r.json()["error"]["type"] == "timeout"
 
@@ -230,8 +230,9 @@ def test_chat_upstream_down_is_502(engine):
                                            "max_retries": 0}}}, engine=engine)
     with TestClient(app, raise_server_exceptions=False) as c:
         r = c.post("/v1/chat/completions", json={"model": "router", "messages": [{"role": "user", "content": "hi"}]})
-    assert r.status_code == 502 and r.json()["error"]["type"] == "upstream_error"
-    assert r.json()["error"]["message"] == f"upstream {name!r} failed: APIConnectionError"
+    assert r.status_code == 502 and r.json()["error"]["type"] == "upstream_unreachable"
+    msg = r.json()["error"]["message"]
+    assert msg.startswith(f"upstream {name!r} (http://127.0.0.1:9/v1) is unreachable") and "request_timeout_s" not in msg
 
 
 def test_registration_returns_trust_report_with_default_hook(tiny, monkeypatch):
@@ -261,3 +262,35 @@ def test_registration_returns_trust_report_with_default_hook(tiny, monkeypatch):
         listed = {x["name"]: x for x in c.get("/v1/llms").json()["llms"]}
         assert listed["twin"]["trust"]["nearest"][0]["llm"] == known
     assert trust_hook(model, None) is None and trust_hook(model, {"enabled": False}) is None
+
+
+def test_chat_stalled_upstream_is_504_naming_it(engine):
+    """An upstream that accepts the connection but never answers: 504 after its own timeout_s."""
+    import socket
+
+    from fastapi.testclient import TestClient
+
+    from assessors.serving.app import create_app
+
+    with socket.socket() as listener:  # accepts (the kernel completes the handshake) and never replies
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        name = engine.registry.names()[0]
+        app = create_app({"host": "127.0.0.1", "auth": {"enabled": False},
+                          "upstreams": {name: {"base_url": url, "model": "x", "timeout_s": 0.5, "max_retries": 0}}},
+                         engine=engine)
+        with TestClient(app, raise_server_exceptions=False) as c:
+            wait_ready(c)
+            r = c.post("/v1/chat/completions", json={"model": "router", "messages": [{"role": "user", "content": "hi"}]})
+    assert r.status_code == 504 and r.json()["error"]["type"] == "upstream_timeout"
+    msg = r.json()["error"]["message"]
+    assert f"upstream {name!r}" in msg and "timeout_s=0.5" in msg and "request_timeout_s" not in msg
+
+
+def test_upstream_defaults_suit_an_interactive_call():
+    from assessors.serving.settings import Upstream
+
+    up = Upstream(base_url="http://127.0.0.1:8080/v1", model="m")
+    # a dead host is reported within seconds, not minutes
+    assert up.connect_timeout_s * (up.max_retries + 1) <= 10 and up.timeout_s <= 30

@@ -12,8 +12,9 @@ N_TRAIN_LLMS = 20
 N_REF = 30
 
 
-def fit_tiny(data_dir, assessor=None):
-    """``assessor``: an unfitted assessor with the generic interface (default: XGBoost generic)."""
+def fit_tiny(data_dir, featurizer=None, assessor=None):
+    """Fit it; ``featurizer`` (default: 200 unigram features) turns prompts into features;
+    ``assessor``: an unfitted assessor with the generic interface (default: XGBoost generic)."""
     from xgboost import XGBClassifier
 
     from assessors.classifiers.grid import ParamGrid
@@ -30,7 +31,7 @@ def fit_tiny(data_dir, assessor=None):
     llm_perm = rng.permutation(len(res.llms))
     train_llms = [res.llms[i] for i in llm_perm[:N_TRAIN_LLMS]]
     test_llms = [res.llms[i] for i in llm_perm[N_TRAIN_LLMS:N_TRAIN_LLMS + 5]]
-    feat = UnigramFeaturizer(max_features=200).fit(res.prompts(train_ids))
+    feat = (featurizer if featurizer is not None else UnigramFeaturizer(max_features=200)).fit(res.prompts(train_ids))
     X = feat.transform(res.prompts(train_ids))
     ref_index = np.sort(rng.choice(len(train_ids), N_REF, replace=False))
     ref_ids = [train_ids[i] for i in ref_index]

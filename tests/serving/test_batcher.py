@@ -1,0 +1,144 @@
+"""The fair micro-batcher: round-robin batches, shared classifier calls, bounded queue, cancellation."""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+from assessors.serving.batcher import FairBatcher, QueueFull
+
+
+class Entry:
+    def __init__(self, name):
+        self.name = name
+
+
+class Recorder:
+    """Embeds a prompt "c<client>-<i>" as the row [i]; records each batch; can be held by a gate."""
+
+    def __init__(self):
+        self.batches: list[list[str]] = []
+        self.score_calls = 0
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def embed(self, prompts):
+        self.gate.wait(10)
+        self.batches.append(list(prompts))
+        return np.array([[float(p.rsplit("-", 1)[1])] for p in prompts], np.float32)
+
+    def score(self, X, entries):
+        self.score_calls += 1
+        return np.stack([X[:, 0] + k for k in range(len(entries))]), None
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_results_match_each_request_and_share_one_classifier_call():
+    rec = Recorder()
+
+    async def main():
+        b = FairBatcher(rec.embed, rec.score, window_ms=20, max_prompts=64)
+        b.start()
+        ents = [Entry("a"), Entry("b")]
+        futs = [b.submit(f"c{c}", [f"c{c}-{i}" for i in range(3)], ents) for c in range(5)]
+        out = await asyncio.gather(*futs)
+        await b.stop()
+        return out
+
+    out = run(main())
+    for names, P, STD in out:
+        assert STD is None
+        assert names == ["a", "b"]
+        np.testing.assert_array_equal(P, [[0, 1, 2], [1, 2, 3]])
+    # the window let all 5 concurrent requests share one encoder batch and one classifier call
+    assert len(rec.batches) == 1 and len(rec.batches[0]) == 15 and rec.score_calls == 1
+
+
+def test_round_robin_a_big_batch_cannot_starve_a_single_prompt():
+    rec = Recorder()
+    rec.gate.clear()
+
+    async def main():
+        b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=8, quantum=4)
+        b.start()
+        heavy = [b.submit("heavy", [f"h-{i}" for i in range(30)], [Entry("a")]) for _ in range(3)]
+        await asyncio.sleep(0.05)  # the first batch (heavy prompts) is now held in the encoder
+        light = b.submit("light", ["l-0"], [Entry("a")])
+        rec.gate.set()
+        await light
+        n_batches_when_light_done = len(rec.batches)
+        await asyncio.gather(*heavy)
+        await b.stop()
+        return n_batches_when_light_done
+
+    n = run(main())
+    # the light prompt rides in the second batch, ahead of 82 queued heavy prompts
+    assert n == 2 and "l-0" in rec.batches[1]
+    assert sum(len(x) for x in rec.batches) == 91
+
+
+def test_queue_full_raises_with_retry_after():
+    rec = Recorder()
+    rec.gate.clear()
+
+    async def main():
+        b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=4, queue_max_prompts=10, client_max_prompts=6)
+        b.start()
+        f1 = b.submit("a", [f"a-{i}" for i in range(6)], [Entry("x")])
+        await asyncio.sleep(0.05)  # 4 taken into the held batch, 2 still queued
+        with pytest.raises(QueueFull, match="this client") as e1:
+            b.submit("a", [f"a-{i}" for i in range(5)], [Entry("x")])
+        f2 = b.submit("b", [f"b-{i}" for i in range(6)], [Entry("x")])
+        with pytest.raises(QueueFull, match="queue is full") as e2:
+            b.submit("c", [f"c-{i}" for i in range(3)], [Entry("x")])
+        rec.gate.set()
+        await asyncio.gather(f1, f2)
+        stats = dict(b.stats)
+        await b.stop()
+        return e1.value, e2.value, stats
+
+    e1, e2, stats = run(main())
+    assert e1.retry_after_s >= 1 and e2.retry_after_s >= 1 and stats["rejected"] == 2
+
+
+def test_cancelled_job_drops_its_queued_prompts():
+    rec = Recorder()
+    rec.gate.clear()
+
+    async def main():
+        b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=4, quantum=4)
+        b.start()
+        fut = b.submit("a", [f"a-{i}" for i in range(20)], [Entry("x")])
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(fut, 0.05)   # as the endpoints do: the job is cancelled
+        after = b.submit("b", ["b-0"], [Entry("x")])
+        rec.gate.set()
+        await after
+        stats, pending = dict(b.stats), b.pending_prompts
+        await b.stop()
+        return stats, pending
+
+    stats, pending = run(main())
+    # only the batch already in the encoder ran; the other 16 prompts were never encoded
+    assert [len(x) for x in rec.batches] == [4, 1]
+    assert stats["prompts_cancelled"] == 16 and stats["jobs_cancelled"] == 1 and pending == 0
+
+
+def test_encoder_error_reaches_every_request_of_the_batch():
+    def bad(prompts):
+        raise RuntimeError("encoder failed")
+
+    async def main():
+        b = FairBatcher(bad, lambda X, e: X.T, window_ms=5)
+        b.start()
+        futs = [b.submit(c, ["x-1"], [Entry("a")]) for c in "ab"]
+        res = await asyncio.gather(*futs, return_exceptions=True)
+        await b.stop()
+        return res
+
+    assert all(isinstance(r, RuntimeError) for r in run(main()))
