@@ -13,7 +13,7 @@ API_KEY = "test-key-latent-0123456789"
 def tiny_latent(data_dir):
     from assessors.core.latent import LatentAssessor
 
-    return fit_tiny(data_dir, LatentAssessor(dims=2, hidden_sizes=(16,), n_members=1, max_epochs=10, patience=3,
+    return fit_tiny(data_dir, assessor=LatentAssessor(dims=2, hidden_sizes=(16,), n_members=1, max_epochs=10, patience=3,
                                              residual_dims=8, num_threads=1))
 
 

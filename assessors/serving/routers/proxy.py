@@ -87,7 +87,7 @@ async def chat(req: S.ChatCompletionRequest, request: Request, response: Respons
         raise APIError("no registered LLM has an upstream configured (server.upstreams)", status=503,
                        type="no_upstream")
     text = _last_user_text(req.messages)
-    names, P = await scores(request, engine, [text], candidates)
+    names, P, _ = await scores(request, engine, [text], candidates)
     decision = engine.decide([text], names, P).records()[0]
     if decision["llm"] is None:
         raise APIError("the router abstained: no LLM is likely enough to succeed on this prompt", status=422,
