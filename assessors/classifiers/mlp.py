@@ -14,10 +14,11 @@ import warnings
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from assessors.classifiers.rows import as_row_source, column_stats, iter_chunks, take
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 from assessors.threads import torch_threads
 
 try:  # the unified package, else the standalone one that pyproject pins
@@ -281,8 +282,7 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _network(self) -> MLPModule:
-        if not hasattr(self, "state_dict_"):
-            raise NotFittedError("MLPClassifier is not fitted; call fit(X, y) first")
+        check_is_fitted(self, "state_dict_", msg="MLPClassifier is not fitted; call fit(X, y) first")
         if getattr(self, "_net", None) is None:  # after unpickling: rebuild from the stored weights
             net = self._build(self.n_features_in_)
             net.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in self.state_dict_.items()})

@@ -29,10 +29,11 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 from torch.nn.functional import softplus
 
 from assessors.classifiers.rows import as_row_source, take
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 from assessors.threads import torch_threads
 
 
@@ -211,8 +212,7 @@ class PairLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X) -> np.ndarray:
         """Logits of shape (n,) for rows ``X`` (n, d), array or row source."""
-        if not hasattr(self, "coef_"):
-            raise NotFittedError("PairLogisticRegression is not fitted")
+        check_is_fitted(self, "coef_", msg="PairLogisticRegression is not fitted")
         d = _design(X)
         if d.width != self.n_features_in_:
             raise DataError(f"X has {d.width} features; the model was fitted on {self.n_features_in_}")

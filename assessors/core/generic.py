@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import has_fit_parameter
+from sklearn.utils.validation import check_is_fitted
 
 from assessors.core.rows import PairRows, collapse_pairs, cosine_similarity, observed_pairs
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -161,8 +162,7 @@ class GenericAssessor(BaseEstimator):
         -------
         ndarray of shape (k, m) (or (m,) for a single vector)
         """
-        if not hasattr(self, "classifier_"):
-            raise NotFittedError("GenericAssessor is not fitted")
+        check_is_fitted(self, "classifier_", msg="GenericAssessor is not fitted")
         R = np.asarray(R, dtype=np.float32)
         single = R.ndim == 1
         R = R[None, :] if single else R

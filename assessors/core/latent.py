@@ -21,12 +21,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 from assessors.core.latent_net import item_parameters, train_member
 from assessors.core.posterior import (GaussianPrior, check_answers, evidence_labels, laplace_posterior,
                                       logit_moments, probit_predictive, sigmoid)
 from assessors.core.residual import FeatureProjection, Residual, fit_residual
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -285,8 +286,7 @@ class LatentAssessor(BaseEstimator):
         self._ref_phi = self.projection_(self.reference_features_)
 
     def _check_fitted(self):
-        if not hasattr(self, "members_"):
-            raise NotFittedError("LatentAssessor is not fitted; call fit(X, S, ref_index) first")
+        check_is_fitted(self, "members_", msg="LatentAssessor is not fitted; call fit(X, S, ref_index) first")
         if getattr(self, "_ref", None) is None:  # after unpickling
             self._cache_reference()
 

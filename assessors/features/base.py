@@ -6,8 +6,7 @@ from typing import Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator
-
-from assessors.errors import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 
 class Featurizer(BaseEstimator, abc.ABC):
@@ -50,9 +49,10 @@ class Featurizer(BaseEstimator, abc.ABC):
         """Features of shape (n_texts, dim), float32."""
         from assessors.features.cache import EmbeddingCache
 
-        if self.learns_from_texts and not hasattr(self, "fit_hash_"):
+        if self.learns_from_texts:
             # Without this, an unfitted featurizer could hit a cache entry keyed by an empty fit hash.
-            raise NotFittedError(f"{type(self).__name__} learns from the training prompts: call fit(texts) first")
+            check_is_fitted(self, "fit_hash_",
+                            msg=f"{type(self).__name__} learns from the training prompts: call fit(texts) first")
         texts = list(texts)
         if not self.cache_dir:
             return np.asarray(self._transform(texts), dtype=np.float32)

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import ConfigError, NotFittedError
+from assessors.errors import ConfigError
 from assessors.features.base import Featurizer
 
 
@@ -72,8 +73,7 @@ class UnigramFeaturizer(Featurizer):
                                            vocabulary=self.vocabulary_)
 
     def _transform(self, texts: list[str]) -> np.ndarray:
-        if not hasattr(self, "vectorizer_"):
-            raise NotFittedError("UnigramFeaturizer: call fit(training_prompts) first")
+        check_is_fitted(self, "vectorizer_", msg="UnigramFeaturizer: call fit(training_prompts) first")
         if not texts:
             return np.zeros((0, len(self.vocabulary_)), np.float32)
         counts = self.vectorizer_.transform(texts).astype(np.float64)

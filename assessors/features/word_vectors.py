@@ -7,8 +7,9 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import ConfigError, DataError, NotFittedError
+from assessors.errors import ConfigError, DataError
 from assessors.features.base import Featurizer
 
 log = logging.getLogger(__name__)
@@ -91,8 +92,7 @@ class _WordVectorFeaturizer(Featurizer):
         return self.wv_[word] if word in self.wv_.key_to_index else None
 
     def _transform(self, texts: list[str]) -> np.ndarray:
-        if not hasattr(self, "wv_"):
-            raise NotFittedError(f"{type(self).__name__}: call fit(training_prompts) first")
+        check_is_fitted(self, "wv_", msg=f"{type(self).__name__}: call fit(training_prompts) first")
         out = np.zeros((len(texts), self.dim_), dtype=np.float32)
         for i, text in enumerate(texts):
             vecs = [v for v in (self._vector(w) for w in tokenize(text)) if v is not None]

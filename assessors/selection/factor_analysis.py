@@ -30,7 +30,7 @@ import logging
 
 import numpy as np
 
-from assessors.errors import DataError
+from assessors.errors import ConfigError, DataError
 from assessors.selection.base import Selector
 from assessors.selection.cache import array_digest, memo
 from assessors.selection.feature_spaces import FeatureSpace
@@ -99,7 +99,7 @@ class FactorAnalysisSelector(Selector):
 
     def _select(self, success, features):
         if self.space is None:
-            raise DataError("FactorAnalysisSelector needs a feature space (selector.space)")
+            raise ConfigError("FactorAnalysisSelector needs a feature space (selector.space)")
         Z = self.space.transform(success, features)  # (n_candidates, d)
         obs = Z.T  # observations x variables (= candidates)
         usable = np.flatnonzero(obs.std(0) > 1e-12)

@@ -29,8 +29,9 @@ import logging
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -157,8 +158,7 @@ class MultidimIRT(BaseEstimator):
 
     # ------------------------------------------------------------- predict
     def _check_fitted(self) -> None:
-        if not hasattr(self, "difficulty_"):
-            raise NotFittedError("MultidimIRT is not fitted yet; call fit(success) first")
+        check_is_fitted(self, "difficulty_", msg="MultidimIRT is not fitted yet; call fit(success) first")
 
     def item_parameters(self) -> np.ndarray:
         """Item embedding ``[discrimination, difficulty]`` of shape (n_items, dims + 1)."""

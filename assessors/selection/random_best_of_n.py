@@ -8,7 +8,7 @@ import pandas as pd
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
-from assessors.errors import ConfigError, DataError
+from assessors.errors import ConfigError, DataError, InfeasibleError
 from assessors.selection.base import Selector
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class RandomBestOfNSelector(Selector):
         pos_in_fit = np.full(n_cand, -1)
         pos_in_fit[fit_cols] = np.arange(len(fit_cols))
         if self.size > len(pool):
-            raise ConfigError(f"RandomBestOfNSelector: size {self.size} exceeds the {len(pool)} candidates left to draw from")
+            raise InfeasibleError(f"RandomBestOfNSelector: size {self.size} exceeds the {len(pool)} candidates left to draw from")
 
         draws, scores = [], {}
         for d in tqdm(range(self.n_draws), desc="random best-of-N draws", leave=False):

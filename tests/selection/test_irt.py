@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
+from sklearn.exceptions import NotFittedError
 
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 from assessors.selection.irt import MultidimIRT
 
 
