@@ -19,6 +19,7 @@ from torch import nn
 
 from assessors.classifiers.rows import as_row_source, column_stats, iter_chunks, take
 from assessors.errors import DataError
+from assessors.tags import with_capabilities
 from assessors.threads import torch_threads
 
 try:  # the unified package, else the standalone one that pyproject pins
@@ -209,8 +210,8 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
     best_epoch_ : int or None   epoch whose weights were kept (early stopping only).
     """
 
-    #: The generic assessor hands it lazy (LLM, instance) rows instead of a dense copy.
-    accepts_row_source = True
+    def __sklearn_tags__(self):  # the generic assessor hands it lazy (LLM, instance) rows, not a dense copy
+        return with_capabilities(super().__sklearn_tags__(), accepts_row_source=True)
 
     def __init__(self, hidden_sizes=(256,), dropout=0.1, lr=1e-3, weight_decay=1e-4, batch_size=512, max_epochs=20,
                  validation_fraction=0.1, patience=3, holdout_by_instance=True, seed=0, num_threads=None, accelerator="cpu",

@@ -34,6 +34,7 @@ from torch.nn.functional import softplus
 
 from assessors.classifiers.rows import as_row_source, take
 from assessors.errors import DataError
+from assessors.tags import with_capabilities
 from assessors.threads import torch_threads
 
 
@@ -144,8 +145,8 @@ class PairLogisticRegression(ClassifierMixin, BaseEstimator):
     n_iter_ : ndarray of shape (1,)
     """
 
-    #: the generic assessor hands this classifier its lazy pair rows instead of a dense copy
-    accepts_row_source = True
+    def __sklearn_tags__(self):  # the generic assessor hands it its lazy pair rows, not a dense copy
+        return with_capabilities(super().__sklearn_tags__(), accepts_row_source=True)
 
     def __init__(self, C: float = 1.0, penalty: str = "l2", tol: float = 1e-4, max_iter: int = 1000,
                  num_threads: int | None = 1):

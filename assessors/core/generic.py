@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from assessors.core.rows import PairRows, collapse_pairs, cosine_similarity, observed_pairs
 from assessors.errors import DataError
+from assessors.tags import capability
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +199,7 @@ def _no_row_subsampling(est):
 
 def _streams(est) -> bool:
     """Whether a classifier consumes lazy row sources (the Lightning MLP does)."""
-    return bool(getattr(est, "accepts_row_source", False))
+    return capability(est, "accepts_row_source")
 
 
 def _is_streaming(candidates) -> bool:

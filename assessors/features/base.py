@@ -8,6 +8,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from assessors.tags import capability
+
 
 class Featurizer(BaseEstimator, abc.ABC):
     """Turns prompts into a float32 feature matrix.
@@ -23,9 +25,6 @@ class Featurizer(BaseEstimator, abc.ABC):
         Directory of the embedding cache; None disables caching.
     """
 
-    #: Whether ``fit`` learns from the training texts (then identity includes their hash).
-    learns_from_texts: bool = False
-
     #: Parameters that change how features are computed but not their values; left out
     #: of :meth:`identity` so that, e.g., a different batch size still hits the cache.
     runtime_params: tuple[str, ...] = ("cache_dir", "api_key", "batch_size", "show_progress")
@@ -38,7 +37,7 @@ class Featurizer(BaseEstimator, abc.ABC):
         from assessors.features.cache import texts_hash
 
         texts = list(texts)
-        self.fit_hash_ = texts_hash(texts) if self.learns_from_texts else ""
+        self.fit_hash_ = texts_hash(texts) if capability(self, "learns_from_texts") else ""
         self._fit(texts)
         return self
 
@@ -49,7 +48,7 @@ class Featurizer(BaseEstimator, abc.ABC):
         """Features of shape (n_texts, dim), float32."""
         from assessors.features.cache import EmbeddingCache
 
-        if self.learns_from_texts:
+        if capability(self, "learns_from_texts"):
             # Without this, an unfitted featurizer could hit a cache entry keyed by an empty fit hash.
             check_is_fitted(self, "fit_hash_",
                             msg=f"{type(self).__name__} learns from the training prompts: call fit(texts) first")

@@ -19,6 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 from assessors.errors import ConfigError, DataError, InfeasibleError
 from assessors.grid.resume import TAG_INFEASIBLE, config_hash, finished_run, job_tags
 from assessors.selection.cache import array_digest, memo
+from assessors.tags import capability
 from assessors.threads import budgeted, fit_threads, thread_limits
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ def select_reference(cfg: DictConfig, S_tr: np.ndarray, ids: list[str], X_tr: np
 
     def fit():
         selector = instantiate(cfg.selector)
-        if getattr(selector, "uses_validation", False):
+        if capability(selector, "uses_validation"):
             selector.fit(S_tr, ids, X_tr, validation=validation)
         else:
             selector.fit(S_tr, ids, X_tr)

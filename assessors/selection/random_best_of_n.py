@@ -10,6 +10,7 @@ from tqdm.auto import tqdm
 
 from assessors.errors import ConfigError, DataError, InfeasibleError
 from assessors.selection.base import Selector
+from assessors.tags import with_capabilities
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,8 @@ class RandomBestOfNSelector(Selector):
     best_draw_ : int
     """
 
-    #: the pipeline passes ``validation=`` to ``fit`` when a selector sets this
-    uses_validation = True
+    def __sklearn_tags__(self):  # the pipeline passes ``validation=`` to ``fit``
+        return with_capabilities(super().__sklearn_tags__(), uses_validation=True)
 
     def __init__(self, size: int = 100, seed: int = 0, n_draws: int = 20, assessor=None,
                  holdout_fraction: float = 0.2):
