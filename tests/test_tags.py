@@ -37,6 +37,14 @@ def test_capability_reads_the_declared_tag(est, name, expected):
         assert capability(clone(est), name) is expected
 
 
+def test_a_proxy_that_handles_missing_cells_says_so_with_the_standard_tag():
+    from assessors.estimation.benchmark.generic_proxy import GenericAssessorProxy
+    from assessors.estimation.benchmark.proxy import RidgeProxy
+
+    assert get_tags(GenericAssessorProxy()).input_tags.allow_nan
+    assert not get_tags(RidgeProxy()).input_tags.allow_nan
+
+
 def test_scikit_learn_tags_are_kept_and_unknown_names_refused():
     tags = get_tags(MLPClassifier())
     assert tags.estimator_type == "classifier" and tags.classifier_tags is not None

@@ -31,7 +31,10 @@ class GenericAssessorProxy(ItemProxy):
     seed : int
     """
 
-    accepts_missing = True  # the generic assessor drops NaN labels and fills NaN reference cells
+    def __sklearn_tags__(self):  # the generic assessor drops NaN labels and fills NaN reference cells
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
 
     def __init__(self, assessor=None, max_pairs: int | None = None, pattern_dims: int | None = None,
                  min_llms: int = 16, seed: int = 0):
