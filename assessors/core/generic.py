@@ -152,6 +152,10 @@ class GenericAssessor(BaseEstimator):
     def predict_proba(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:
         """P(success) for each LLM and prompt.
 
+        Not scikit-learn's (n, 2) class probabilities: one probability per (LLM, prompt), shape
+        (k, m). The name stays because the MLflow pyfunc, the serving engine and every task call
+        the assessors (generic, latent) through it.
+
         Parameters
         ----------
         X : ndarray of shape (m, d)

@@ -426,7 +426,8 @@ class LatentAssessor(BaseEstimator):
         return (p[0], std[0], post.evidence[0]) if single else (p, std, post.evidence)
 
     def predict_proba(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:
-        """P(success) for each LLM and prompt, as :meth:`GenericAssessor.predict_proba`.
+        """P(success) for each LLM and prompt, as :meth:`GenericAssessor.predict_proba`: shape
+        (k, m), not scikit-learn's (n, 2).
 
         Parameters
         ----------

@@ -105,7 +105,7 @@ class SpecificAssessor(BaseEstimator):
         return self
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """P(success) of shape (n,) for prompts ``X`` (n, d)."""
+        """P(success) of shape (n,) for prompts ``X`` (n, d): the positive column only, not (n, 2)."""
         check_is_fitted(self, "classifier_", msg="SpecificAssessor is not fitted")
         return self.classifier_.predict_proba(np.asarray(X, dtype=np.float32))[:, 1].astype(np.float32)
 

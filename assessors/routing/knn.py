@@ -29,7 +29,7 @@ class KNNSuccess(BaseEstimator):
         self.acc_ = np.nanmean(self.S_, axis=1)
         return self
 
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+    def predict_success(self, X: np.ndarray) -> np.ndarray:
         """P(success) of shape (n_llms, m)."""
         check_is_fitted(self, "X_", msg="KNNSuccess is not fitted")
         sim = _unit(X) @ self.X_.T  # (m, n)

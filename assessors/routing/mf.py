@@ -73,7 +73,7 @@ class MFSuccess(BaseEstimator):
             loss_fn(z, y).backward()
             opt.step()
 
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+    def predict_success(self, X: np.ndarray) -> np.ndarray:
         """P(success) of shape (n_llms, m)."""
         import torch
 

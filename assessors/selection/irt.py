@@ -165,7 +165,7 @@ class MultidimIRT(BaseEstimator):
         self._check_fitted()
         return np.hstack([self.discrimination_, self.difficulty_[:, None]])
 
-    def predict_proba(self, ability: np.ndarray | None = None, item_idx=None) -> np.ndarray:
+    def predict_success(self, ability: np.ndarray | None = None, item_idx=None) -> np.ndarray:
         """Success probabilities.
 
         Parameters
