@@ -181,7 +181,7 @@ def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np
     llms = prep.llms["test"]
     out = np.zeros((len(llms), len(prep.X["test"])), dtype=np.float32)
     # BLAS pools (logistic regression) would otherwise start cpu_count threads inside every worker
-    # thread: 2 LLMs x 2 BLAS threads on 2 cores made the specific assessors 1.4x slower
+    # thread: oversubscribed cores made the specific assessors slower, not faster
     with thread_limits(threads):
         rows = Parallel(n_jobs=jobs, backend="threading", return_as="generator")(delayed(one)(llm) for llm in llms)
         for k, p in enumerate(tqdm(rows, total=len(llms), desc=f"{method} assessors", leave=False)):

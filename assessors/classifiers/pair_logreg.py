@@ -45,7 +45,7 @@ class _Design:
     The loss is evaluated on the (n_llm, n_inst) grid of cells rather than per pair: the
     generic assessor's pairs fill that grid (all of it for complete results), a cell's pairs
     are summarised by their label weights, and a grid needs no gather or scatter. The
-    element-wise work runs in torch, whose softplus is ~5x faster than NumPy's.
+    element-wise work runs in torch, whose softplus is much faster than NumPy's.
     """
 
     inst: torch.Tensor

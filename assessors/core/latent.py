@@ -101,7 +101,7 @@ class LatentAssessor(BaseEstimator):
     num_threads : int, optional
         Torch threads while training and BLAS threads while predicting (None: the libraries'
         settings). One by default: the steps are tiny and latency-bound, and two threads spinning
-        against each other made training 7x slower on 2 busy cores.
+        against each other made training several times slower on 2 busy cores.
     progress : bool
         Lightning progress bars.
 
