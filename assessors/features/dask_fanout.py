@@ -73,7 +73,8 @@ class DaskFanoutFeaturizer(BaseEstimator):
 
     def transform(self, texts: Sequence[str]) -> np.ndarray:
         """Features of shape (n_texts, dim), float32, the wrapped featurizer's."""
-        if capability(self.featurizer, "uses_results") or len(texts) < self.min_texts:  # success-pattern features take no texts
+        # success-pattern features take no texts
+        if capability(self.featurizer, "uses_results") or len(texts) < self.min_texts:
             return self.featurizer.transform(texts)
         texts = list(texts)
         cached = bool(getattr(self.featurizer, "cache_dir", None))

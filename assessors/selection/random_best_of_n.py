@@ -108,7 +108,8 @@ class RandomBestOfNSelector(Selector):
         pos_in_fit = np.full(n_cand, -1)
         pos_in_fit[fit_cols] = np.arange(len(fit_cols))
         if self.size > len(pool):
-            raise InfeasibleError(f"RandomBestOfNSelector: size {self.size} exceeds the {len(pool)} candidates left to draw from")
+            raise InfeasibleError(f"RandomBestOfNSelector: size {self.size} exceeds the {len(pool)} candidates left "
+                                  "to draw from")
 
         draws, scores = [], {}
         for d in tqdm(range(self.n_draws), desc="random best-of-N draws", leave=False):

@@ -144,7 +144,8 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
     ppp = float("nan")
     obs = np.isfinite(y)
     if n_ans:
-        Z = _logits(assessor, list(zip(*assessor.item_parameters(X_answered[obs]))), thetas, None if res_a is None else res_a[obs])
+        params_a = list(zip(*assessor.item_parameters(X_answered[obs])))
+        Z = _logits(assessor, params_a, thetas, None if res_a is None else res_a[obs])
         Pa = sigmoid(Z)
         ll = lambda Yb: (Yb * np.log(Pa + 1e-12) + (1 - Yb) * np.log(1 - Pa + 1e-12)).sum(1)  # noqa: E731
         ll_obs = ll(np.broadcast_to(y[obs], Pa.shape))

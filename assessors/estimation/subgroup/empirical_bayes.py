@@ -114,7 +114,8 @@ class EmpiricalBayes(SubgroupEstimator):
         w = a / (a + s2)
         est = m + w * eps
         w_ci = a_ci / (a_ci + s2)
-        half = cva_array((s2 / a_ci).ravel(), kap.ravel(), self.alpha, cache_dir=self.cache_dir).reshape(y.shape) * w_ci * np.sqrt(s2)
+        cv = cva_array((s2 / a_ci).ravel(), kap.ravel(), self.alpha, cache_dir=self.cache_dir).reshape(y.shape)
+        half = cv * w_ci * np.sqrt(s2)
         lo, hi = est - half, est + half
         if self.clip_intervals:
             lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
