@@ -21,8 +21,12 @@ class ConfigError(AssessorsError, ValueError):
     """An invalid combination of options (e.g. a reference set larger than the pool)."""
 
 
-class NotFittedError(AssessorsError, RuntimeError):
-    """A component was used before ``fit``."""
+class InfeasibleError(ConfigError):
+    """Valid options that the data at hand cannot support (a reference set larger than the pool).
+
+    Distinct from a plain :class:`ConfigError` (a mistyped or out-of-range option): a grid sweep
+    records an infeasible combination and moves on, but fails on a configuration mistake.
+    """
 
 
 class TrackingError(AssessorsError, RuntimeError):

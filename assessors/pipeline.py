@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from assessors.data.results import Results
 from assessors.errors import ConfigError
 from assessors.metrics import evaluate
+from assessors.tags import capability
 from assessors.threads import budgeted, fit_threads, thread_limits
 
 log = logging.getLogger(__name__)
@@ -47,14 +48,12 @@ def prepare(cfg: DictConfig) -> Prepared:
     t["load_s"] = time.perf_counter() - t0
     log.info("loaded %r", results)
     if cfg.get("validate") is not None:
-        from hydra.utils import get_class
-
         from assessors.data.exclusion import exclude_flagged
         from assessors.data.validate import run_validation
 
         # before splitting: degenerate data fails here, not after minutes of fitting; flagged
         # blocks (grading failures, too few cells, no prompt text) are left out unless configured
-        needs_text = not getattr(get_class(cfg.features._target_), "uses_results", False)
+        needs_text = not capability(instantiate(cfg.features), "uses_results")  # __init__ only stores params
         report = run_validation(results, cfg.validate, needs_text=needs_text)
         results = exclude_flagged(results, report, cfg.validate)
     inst = instantiate(cfg.split).split(results)
@@ -69,7 +68,7 @@ def prepare(cfg: DictConfig) -> Prepared:
 def featurize(cfg, results: Results, inst: dict, train_llms: list[str]):
     """Fit the configured featurizer on training data and transform every split."""
     featurizer = instantiate(budgeted(cfg.features, fit_threads(cfg=cfg)))
-    if getattr(featurizer, "uses_results", False):
+    if capability(featurizer, "uses_results"):
         S_train = results.matrix(train_llms, None)
         featurizer.fit(S_train[:, results.instance_index(inst["train"])])
         full = featurizer.transform(S_train)
@@ -90,7 +89,7 @@ def fit_generic(cfg, prep: Prepared, selector_cfg=None, assessor_cfg=None):
     """Select the reference set and fit the generic assessor; returns (assessor, ref ids)."""
     S_tr = prep.S("train", "train")
     selector = instantiate(selector_cfg if selector_cfg is not None else cfg.selector)
-    if getattr(selector, "uses_validation", False) and prep.llms["val"]:
+    if capability(selector, "uses_validation") and prep.llms["val"]:
         # random_best_of_n judges its draws on the validation LLMs (their results on the candidates)
         val = (prep.X["val"], prep.S("val", "val"), prep.results.matrix(prep.llms["val"], prep.inst["train"]))
         selector.fit(S_tr, prep.inst["train"], prep.X["train"], validation=val)
@@ -182,7 +181,7 @@ def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np
     llms = prep.llms["test"]
     out = np.zeros((len(llms), len(prep.X["test"])), dtype=np.float32)
     # BLAS pools (logistic regression) would otherwise start cpu_count threads inside every worker
-    # thread: 2 LLMs x 2 BLAS threads on 2 cores made the specific assessors 1.4x slower
+    # thread: oversubscribed cores made the specific assessors slower, not faster
     with thread_limits(threads):
         rows = Parallel(n_jobs=jobs, backend="threading", return_as="generator")(delayed(one)(llm) for llm in llms)
         for k, p in enumerate(tqdm(rows, total=len(llms), desc=f"{method} assessors", leave=False)):

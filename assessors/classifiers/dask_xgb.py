@@ -17,6 +17,7 @@ import numpy as np
 import xgboost
 
 from assessors.classifiers.rows import as_row_source, iter_chunks, take
+from assessors.tags import with_capabilities
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,8 @@ class DaskXGBClassifier(xgboost.XGBClassifier):
         XGBoost parameters, as for ``xgboost.XGBClassifier``.
     """
 
-    accepts_row_source = True
+    def __sklearn_tags__(self):
+        return with_capabilities(super().__sklearn_tags__(), accepts_row_source=True)
 
     def __init__(self, *, address: str | None = None, n_workers: int = 2, threads_per_worker: int = 1,
                  partition_rows: int = 65536, **kwargs) -> None:

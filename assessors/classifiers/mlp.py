@@ -14,10 +14,12 @@ import warnings
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from assessors.classifiers.rows import as_row_source, column_stats, iter_chunks, take
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
+from assessors.tags import with_capabilities
 from assessors.threads import torch_threads
 
 try:  # the unified package, else the standalone one that pyproject pins
@@ -208,8 +210,8 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
     best_epoch_ : int or None   epoch whose weights were kept (early stopping only).
     """
 
-    #: The generic assessor hands it lazy (LLM, instance) rows instead of a dense copy.
-    accepts_row_source = True
+    def __sklearn_tags__(self):  # the generic assessor hands it lazy (LLM, instance) rows, not a dense copy
+        return with_capabilities(super().__sklearn_tags__(), accepts_row_source=True)
 
     def __init__(self, hidden_sizes=(256,), dropout=0.1, lr=1e-3, weight_decay=1e-4, batch_size=512, max_epochs=20,
                  validation_fraction=0.1, patience=3, holdout_by_instance=True, seed=0, num_threads=None, accelerator="cpu",
@@ -281,8 +283,7 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def _network(self) -> MLPModule:
-        if not hasattr(self, "state_dict_"):
-            raise NotFittedError("MLPClassifier is not fitted; call fit(X, y) first")
+        check_is_fitted(self, "state_dict_", msg="MLPClassifier is not fitted; call fit(X, y) first")
         if getattr(self, "_net", None) is None:  # after unpickling: rebuild from the stored weights
             net = self._build(self.n_features_in_)
             net.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in self.state_dict_.items()})

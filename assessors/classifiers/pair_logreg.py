@@ -29,10 +29,12 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 from torch.nn.functional import softplus
 
 from assessors.classifiers.rows import as_row_source, take
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
+from assessors.tags import with_capabilities
 from assessors.threads import torch_threads
 
 
@@ -43,7 +45,7 @@ class _Design:
     The loss is evaluated on the (n_llm, n_inst) grid of cells rather than per pair: the
     generic assessor's pairs fill that grid (all of it for complete results), a cell's pairs
     are summarised by their label weights, and a grid needs no gather or scatter. The
-    element-wise work runs in torch, whose softplus is ~5x faster than NumPy's.
+    element-wise work runs in torch, whose softplus is much faster than NumPy's.
     """
 
     inst: torch.Tensor
@@ -143,8 +145,8 @@ class PairLogisticRegression(ClassifierMixin, BaseEstimator):
     n_iter_ : ndarray of shape (1,)
     """
 
-    #: the generic assessor hands this classifier its lazy pair rows instead of a dense copy
-    accepts_row_source = True
+    def __sklearn_tags__(self):  # the generic assessor hands it its lazy pair rows, not a dense copy
+        return with_capabilities(super().__sklearn_tags__(), accepts_row_source=True)
 
     def __init__(self, C: float = 1.0, penalty: str = "l2", tol: float = 1e-4, max_iter: int = 1000,
                  num_threads: int | None = 1):
@@ -211,8 +213,7 @@ class PairLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X) -> np.ndarray:
         """Logits of shape (n,) for rows ``X`` (n, d), array or row source."""
-        if not hasattr(self, "coef_"):
-            raise NotFittedError("PairLogisticRegression is not fitted")
+        check_is_fitted(self, "coef_", msg="PairLogisticRegression is not fitted")
         d = _design(X)
         if d.width != self.n_features_in_:
             raise DataError(f"X has {d.width} features; the model was fitted on {self.n_features_in_}")

@@ -21,12 +21,15 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
+from assessors.core.latent_calibration import (IDENTITY, accuracy_band, apply_calibration, excess_accuracy_error,
+                                                fit_platt)
 from assessors.core.latent_net import item_parameters, train_member
 from assessors.core.posterior import (GaussianPrior, check_answers, evidence_labels, laplace_posterior,
                                       logit_moments, probit_predictive, sigmoid)
 from assessors.core.residual import FeatureProjection, Residual, fit_residual
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +101,7 @@ class LatentAssessor(BaseEstimator):
     num_threads : int, optional
         Torch threads while training and BLAS threads while predicting (None: the libraries'
         settings). One by default: the steps are tiny and latency-bound, and two threads spinning
-        against each other made training 7x slower on 2 busy cores.
+        against each other made training several times slower on 2 busy cores.
     progress : bool
         Lightning progress bars.
 
@@ -191,7 +194,7 @@ class LatentAssessor(BaseEstimator):
             self.priors_.append(GaussianPrior.fit(member["theta"]))
         self.projection_ = FeatureProjection(X, int(self.residual_dims), seed=int(self.seed))
         self._cache_reference()
-        self.calibration_, self.accuracy_error_sd_ = (1.0, 0.0), 0.0
+        self.calibration_, self.accuracy_error_sd_ = IDENTITY, 0.0
         if validation is not None and len(validation[1]):
             self._calibrate(*validation)
         self.classifier_name_ = f"latent(D={self.dims}, {self.n_members} members)"
@@ -251,42 +254,23 @@ class LatentAssessor(BaseEstimator):
         return validate, train_prompts
 
     def _calibrate(self, X_val, S_val, R_val):
-        """Recalibrate on validation LLMs x validation prompts (never test data).
-
-        * ``calibration_ = (slope, intercept)``: a logistic regression of the outcome on the
-          predicted logit (Platt scaling). Increasing in the logit, so no LLM's ranking changes.
-        * ``accuracy_error_sd_``: the spread of (realised - predicted) accuracy of validation LLMs
-          beyond what their posterior explains -- the item model's own error, which the ability
-          posterior cannot see; added to accuracy bands.
-        """
-        from sklearn.linear_model import LogisticRegression
-
+        """Recalibrate on validation LLMs x validation prompts (never test data): ``calibration_``
+        (:func:`~assessors.core.latent_calibration.fit_platt`) first, then ``accuracy_error_sd_``
+        from the recalibrated band (:func:`~assessors.core.latent_calibration.excess_accuracy_error`)."""
         S_val = check_answers(S_val, "validation success")
-        post, _ = self._reference_posterior(R_val)
+        post = self.reference_posterior(R_val)
         p, _ = self.predict_posterior(X_val, post)
-        obs = np.isfinite(S_val)
-        z = np.log(p[obs]) - np.log1p(-p[obs])
-        y = S_val[obs]
-        if len(np.unique(y)) == 2:
-            lr = LogisticRegression(C=1e4).fit(z[:, None].astype(np.float64), y)
-            slope = float(lr.coef_[0, 0])
-            if slope > 0:
-                self.calibration_ = (slope, float(lr.intercept_[0]))
-        band = self.predictive_accuracy(X_val, post, error_sd=0.0)
-        real = np.nanmean(np.where(obs, S_val, np.nan), axis=1)
-        ok = np.isfinite(real)
-        if ok.sum() >= 2:
-            # band["sd"]: posterior + sampling spread already in the band
-            excess = np.mean((real[ok] - band["mean"][ok]) ** 2) - np.mean(band["sd"][ok] ** 2)
-            self.accuracy_error_sd_ = float(np.sqrt(max(excess, 0.0)))
+        self.calibration_ = fit_platt(p, S_val)
+        error_sd = excess_accuracy_error(self.predictive_accuracy(X_val, post, error_sd=0.0), S_val)
+        if error_sd is not None:
+            self.accuracy_error_sd_ = error_sd
 
     def _cache_reference(self):
         self._ref = self._params(self.reference_features_)
         self._ref_phi = self.projection_(self.reference_features_)
 
     def _check_fitted(self):
-        if not hasattr(self, "members_"):
-            raise NotFittedError("LatentAssessor is not fitted; call fit(X, S, ref_index) first")
+        check_is_fitted(self, "members_", msg="LatentAssessor is not fitted; call fit(X, S, ref_index) first")
         if getattr(self, "_ref", None) is None:  # after unpickling
             self._cache_reference()
 
@@ -393,11 +377,7 @@ class LatentAssessor(BaseEstimator):
                 scale = q * (1 - q) / (p * (1 - p))  # d q / d p at fixed residual
                 std = np.sqrt((std * scale) ** 2 + (q * (1 - q)) ** 2 * rv)
                 p = q
-            slope, intercept = getattr(self, "calibration_", (1.0, 0.0))
-            if (slope, intercept) != (1.0, 0.0):
-                q = sigmoid(slope * (np.log(p) - np.log1p(-p)) + intercept)
-                std = std * slope * q * (1 - q) / (p * (1 - p))  # d q / d p
-                p = np.clip(q, 1e-9, 1 - 1e-9)
+            p, std = apply_calibration(p, std, getattr(self, "calibration_", IDENTITY))
             P[:, sl], STD[:, sl] = p, np.minimum(std, np.sqrt(p * (1 - p)))
         return P, STD
 
@@ -411,6 +391,27 @@ class LatentAssessor(BaseEstimator):
             raise DataError(f"reference results must have shape (n_llms, {n_ref}), got {R.shape}")
         with self._threads():
             return self._posterior(self._ref, self._ref_phi, R), single
+
+    def reference_posterior(self, R: np.ndarray) -> LatentPosterior:
+        """Posterior over the abilities of ``k`` LLMs from their reference answers ``R`` (k, n_ref)
+        (0/1, NaN = not answered); a single vector (n_ref,) counts as ``k = 1``."""
+        return self._reference_posterior(R)[0]
+
+    def project(self, X: np.ndarray) -> np.ndarray:
+        """The whitened low-dimensional projection of prompt features ``X`` (m, d) that the
+        residual works on: shape (m, n_components), ``n_components <= residual_dims``."""
+        self._check_fitted()
+        return self.projection_(np.asarray(X, dtype=np.float32))
+
+    def training_abilities(self) -> list[np.ndarray]:
+        """MAP abilities of the training LLMs, one array (n_train_llms, D) per ensemble member."""
+        self._check_fitted()
+        return [np.asarray(m["theta"], dtype=np.float64) for m in self.members_]
+
+    def ability_priors(self) -> list[GaussianPrior]:
+        """The ability prior of each ensemble member, fitted on its training LLMs' abilities."""
+        self._check_fitted()
+        return list(self.priors_)
 
     def check_reference(self, r) -> None:
         """Raise :class:`DataError` unless ``r`` (n_ref,) holds 0/1/NaN answers on the reference set."""
@@ -426,7 +427,8 @@ class LatentAssessor(BaseEstimator):
         return (p[0], std[0], post.evidence[0]) if single else (p, std, post.evidence)
 
     def predict_proba(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:
-        """P(success) for each LLM and prompt, as :meth:`GenericAssessor.predict_proba`.
+        """P(success) for each LLM and prompt, as :meth:`GenericAssessor.predict_proba`: shape
+        (k, m), not scikit-learn's (n, 2).
 
         Parameters
         ----------
@@ -454,31 +456,13 @@ class LatentAssessor(BaseEstimator):
         dict with ``mean``, ``low``, ``high``, ``sd``: ndarrays of shape (k,)
         """
         self._check_fitted()
-        rng = np.random.default_rng(seed)
         params = self._params(np.asarray(X, dtype=np.float32))
         res = None
         if post.residual is not None and post.residual.tau.any():
             res = post.residual.w @ self.projection_(X).T  # (k, m), the residual at its posterior mean
-        per = max(1, n_samples // len(params))
-        k = len(post)
-        acc = np.empty((k, per * len(params)))
-        for m, (a, b) in enumerate(params):
-            L = np.linalg.cholesky(post.cov[m])
-            z = rng.standard_normal((k, per, a.shape[1]))
-            th = post.theta[m][:, None, :] + np.einsum("kde,kse->ksd", L, z)
-            logit = th @ a.T - b  # (k, per, n)
-            if res is not None:
-                logit = logit + res[:, None, :]
-            slope, intercept = getattr(self, "calibration_", (1.0, 0.0))
-            logit = slope * logit + intercept
-            outcomes = rng.random(logit.shape) < sigmoid(logit)
-            acc[:, m * per:(m + 1) * per] = outcomes.mean(-1)
         err = getattr(self, "accuracy_error_sd_", 0.0) if error_sd is None else error_sd
-        if err > 0:
-            acc = np.clip(acc + rng.normal(0.0, err, acc.shape), 0.0, 1.0)
-        lo, hi = (1 - level) / 2, 1 - (1 - level) / 2
-        return {"mean": acc.mean(1), "low": np.quantile(acc, lo, axis=1), "high": np.quantile(acc, hi, axis=1),
-                "sd": acc.std(1)}
+        return accuracy_band(params, post, res, calibration=getattr(self, "calibration_", IDENTITY), error_sd=err,
+                             level=level, n_samples=n_samples, seed=seed)
 
     def sample_answers(self, X: np.ndarray, n_llms: int, seed: int = 0, member: int = 0):
         """Simulated LLMs: abilities from the fitted prior, answers sampled on prompts ``X``.

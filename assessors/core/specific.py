@@ -7,8 +7,8 @@ from collections.abc import Mapping
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import StratifiedKFold
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import NotFittedError
 
 log = logging.getLogger(__name__)
 
@@ -105,9 +105,8 @@ class SpecificAssessor(BaseEstimator):
         return self
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        """P(success) of shape (n,) for prompts ``X`` (n, d)."""
-        if not hasattr(self, "classifier_"):
-            raise NotFittedError("SpecificAssessor is not fitted")
+        """P(success) of shape (n,) for prompts ``X`` (n, d): the positive column only, not (n, 2)."""
+        check_is_fitted(self, "classifier_", msg="SpecificAssessor is not fitted")
         return self.classifier_.predict_proba(np.asarray(X, dtype=np.float32))[:, 1].astype(np.float32)
 
 

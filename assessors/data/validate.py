@@ -41,6 +41,7 @@ import pandas as pd
 from assessors.data.block_checks import block_checks, missing_prompt_check
 from assessors.data.results import Results
 from assessors.errors import DataError
+from assessors.tags import capability
 
 log = logging.getLogger(__name__)
 
@@ -324,7 +325,7 @@ def leakage_issue(prep, o: dict) -> tuple[Issue | None, pd.DataFrame]:
     """The ``leakage`` issue (or None) and all leaking pairs, from a prepared pipeline."""
     leaks = pd.DataFrame(columns=["test_id", "train_id", "cosine", "exact_text"])
     # success-pattern features describe results, not prompt text: near-duplicates there are not leakage
-    text = not getattr(prep.featurizer, "uses_results", False)
+    text = not capability(prep.featurizer, "uses_results")
     if not (o["leakage"] and text and len(prep.inst.get("test", [])) and len(prep.inst.get("train", []))):
         return None, leaks
     res = prep.results

@@ -6,8 +6,9 @@ from typing import Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import NotFittedError
+from assessors.tags import capability
 
 
 class Featurizer(BaseEstimator, abc.ABC):
@@ -24,9 +25,6 @@ class Featurizer(BaseEstimator, abc.ABC):
         Directory of the embedding cache; None disables caching.
     """
 
-    #: Whether ``fit`` learns from the training texts (then identity includes their hash).
-    learns_from_texts: bool = False
-
     #: Parameters that change how features are computed but not their values; left out
     #: of :meth:`identity` so that, e.g., a different batch size still hits the cache.
     runtime_params: tuple[str, ...] = ("cache_dir", "api_key", "batch_size", "show_progress")
@@ -39,7 +37,7 @@ class Featurizer(BaseEstimator, abc.ABC):
         from assessors.features.cache import texts_hash
 
         texts = list(texts)
-        self.fit_hash_ = texts_hash(texts) if self.learns_from_texts else ""
+        self.fit_hash_ = texts_hash(texts) if capability(self, "learns_from_texts") else ""
         self._fit(texts)
         return self
 
@@ -50,9 +48,10 @@ class Featurizer(BaseEstimator, abc.ABC):
         """Features of shape (n_texts, dim), float32."""
         from assessors.features.cache import EmbeddingCache
 
-        if self.learns_from_texts and not hasattr(self, "fit_hash_"):
+        if capability(self, "learns_from_texts"):
             # Without this, an unfitted featurizer could hit a cache entry keyed by an empty fit hash.
-            raise NotFittedError(f"{type(self).__name__} learns from the training prompts: call fit(texts) first")
+            check_is_fitted(self, "fit_hash_",
+                            msg=f"{type(self).__name__} learns from the training prompts: call fit(texts) first")
         texts = list(texts)
         if not self.cache_dir:
             return np.asarray(self._transform(texts), dtype=np.float32)

@@ -15,6 +15,8 @@ from typing import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
+from assessors.tags import capability, with_capabilities
+
 log = logging.getLogger(__name__)
 
 
@@ -49,9 +51,9 @@ class DaskFanoutFeaturizer(BaseEstimator):
         self.chunk_size = chunk_size
         self.min_texts = min_texts
 
-    @property
-    def uses_results(self) -> bool:
-        return bool(getattr(self.featurizer, "uses_results", False))
+    def __sklearn_tags__(self):  # the wrapped featurizer's capabilities
+        return with_capabilities(super().__sklearn_tags__(),
+                                 **{k: capability(self.featurizer, k) for k in ("uses_results", "learns_from_texts")})
 
     def fit(self, texts: Sequence[str], y=None) -> "DaskFanoutFeaturizer":
         self.featurizer.fit(texts, y)
@@ -71,13 +73,14 @@ class DaskFanoutFeaturizer(BaseEstimator):
 
     def transform(self, texts: Sequence[str]) -> np.ndarray:
         """Features of shape (n_texts, dim), float32, the wrapped featurizer's."""
-        if self.uses_results or len(texts) < self.min_texts:  # success-pattern features take no texts
+        # success-pattern features take no texts
+        if capability(self.featurizer, "uses_results") or len(texts) < self.min_texts:
             return self.featurizer.transform(texts)
         texts = list(texts)
         cached = bool(getattr(self.featurizer, "cache_dir", None))
         # a pretrained model ships as its parameters (each worker loads it once); one that learned
         # from the training texts ships fitted
-        remote = self.featurizer if getattr(self.featurizer, "learns_from_texts", False) else clone(self.featurizer)
+        remote = self.featurizer if capability(self.featurizer, "learns_from_texts") else clone(self.featurizer)
         unique = list(dict.fromkeys(texts))
         chunks = [unique[i:i + self.chunk_size] for i in range(0, len(unique), self.chunk_size)]
         client, cluster = self._client()

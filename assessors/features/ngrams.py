@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import ConfigError, NotFittedError
+from assessors.errors import ConfigError
 from assessors.features.base import Featurizer
+from assessors.tags import with_capabilities
 
 
 class UnigramFeaturizer(Featurizer):
@@ -39,7 +41,8 @@ class UnigramFeaturizer(Featurizer):
         Embedding cache directory; None disables caching.
     """
 
-    learns_from_texts = True
+    def __sklearn_tags__(self):
+        return with_capabilities(super().__sklearn_tags__(), learns_from_texts=True)
 
     def __init__(self, max_features: int = 1000, lowercase: bool = True,
                  token_pattern: str = r"(?u)\b\w+\b", cache_dir: str | None = None):
@@ -72,8 +75,7 @@ class UnigramFeaturizer(Featurizer):
                                            vocabulary=self.vocabulary_)
 
     def _transform(self, texts: list[str]) -> np.ndarray:
-        if not hasattr(self, "vectorizer_"):
-            raise NotFittedError("UnigramFeaturizer: call fit(training_prompts) first")
+        check_is_fitted(self, "vectorizer_", msg="UnigramFeaturizer: call fit(training_prompts) first")
         if not texts:
             return np.zeros((0, len(self.vocabulary_)), np.float32)
         counts = self.vectorizer_.transform(texts).astype(np.float64)

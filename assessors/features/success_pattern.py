@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from assessors.tags import with_capabilities
+
 
 class SuccessPatternFeaturizer(BaseEstimator):
     """Represents instance ``j`` by column ``j`` of the training LLMs' success matrix.
@@ -14,7 +16,8 @@ class SuccessPatternFeaturizer(BaseEstimator):
     missing cell says "as usual for this LLM").
     """
 
-    uses_results = True
+    def __sklearn_tags__(self):
+        return with_capabilities(super().__sklearn_tags__(), uses_results=True)
 
     def fit(self, success: np.ndarray) -> "SuccessPatternFeaturizer":
         success = np.asarray(success, dtype=np.float32)

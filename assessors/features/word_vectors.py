@@ -7,9 +7,11 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import ConfigError, DataError, NotFittedError
+from assessors.errors import ConfigError, DataError
 from assessors.features.base import Featurizer
+from assessors.tags import with_capabilities
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +44,10 @@ def _file_digest(path: Path) -> str:
 class _WordVectorFeaturizer(Featurizer):
     """Shared logic: train on the training prompts in ``fit`` or load ``vectors_path``; average in ``transform``."""
 
-    learns_from_texts = True
     runtime_params = Featurizer.runtime_params + ("workers",)
+
+    def __sklearn_tags__(self):
+        return with_capabilities(super().__sklearn_tags__(), learns_from_texts=True)
 
     def __init__(self, vectors_path: str | None = None, vector_size: int = 100, window: int = 5,
                  min_count: int = 2, epochs: int = 10, seed: int = 0, workers: int = 1,
@@ -91,8 +95,7 @@ class _WordVectorFeaturizer(Featurizer):
         return self.wv_[word] if word in self.wv_.key_to_index else None
 
     def _transform(self, texts: list[str]) -> np.ndarray:
-        if not hasattr(self, "wv_"):
-            raise NotFittedError(f"{type(self).__name__}: call fit(training_prompts) first")
+        check_is_fitted(self, "wv_", msg=f"{type(self).__name__}: call fit(training_prompts) first")
         out = np.zeros((len(texts), self.dim_), dtype=np.float32)
         for i, text in enumerate(texts):
             vecs = [v for v in (self._vector(w) for w in tokenize(text)) if v is not None]

@@ -16,9 +16,10 @@ import pandas as pd
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from assessors.errors import ConfigError, DataError
+from assessors.errors import ConfigError, DataError, InfeasibleError
 from assessors.grid.resume import TAG_INFEASIBLE, config_hash, finished_run, job_tags
 from assessors.selection.cache import array_digest, memo
+from assessors.tags import capability
 from assessors.threads import budgeted, fit_threads, thread_limits
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ def select_reference(cfg: DictConfig, S_tr: np.ndarray, ids: list[str], X_tr: np
 
     def fit():
         selector = instantiate(cfg.selector)
-        if getattr(selector, "uses_validation", False):
+        if capability(selector, "uses_validation"):
             selector.fit(S_tr, ids, X_tr, validation=validation)
         else:
             selector.fit(S_tr, ids, X_tr)
@@ -117,10 +118,10 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
         t1 = time.perf_counter()
         try:
             ref_idx = select_reference(cfg, S_tr, prep.inst["train"], prep.X["train"], validation_cand)
-        except (ConfigError, DataError) as err:
-            # the data cannot support this combination (a size above the candidate pool, 100 k-means
-            # clusters over 9 distinct success patterns): record why and let the rest of the sweep
-            # run; the report lists it
+        except (InfeasibleError, DataError) as err:
+            # the data cannot support this combination (a size above the candidate pool, more k-means
+            # clusters than distinct success patterns): record why and let the rest of the sweep run;
+            # the report lists it. Any other ConfigError is a mistake in the options and fails the job.
             log.warning("grid %s is infeasible on this data: %s", combo, err)
             run.set_tags({TAG_INFEASIBLE: str(err)[:1000]})
             nan = float("nan")

@@ -40,8 +40,9 @@ from typing import Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import ConfigError, DataError, NotFittedError
+from assessors.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
@@ -161,8 +162,7 @@ class AdaptiveSelector(BaseEstimator):
         return free & np.isin(self.strata_, least)
 
     def _check(self):
-        if not hasattr(self, "a_pool_"):
-            raise NotFittedError("AdaptiveSelector is not fitted; call fit(assessor, X_pool) first")
+        check_is_fitted(self, "a_pool_", msg="AdaptiveSelector is not fitted; call fit(assessor, X_pool) first")
 
     # ------------------------------------------------------------ posterior
     def posterior(self, asked: Sequence[int], answers: Sequence[float]):

@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from assessors.tags import capability
+
 log = logging.getLogger(__name__)
 
 METHOD_ORDER = ["generic", "specific", "all_train_data", "reference_only", "random_selector"]
@@ -92,7 +94,7 @@ def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long:
             run.log_figure(fig, path)
             plt.close(fig)
     command = None
-    if getattr(getattr(cfg, "tracking", None), "log_model", False) and not getattr(prep.featurizer, "uses_results", False):
+    if getattr(getattr(cfg, "tracking", None), "log_model", False) and not capability(prep.featurizer, "uses_results"):
         from assessors.core.pyfunc import log_assessor_model
 
         uri = log_assessor_model(run, gen, prep.featurizer, fitted["reference_ids"],

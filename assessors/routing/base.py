@@ -105,6 +105,9 @@ class Router(BaseEstimator, abc.ABC):
     def knob_grid(self, P: np.ndarray, C: np.ndarray) -> np.ndarray:
         """Candidate values of :attr:`knob` for calibration and cost-accuracy curves."""
 
+    def check_params(self) -> None:  # noqa: B027 - optional hook
+        """Raise :class:`ConfigError` on an invalid parameter (run on first use, not in ``__init__``)."""
+
     # ------------------------------------------------------------------ decisions
     @property
     def knob_value(self) -> float:
@@ -115,6 +118,7 @@ class Router(BaseEstimator, abc.ABC):
 
         Ties in utility go to the cheaper LLM, then to the higher P(success).
         """
+        self.check_params()
         P, C = _check(P, C)
         llms = list(llms) if llms is not None else [str(i) for i in range(P.shape[0])]
         if len(llms) != P.shape[0]:
@@ -154,6 +158,7 @@ class Router(BaseEstimator, abc.ABC):
         DataFrame with columns ``knob, accuracy, cost, coverage, selective_accuracy``;
         ``accuracy`` counts abstentions as failures, ``cost`` is the total over prompts.
         """
+        self.check_params()
         P, C = _check(P, C)
         S = np.nan_to_num(np.asarray(S, dtype=np.float64), nan=0.0)
         C_true = C if C_true is None else np.asarray(C_true, dtype=np.float64)

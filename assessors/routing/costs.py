@@ -38,18 +38,28 @@ class CostModel(BaseEstimator):
         self.per_1k_output = per_1k_output
         self.output_tokens = output_tokens
         self.chars_per_token = chars_per_token
+
+    def check(self) -> "CostModel":
+        """Raise :class:`ConfigError` unless every price is a finite number >= 0; returns ``self``.
+
+        Called on first use and by :meth:`LLMRegistry.register`, so a bad price fails when
+        the LLM is registered, not when a prompt is first routed to it.
+        """
         for k, v in self.get_params().items():
             if v is None or not np.isfinite(float(v)) or float(v) < 0:
                 raise ConfigError(f"CostModel.{k} must be a finite number >= 0, got {v!r}")
-        if float(chars_per_token) <= 0:
-            raise ConfigError(f"CostModel.chars_per_token must be > 0, got {chars_per_token!r}")
+        if float(self.chars_per_token) <= 0:
+            raise ConfigError(f"CostModel.chars_per_token must be > 0, got {self.chars_per_token!r}")
+        return self
 
     def expected(self, prompts: Sequence[str]) -> np.ndarray:
         """Expected cost of each prompt, shape (m,), float64."""
+        self.check()
         n_chars = np.fromiter((len(p) for p in prompts), dtype=np.float64, count=len(prompts))
         tokens_in = n_chars / float(self.chars_per_token)
         return (float(self.per_item) + (tokens_in * float(self.per_1k_input)
                                         + float(self.output_tokens) * float(self.per_1k_output)) / 1000.0)
 
     def as_dict(self) -> dict[str, float]:
+        self.check()
         return {k: float(v) for k, v in self.get_params().items()}

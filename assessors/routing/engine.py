@@ -83,6 +83,8 @@ class Engine:
         self.registry = registry if registry is not None else LLMRegistry(
             model.reference_ids, trust_fn=trust_fn, check=getattr(model.assessor, "check_reference", None))
         self.router = router
+        if router is not None:
+            router.check_params()  # a bad threshold fails at start-up, not on the first request
         self.embed_cache_size = int(embed_cache_size)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()

@@ -105,9 +105,9 @@ def predict_all(cfg, X: dict, S_fit, S_val, ref_index, holdout: int | None):
     for name, model in (("kNN", knn), ("matrix factorisation", mf)):
         out = {}
         for p in ("val", "test"):
-            P = model.predict_proba(X[p])
+            P = model.predict_success(X[p])
             if holdout is not None:
-                new = (knn_new.predict_proba(X[p]) if model is knn else P[-1:])
+                new = (knn_new.predict_success(X[p]) if model is knn else P[-1:])
                 P = np.insert(P[:len(seen)], holdout, new[0], axis=0)
             out[p] = P
         preds[name] = out

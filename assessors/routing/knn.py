@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator
-
-from assessors.errors import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 
 class KNNSuccess(BaseEstimator):
@@ -30,10 +29,9 @@ class KNNSuccess(BaseEstimator):
         self.acc_ = np.nanmean(self.S_, axis=1)
         return self
 
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+    def predict_success(self, X: np.ndarray) -> np.ndarray:
         """P(success) of shape (n_llms, m)."""
-        if not hasattr(self, "X_"):
-            raise NotFittedError("KNNSuccess is not fitted")
+        check_is_fitted(self, "X_", msg="KNNSuccess is not fitted")
         sim = _unit(X) @ self.X_.T  # (m, n)
         k = int(min(self.k, self.X_.shape[0]))
         nn = np.argpartition(-sim, k - 1, axis=1)[:, :k]  # (m, k)

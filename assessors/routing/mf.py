@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import NotFittedError
 from assessors.threads import torch_threads
 
 
@@ -73,12 +73,11 @@ class MFSuccess(BaseEstimator):
             loss_fn(z, y).backward()
             opt.step()
 
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+    def predict_success(self, X: np.ndarray) -> np.ndarray:
         """P(success) of shape (n_llms, m)."""
         import torch
 
-        if not hasattr(self, "V_"):
-            raise NotFittedError("MFSuccess is not fitted")
+        check_is_fitted(self, "V_", msg="MFSuccess is not fitted")
         with torch.no_grad():
             H = self.W1_(torch.as_tensor(np.asarray(X, np.float32)))  # (m, dim)
             z = (self.V_[:, None, :] * H[None]).matmul(self.w2_.weight[0]) + self.b_[:, None]

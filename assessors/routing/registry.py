@@ -134,6 +134,7 @@ class LLMRegistry:
             cost = CostModel()
         elif isinstance(cost, Mapping):
             cost = CostModel(**dict(cost))
+        cost.check()
         trust = self.trust_fn(r) if self.trust_fn is not None else None
         entry = RegisteredLLM(name=name, reference=r, cost=cost, source=source, trust=trust, meta=dict(meta or {}))
         with self._lock:

@@ -22,8 +22,10 @@ class ThresholdRouter(Router):
 
     def __init__(self, threshold: float = 0.7):
         self.threshold = threshold
-        if not 0.0 <= float(threshold) <= 1.0:
-            raise ConfigError(f"threshold must be in [0, 1], got {threshold!r}")
+
+    def check_params(self) -> None:
+        if not 0.0 <= float(self.threshold) <= 1.0:
+            raise ConfigError(f"threshold must be in [0, 1], got {self.threshold!r}")
 
     def score(self, P: np.ndarray, C: np.ndarray) -> np.ndarray:
         return np.where(P >= self.knob_value, -C, -np.inf)

@@ -22,8 +22,10 @@ class UtilityRouter(Router):
 
     def __init__(self, lam: float = 0.0):
         self.lam = lam
-        if not float(lam) >= 0.0:
-            raise ConfigError(f"lam must be >= 0, got {lam!r}")
+
+    def check_params(self) -> None:
+        if not float(self.lam) >= 0.0:
+            raise ConfigError(f"lam must be >= 0, got {self.lam!r}")
 
     def score(self, P: np.ndarray, C: np.ndarray) -> np.ndarray:
         return P - self.knob_value * C

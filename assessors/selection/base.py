@@ -7,7 +7,7 @@ from typing import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from assessors.errors import ConfigError
+from assessors.errors import ConfigError, InfeasibleError
 
 
 class Selector(BaseEstimator, abc.ABC):
@@ -39,7 +39,7 @@ class Selector(BaseEstimator, abc.ABC):
         """
         ids = list(ids)
         if self.size > len(ids):
-            raise ConfigError(
+            raise InfeasibleError(
                 f"{type(self).__name__}: reference size {self.size} is larger than the candidate pool "
                 f"({len(ids)} training instances); lower selector.size"
             )

@@ -18,7 +18,7 @@ Steps (the paper's recipe):
 Why not ``factor_analyzer.FactorAnalyzer.fit``: with thousands of candidates as variables
 its minres/ML fits optimise one uniqueness per variable with finite-difference gradients,
 and even ``method="principal"`` builds the full p x p correlation matrix and loops over
-``pearsonr`` (measured: 321 s fit + 259 s eigenvalues for 50 x 3,650). Principal-factor
+``pearsonr``, which takes minutes for 50 LLMs x thousands of candidates. Principal-factor
 loadings and the correlation eigenvalues come exactly from a thin SVD of the standardised
 data (n_obs x p), which takes well under a second; the varimax rotation is
 ``factor_analyzer.rotator.Rotator``. ``tests/selection`` checks the loadings against
@@ -30,7 +30,7 @@ import logging
 
 import numpy as np
 
-from assessors.errors import DataError
+from assessors.errors import ConfigError, DataError
 from assessors.selection.base import Selector
 from assessors.selection.cache import array_digest, memo
 from assessors.selection.feature_spaces import FeatureSpace
@@ -99,7 +99,7 @@ class FactorAnalysisSelector(Selector):
 
     def _select(self, success, features):
         if self.space is None:
-            raise DataError("FactorAnalysisSelector needs a feature space (selector.space)")
+            raise ConfigError("FactorAnalysisSelector needs a feature space (selector.space)")
         Z = self.space.transform(success, features)  # (n_candidates, d)
         obs = Z.T  # observations x variables (= candidates)
         usable = np.flatnonzero(obs.std(0) > 1e-12)
@@ -115,8 +115,8 @@ class FactorAnalysisSelector(Selector):
             from factor_analyzer.rotator import Rotator
             from threadpoolctl import threadpool_limits
 
-            # varimax is hundreds of tiny matmuls: BLAS threads only contend (measured 67 s -> 4.8 s
-            # for 1,000 x 24 loadings on the loaded 2-core machine with one thread)
+            # varimax is hundreds of tiny matmuls: BLAS threads only contend (one thread is an order
+            # of magnitude faster on a loaded 2-core machine)
             with threadpool_limits(1):
                 return _fit(obs[:, usable])
 

@@ -29,8 +29,9 @@ import logging
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -157,15 +158,14 @@ class MultidimIRT(BaseEstimator):
 
     # ------------------------------------------------------------- predict
     def _check_fitted(self) -> None:
-        if not hasattr(self, "difficulty_"):
-            raise NotFittedError("MultidimIRT is not fitted yet; call fit(success) first")
+        check_is_fitted(self, "difficulty_", msg="MultidimIRT is not fitted yet; call fit(success) first")
 
     def item_parameters(self) -> np.ndarray:
         """Item embedding ``[discrimination, difficulty]`` of shape (n_items, dims + 1)."""
         self._check_fitted()
         return np.hstack([self.discrimination_, self.difficulty_[:, None]])
 
-    def predict_proba(self, ability: np.ndarray | None = None, item_idx=None) -> np.ndarray:
+    def predict_success(self, ability: np.ndarray | None = None, item_idx=None) -> np.ndarray:
         """Success probabilities.
 
         Parameters

@@ -6,7 +6,7 @@ import logging
 import numpy as np
 from sklearn.cluster import KMeans
 
-from assessors.errors import DataError
+from assessors.errors import ConfigError, DataError
 from assessors.selection.base import Selector
 from assessors.selection.feature_spaces import FeatureSpace
 
@@ -39,7 +39,7 @@ class KMeansSelector(Selector):
 
     def _select(self, success, features):
         if self.space is None:
-            raise DataError("KMeansSelector needs a feature space (selector.space)")
+            raise ConfigError("KMeansSelector needs a feature space (selector.space)")
         Z = self.space.transform(success, features)
         # KMeans cannot make more distinct clusters than distinct points; say so instead of
         # returning duplicates (e.g. binary success vectors of few LLMs collide a lot).

@@ -8,8 +8,9 @@ import pandas as pd
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
-from assessors.errors import ConfigError, DataError
+from assessors.errors import ConfigError, DataError, InfeasibleError
 from assessors.selection.base import Selector
+from assessors.tags import with_capabilities
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,8 @@ class RandomBestOfNSelector(Selector):
     best_draw_ : int
     """
 
-    #: the pipeline passes ``validation=`` to ``fit`` when a selector sets this
-    uses_validation = True
+    def __sklearn_tags__(self):  # the pipeline passes ``validation=`` to ``fit``
+        return with_capabilities(super().__sklearn_tags__(), uses_validation=True)
 
     def __init__(self, size: int = 100, seed: int = 0, n_draws: int = 20, assessor=None,
                  holdout_fraction: float = 0.2):
@@ -107,7 +108,8 @@ class RandomBestOfNSelector(Selector):
         pos_in_fit = np.full(n_cand, -1)
         pos_in_fit[fit_cols] = np.arange(len(fit_cols))
         if self.size > len(pool):
-            raise ConfigError(f"RandomBestOfNSelector: size {self.size} exceeds the {len(pool)} candidates left to draw from")
+            raise InfeasibleError(f"RandomBestOfNSelector: size {self.size} exceeds the {len(pool)} candidates left "
+                                  "to draw from")
 
         draws, scores = [], {}
         for d in tqdm(range(self.n_draws), desc="random best-of-N draws", leave=False):

@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.linear_model import Ridge
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 
 
 def loo_reference_predictions(assessor, reference_success) -> np.ndarray:
@@ -122,8 +123,7 @@ class TrustModel(BaseEstimator):
 
     def predict(self, signals: pd.DataFrame) -> pd.DataFrame:
         """Expected AUC and band: a frame with ``estimate, low, high`` (one row per LLM)."""
-        if not hasattr(self, "model_"):
-            raise NotFittedError("TrustModel is not fitted")
+        check_is_fitted(self, "model_", msg="TrustModel is not fitted")
         Z = (self._matrix(signals) - self.mean_) / self.scale_
         est = np.clip(self.model_.predict(Z), 0.0, 1.0)
         return pd.DataFrame({"estimate": est, "low": np.clip(est - self.halfwidth_, 0, 1),

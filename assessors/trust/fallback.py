@@ -13,8 +13,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +89,7 @@ class FallbackPolicy(BaseEstimator):
 
     def weight_for(self, flags) -> float:
         """The blend weight for one LLM given its flags (0 if not triggered)."""
-        if not hasattr(self, "weight_"):
-            raise NotFittedError("FallbackPolicy is not fitted")
+        check_is_fitted(self, "weight_", msg="FallbackPolicy is not fitted")
         return self.weight_ if self.triggered(flags) else 0.0
 
     def blend(self, p_generic, p_reference, flags) -> np.ndarray:

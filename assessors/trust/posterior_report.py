@@ -127,11 +127,11 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
     M = post.theta.shape[0]
     per = max(1, n_samples // M)
     thetas = _samples(assessor, post, 0, per, rng)
-    params_t = assessor._params(X_target)
+    params_t = list(zip(*assessor.item_parameters(X_target)))  # per member: (a (m, D), b (m,))
     res_t = res_a = None
     if post.residual is not None and post.residual.tau.any():
-        res_t = post.residual.w[0] @ assessor.projection_(X_target).T
-        res_a = post.residual.w[0] @ assessor.projection_(X_answered).T if len(X_answered) else None
+        res_t = post.residual.w[0] @ assessor.project(X_target).T
+        res_a = post.residual.w[0] @ assessor.project(X_answered).T if len(X_answered) else None
     # expected AUC: outcomes drawn from abilities drawn from the posterior, scored by the prediction
     P_true = sigmoid(_logits(assessor, params_t, thetas, res_t))
     Y_rep = rng.random(P_true.shape) < P_true
@@ -144,7 +144,8 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
     ppp = float("nan")
     obs = np.isfinite(y)
     if n_ans:
-        Z = _logits(assessor, assessor._params(X_answered[obs]), thetas, None if res_a is None else res_a[obs])
+        params_a = list(zip(*assessor.item_parameters(X_answered[obs])))
+        Z = _logits(assessor, params_a, thetas, None if res_a is None else res_a[obs])
         Pa = sigmoid(Z)
         ll = lambda Yb: (Yb * np.log(Pa + 1e-12) + (1 - Yb) * np.log(1 - Pa + 1e-12)).sum(1)  # noqa: E731
         ll_obs = ll(np.broadcast_to(y[obs], Pa.shape))
@@ -152,8 +153,7 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
         ppp = float(np.mean(ll_rep <= ll_obs))
     # extrapolation: expected accuracy and distance against the training LLMs, member by member
     train_acc, maha, maha_max = [], [], []
-    for m, (member, prior, (a, b)) in enumerate(zip(assessor.members_, assessor.priors_, params_t)):
-        th_tr = np.asarray(member["theta"], dtype=np.float64)
+    for m, (th_tr, prior, (a, b)) in enumerate(zip(assessor.training_abilities(), assessor.ability_priors(), params_t)):
         train_acc.append(sigmoid(th_tr @ a.T - b).mean(1))
         prec = prior.precision
         d = th_tr - prior.mean
@@ -206,6 +206,6 @@ def fallback_predict(assessor, X_answered, y, X_target, C: float = 1.0) -> np.nd
     yo = y[obs]
     if len(np.unique(yo)) < 2:
         return np.full(len(X_target), float(np.clip((yo.sum() + 0.5) / (len(yo) + 1), 0.01, 0.99)))
-    Phi = assessor.projection_(np.asarray(X_answered, dtype=np.float32)[obs])
+    Phi = assessor.project(np.asarray(X_answered, dtype=np.float32)[obs])
     clf = LogisticRegression(C=C, max_iter=1000).fit(Phi, yo)
-    return clf.predict_proba(assessor.projection_(X_target))[:, 1]
+    return clf.predict_proba(assessor.project(X_target))[:, 1]

@@ -3,10 +3,11 @@ import pickle
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 from sklearn.metrics import roc_auc_score
 
 from assessors.classifiers.mlp import MLPClassifier
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 
 # Small and single-threaded: the test machine is shared; a fit takes about a second.
 FAST = dict(hidden_sizes=(32,), batch_size=128, max_epochs=12, num_threads=1, lr=3e-3)

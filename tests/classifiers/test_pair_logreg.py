@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
 
 from assessors.classifiers.grid import ParamGrid
 from assessors.classifiers.pair_logreg import PairLogisticRegression
 from assessors.core.generic import GenericAssessor
 from assessors.core.rows import PairRows, observed_pairs
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 
 SMALL = [
     "data.subtasks=[bbh_navigate,bbh_snarks]",

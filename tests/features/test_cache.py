@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
-from assessors.errors import NotFittedError
 from assessors.features.base import Featurizer
 from assessors.features.cache import EmbeddingCache
+from assessors.tags import with_capabilities
 
 
 class Counting(Featurizer):
@@ -24,7 +25,8 @@ class Counting(Featurizer):
 
 
 class Learning(Counting):
-    learns_from_texts = True
+    def __sklearn_tags__(self):
+        return with_capabilities(super().__sklearn_tags__(), learns_from_texts=True)
 
     def _fit(self, texts):
         self.n_train_ = len(texts)

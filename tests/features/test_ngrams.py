@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
-from assessors.errors import NotFittedError
 from assessors.features.ngrams import UnigramFeaturizer
 
 

@@ -8,8 +8,9 @@ import sys
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 from assessors.features.word_vectors import FastTextFeaturizer, Word2VecFeaturizer
 
 SMALL = dict(vector_size=16, epochs=3, min_count=1)

@@ -154,6 +154,17 @@ def test_infeasible_combination_is_recorded_skipped_on_restart_and_listed_not_ra
     assert t2.loc[0, "size"] == 10
 
 
+def test_a_mistyped_option_fails_the_job_instead_of_being_recorded_infeasible(tiny):
+    """An out-of-range option is the user's mistake, not a limit of the data: the job must fail."""
+    from assessors.errors import ConfigError, InfeasibleError
+
+    bad = tiny("selector=random", "selector.size=0")
+    with pytest.raises(ConfigError, match="must be >= 1") as err:
+        run_grid(bad)
+    assert not isinstance(err.value, InfeasibleError)
+    assert finished_run(instantiate(bad.tracking), config_hash(bad)) is None  # not recorded as a finished cell
+
+
 @pytest.mark.slow
 def test_run_grid_with_the_latent_assessor(compose):
     """``assessor=latent`` is a grid option: its coordinate replaces the classifier's."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
-from assessors.errors import ConfigError, DataError, NotFittedError
+from assessors.errors import ConfigError, DataError
 from assessors.onboarding.adaptive import AdaptiveSelector
 from tests.latent_sim import fit_simulated
 

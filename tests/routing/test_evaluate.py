@@ -67,7 +67,7 @@ def _clustered(n=600, seed=0):
 def test_baselines_recover_cluster_skills(model):
     X, S, p = _clustered()
     model.fit(X[:400], S[:, :400])
-    P = model.predict_proba(X[400:])
+    P = model.predict_success(X[400:])
     assert P.shape == (3, 200)
     assert np.abs(P - p[:, 400:]).mean() < 0.12
 
@@ -77,7 +77,7 @@ def test_mf_folds_in_new_llm_from_reference_results():
     mf = MFSuccess(dim=8, epochs=150).fit(X[:400], S[:2, :400])  # trained without LLM 2
     ref = np.arange(0, 400, 4)  # 100 reference items
     mf.add_llm(X[ref], S[2, ref])
-    P = mf.predict_proba(X[400:])
+    P = mf.predict_success(X[400:])
     assert P.shape == (3, 200)
     # the folded-in generalist is predicted far more likely to succeed than either specialist
     assert P[2].mean() > 0.7 and P[2].mean() > P[:2].mean(1).max() + 0.2

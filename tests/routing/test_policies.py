@@ -41,10 +41,13 @@ def test_utility_tradeoff():
 
 
 def test_bad_inputs():
-    with pytest.raises(ConfigError):
-        ThresholdRouter(threshold=1.5)
-    with pytest.raises(ConfigError):
-        UtilityRouter(lam=-1)
+    bad_threshold = ThresholdRouter(threshold=1.5)  # scikit-learn contract: no validation in __init__
+    with pytest.raises(ConfigError, match="threshold"):
+        bad_threshold.route(P, C, NAMES)
+    with pytest.raises(ConfigError, match="lam"):
+        UtilityRouter(lam=-1).route(P, C, NAMES)
+    with pytest.raises(ConfigError, match="threshold"):
+        AbstainRouter(threshold=-0.1).sweep(P, P, C)
     with pytest.raises(DataError, match="shape"):
         ThresholdRouter().route(P, C[:2])
     with pytest.raises(DataError, match="NaN"):

@@ -42,9 +42,12 @@ def test_cost_model():
     c = CostModel(per_item=0.001, per_1k_input=0.5, per_1k_output=1.5, output_tokens=100)
     # 400 chars = 100 input tokens
     np.testing.assert_allclose(c.expected(["x" * 400, ""]), [0.001 + (100 * 0.5 + 100 * 1.5) / 1000, 0.001 + 0.15])
-    with pytest.raises(ConfigError):
-        CostModel(per_item=-1)
+    bad = CostModel(per_item=-1)  # scikit-learn contract: validated on use, not in __init__
+    with pytest.raises(ConfigError, match="per_item"):
+        bad.expected(["x"])
     reg = LLMRegistry(IDS)
+    with pytest.raises(ConfigError, match="per_item"):  # registration still rejects it up front
+        reg.register("bad", [1, 0, 1, 0], cost={"per_item": -1})
     reg.register("a", [1, 0, 1, 0], cost=c)
     reg.register("b", [1, 0, 1, 0])
     M = reg.cost_matrix(reg.resolve(None), ["x" * 400])

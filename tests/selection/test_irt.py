@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
+from sklearn.exceptions import NotFittedError
 
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 from assessors.selection.irt import MultidimIRT
 
 
@@ -26,7 +27,7 @@ def test_recovers_difficulties_from_model_data():
     rho = spearmanr(irt.difficulty_, b)[0]
     assert rho >= 0.9, rho
     # fitted probabilities track the true ones
-    assert np.corrcoef(irt.predict_proba().ravel(), p.ravel())[0, 1] > 0.7
+    assert np.corrcoef(irt.predict_success().ravel(), p.ravel())[0, 1] > 0.7
 
 
 def test_ability_for_new_llm_ranks_true_abilities():
@@ -37,7 +38,7 @@ def test_ability_for_new_llm_ranks_true_abilities():
     assert theta.shape == (20, 2)
     # predicted accuracy on the *other* items from 200 items tracks the truth
     rest = np.setdiff1d(np.arange(800), items)
-    pred = irt.predict_proba(theta, rest).mean(1)
+    pred = irt.predict_success(theta, rest).mean(1)
     truth = p[40:, rest].mean(1)
     assert np.abs(pred - truth).mean() < 0.05
     assert spearmanr(pred, truth)[0] > 0.9
@@ -61,7 +62,7 @@ def test_bad_inputs():
     with pytest.raises(DataError, match="rows \\[3\\]"):
         MultidimIRT().fit(empty)
     with pytest.raises(NotFittedError):
-        MultidimIRT().predict_proba()
+        MultidimIRT().predict_success()
     irt = MultidimIRT(dims=2).fit(S)
     with pytest.raises(DataError, match="columns"):
         irt.ability_for(S[:2, :5], [0, 1, 2])

@@ -1,8 +1,8 @@
 """Fallback blend weight chosen on constructed validation LLMs."""
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
-from assessors.errors import NotFittedError
 from assessors.trust.fallback import FallbackPolicy
 
 

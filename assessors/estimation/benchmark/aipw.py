@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.stats import t as t_dist
+from sklearn.utils import get_tags
 
 from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate
 from assessors.estimation.benchmark.proxy import ItemProxy, RidgeProxy
@@ -81,7 +82,7 @@ class AIPW(BenchmarkEstimator):
         proxy = RidgeProxy() if self.proxy is None else clone(self.proxy)
         # a proxy that handles missing cells itself gets the raw 0/1/NaN matrix: the imputed
         # one holds column means, which are not labels
-        self.proxy_ = proxy.fit(S if getattr(proxy, "accepts_missing", False) else filled, features, self.core_index_)
+        self.proxy_ = proxy.fit(S if get_tags(proxy).input_tags.allow_nan else filled, features, self.core_index_)
         n = self.core_index_.size
         k = max(1, min(int(self.folds), n))
         self.fold_ = rng.permutation(np.arange(n) % k)

@@ -20,8 +20,9 @@ from typing import Callable, ClassVar, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import ConfigError, DataError, NotFittedError
+from assessors.errors import ConfigError, DataError
 
 
 @dataclass(frozen=True)
@@ -170,8 +171,7 @@ class BenchmarkEstimator(BaseEstimator, abc.ABC):
         -------
         Estimate with arrays of shape (k,)
         """
-        if not hasattr(self, "core_index_"):
-            raise NotFittedError(f"{type(self).__name__} is not fitted; call fit(source_success) first")
+        check_is_fitted(self, "core_index_", msg=f"{type(self).__name__} is not fitted; call fit(source_success) first")
         Y = np.atleast_2d(np.asarray(core_success, dtype=np.float64))
         if Y.shape[1] != self.core_index_.size:
             raise DataError(f"{type(self).__name__}: core_success has {Y.shape[1]} columns, the core set has "

@@ -23,7 +23,7 @@ class GenericAssessorProxy(ItemProxy):
         assessor trains on a seeded random subset of source LLMs (at least ``min_llms``). The
         success-pattern features still use every source LLM. If ``min_llms`` sources over all
         items still exceed the cap, a random item subset (always with the core items) is used.
-        This bounds the per-trial cost: a full fit on the 400-LLM leaderboards took ~20 s.
+        This bounds the per-trial cost, which a full fit on the 400-LLM leaderboards makes large.
     pattern_dims : int, optional
         Compress success-pattern features to this many SVD components (``None`` keeps all).
     min_llms : int
@@ -31,7 +31,10 @@ class GenericAssessorProxy(ItemProxy):
     seed : int
     """
 
-    accepts_missing = True  # the generic assessor drops NaN labels and fills NaN reference cells
+    def __sklearn_tags__(self):  # the generic assessor drops NaN labels and fills NaN reference cells
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
 
     def __init__(self, assessor=None, max_pairs: int | None = None, pattern_dims: int | None = None,
                  min_llms: int = 16, seed: int = 0):

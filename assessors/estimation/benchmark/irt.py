@@ -86,7 +86,7 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
             irt = self._irt(S[tr], "irt_train")
             seen, unseen = np.arange(0, S.shape[1], 2), np.arange(1, S.shape[1], 2)
             th = irt.ability_for(S[val][:, seen], seen)
-            pred = irt.predict_proba(th, unseen).mean(1)
+            pred = irt.predict_success(th, unseen).mean(1)
             return float(np.abs(pred - np.nanmean(S[val][:, unseen], axis=1)).mean())
 
         b = cached("gpirt_b", S, (self.dims, self.seed), lam_error)
@@ -98,7 +98,7 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
         th = self.irt_.ability_for(Y, core)
         rest = np.setdiff1d(np.arange(N), core)
         n = core.size
-        pirt = (n / N) * np.nanmean(Y, axis=1) + (1 - n / N) * self.irt_.predict_proba(th, rest).mean(1)
+        pirt = (n / N) * np.nanmean(Y, axis=1) + (1 - n / N) * self.irt_.predict_success(th, rest).mean(1)
         if self.variant == "pirt":
             return Estimate(pirt)
         anchor = impute_rows(Y) @ self.anchor_weights_

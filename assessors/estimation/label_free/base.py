@@ -7,8 +7,9 @@ from typing import Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import DataError, NotFittedError
+from assessors.errors import DataError
 
 
 class LabelFreeEstimator(BaseEstimator, abc.ABC):
@@ -31,8 +32,7 @@ class LabelFreeEstimator(BaseEstimator, abc.ABC):
 
     def predict(self, confidence_sets: Sequence[np.ndarray]) -> np.ndarray:
         """Predicted accuracies, shape (n_sets,)."""
-        if not getattr(self, "fitted_", False):
-            raise NotFittedError(f"{type(self).__name__}: call fit first")
+        check_is_fitted(self, "fitted_", msg=f"{type(self).__name__}: call fit first")
         return np.clip(self._predict([np.asarray(c, dtype=float) for c in confidence_sets]), 0.0, 1.0)
 
     @abc.abstractmethod

@@ -12,10 +12,10 @@ import warnings
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from assessors.classifiers.mlp import mlp_layers
-from assessors.errors import NotFittedError
 
 try:  # the unified package, else the standalone one that pyproject pins
     import lightning.pytorch as pl
@@ -83,8 +83,7 @@ class MLPRegressor(BaseEstimator, RegressorMixin):
 
     def predict(self, X) -> np.ndarray:
         """Predictions of shape (n,)."""
-        if not hasattr(self, "module_"):
-            raise NotFittedError("MLPRegressor: call fit first")
+        check_is_fitted(self, "module_", msg="MLPRegressor: call fit first")
         X = (np.asarray(X, dtype=np.float32) - self.mean_) / self.std_
         self.module_.eval()
         with torch.no_grad():

@@ -30,16 +30,20 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import math
-import os
-import tempfile
+from pathlib import Path
 
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import ndtr
 from scipy.stats import ncx2, norm
 
+from assessors.data.download import default_cache_dir
 from assessors.errors import ConfigError
+from assessors.io import atomic_write
+
+log = logging.getLogger(__name__)
 
 #: Kurtosis grid for the table; values between grid points are rounded up (conservative).
 KAPPA_GRID = np.concatenate([[1.0], np.round(np.geomspace(1.1, 300.0, 45), 4), [np.inf]])
@@ -159,24 +163,25 @@ def rho(m2: float, kappa: float, chi: float) -> float:
 
 
 @functools.lru_cache(maxsize=512)
-def _table_row(kappa: float, alpha: float) -> np.ndarray:
-    """cva over :data:`M2_GRID`, cached on disk (a row takes seconds; a run needs dozens)."""
+def _table_row(kappa: float, alpha: float, cache_dir: str | None = None) -> np.ndarray:
+    """cva over :data:`M2_GRID`, cached on disk under ``<cache_dir>/cva_table`` (a row takes
+    seconds; a run needs dozens). ``cache_dir`` None means :func:`~assessors.data.download.default_cache_dir`."""
     key = hashlib.sha1(np.concatenate([M2_GRID, [kappa, alpha]]).tobytes()).hexdigest()[:16]
-    root = os.environ.get("ASSESSORS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "assessors")
-    path = os.path.join(root, "cva_table", f"{key}.npy")
-    if os.path.exists(path):
+    root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+    path = root / "cva_table" / f"{key}.npy"
+    if path.exists():
         row = np.load(path, allow_pickle=False)
         if row.shape == M2_GRID.shape:
             return row
     row = np.array([cva(m, kappa, alpha) for m in M2_GRID])
-    try:  # atomic write: another process may be filling the same cache
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".npy")
-        with os.fdopen(fd, "wb") as fh:
+    def save(tmp):
+        with open(tmp, "wb") as fh:  # a file object: np.save would append ".npy" to a bare path
             np.save(fh, row)
-        os.replace(tmp, path)
-    except OSError:  # a read-only cache only costs time
-        pass
+
+    try:  # atomic: another process may be filling the same cache
+        atomic_write(path, save)
+    except OSError as err:  # an unwritable cache costs time (the row is recomputed next run), not the result
+        log.warning("cannot cache critical values at %s (%s); they will be recomputed next time", path, err)
     return row
 
 
@@ -185,7 +190,8 @@ def _round_up_kappa(kappa: np.ndarray) -> np.ndarray:
     return KAPPA_GRID[np.minimum(idx, len(KAPPA_GRID) - 1)]
 
 
-def cva_array(m2: np.ndarray, kappa: np.ndarray | float, alpha: float = 0.05, exact: bool = False) -> np.ndarray:
+def cva_array(m2: np.ndarray, kappa: np.ndarray | float, alpha: float = 0.05, exact: bool = False,
+              cache_dir: str | None = None) -> np.ndarray:
     """Vectorised :func:`cva` by table interpolation.
 
     Parameters
@@ -197,6 +203,9 @@ def cva_array(m2: np.ndarray, kappa: np.ndarray | float, alpha: float = 0.05, ex
     alpha : float
     exact : bool
         Compute every value exactly instead (slow; for checks).
+    cache_dir : str, optional
+        Cache root (``paths.cache_dir``); the table rows are kept in its ``cva_table/``.
+        None means :func:`~assessors.data.download.default_cache_dir`.
 
     Returns
     -------
@@ -221,7 +230,7 @@ def cva_array(m2: np.ndarray, kappa: np.ndarray | float, alpha: float = 0.05, ex
     log_grid = np.log(M2_GRID[1:])
     for k in np.unique(kap[finite]):
         sel = finite & (kap == k)
-        row = _table_row(float(k), float(alpha))
+        row = _table_row(float(k), float(alpha), None if cache_dir is None else str(cache_dir))
         vals = m2[sel]
         res = np.empty(vals.shape)
         inside = (vals >= lo) & (vals <= hi)

@@ -65,6 +65,8 @@ class EmpiricalBayes(SubgroupEstimator):
         Fixed kurtosis bound (e.g. ``inf`` for the most robust intervals); None estimates it.
     clip_intervals : bool
         Intersect intervals with [0, 1] (accuracies cannot leave it; coverage can only improve).
+    cache_dir : str or None
+        Where the critical-value table is cached (``paths.cache_dir``); None: the default cache.
 
     Attributes
     ----------
@@ -76,13 +78,15 @@ class EmpiricalBayes(SubgroupEstimator):
     """
 
     def __init__(self, regressor: SyntheticRegression | None = None, alpha: float = 0.05, scope: str = "llm",
-                 fs_correction: str = "none", kappa: float | None = None, clip_intervals: bool = True):
+                 fs_correction: str = "none", kappa: float | None = None, clip_intervals: bool = True,
+                 cache_dir: str | None = None):
         self.regressor = regressor
         self.alpha = alpha
         self.scope = scope
         self.fs_correction = fs_correction
         self.kappa = kappa
         self.clip_intervals = clip_intervals
+        self.cache_dir = cache_dir
 
     def _fit(self, successes, trials, group_features, assessor_mean):
         if self.scope not in ("llm", "pooled"):
@@ -110,7 +114,8 @@ class EmpiricalBayes(SubgroupEstimator):
         w = a / (a + s2)
         est = m + w * eps
         w_ci = a_ci / (a_ci + s2)
-        half = cva_array((s2 / a_ci).ravel(), kap.ravel(), self.alpha).reshape(y.shape) * w_ci * np.sqrt(s2)
+        cv = cva_array((s2 / a_ci).ravel(), kap.ravel(), self.alpha, cache_dir=self.cache_dir).reshape(y.shape)
+        half = cv * w_ci * np.sqrt(s2)
         lo, hi = est - half, est + half
         if self.clip_intervals:
             lo, hi = np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)

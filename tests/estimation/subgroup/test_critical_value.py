@@ -68,3 +68,29 @@ def test_table_interpolation_close_and_conservative_in_kappa():
     approx, exact = cva_array(m2, off), cva_array(m2, off, exact=True)
     assert np.all(approx >= exact * (1 - 3e-3))
     assert np.all(approx <= exact * 1.05)
+
+
+def test_table_rows_are_cached_under_the_given_cache_dir(tmp_path):
+    from assessors.estimation.subgroup.critical_value import _table_row
+
+    _table_row.cache_clear()
+    m2 = np.array([0.5, 2.0])
+    first = cva_array(m2, 4.0, cache_dir=tmp_path)
+    rows = list((tmp_path / "cva_table").glob("*.npy"))
+    assert len(rows) == 1 and not list((tmp_path / "cva_table").glob("*.tmp"))
+    _table_row.cache_clear()
+    np.testing.assert_array_equal(cva_array(m2, 4.0, cache_dir=tmp_path), first)  # read back from disk
+
+
+def test_an_unwritable_cache_warns_naming_the_path_and_still_answers(tmp_path, caplog):
+    from assessors.estimation.subgroup.critical_value import _table_row
+
+    _table_row.cache_clear()
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("a file where the cache directory should be")
+    m2 = np.array([0.5, 2.0])
+    with caplog.at_level("WARNING", logger="assessors.estimation.subgroup.critical_value"):
+        got = cva_array(m2, 4.0, cache_dir=blocker)
+    assert str(blocker / "cva_table") in caplog.text
+    np.testing.assert_array_equal(got, cva_array(m2, 4.0, cache_dir=tmp_path / "writable"))
+    _table_row.cache_clear()

@@ -52,6 +52,7 @@ def test_harness_reports_metrics_plot_and_table(tmp_path):
         "subgroup": {
             "repeats": 3, "n_total": 60, "min_per_group": 4, "size_threshold": 4, "subgroups": "column",
             "progress": False, "assessor_mean_path": None, "forest_llm": None,
+            "reference": {"coverage_eb": {"target": ">= 0.90"}},
             "direct": {"_target_": "assessors.estimation.subgroup.direct.DirectEstimator"},
             "eb": {"_target_": "assessors.estimation.subgroup.empirical_bayes.EmpiricalBayes", "kappa": float("inf"),
                    "regressor": {"_target_": "assessors.estimation.subgroup.regression.SyntheticRegression",
@@ -67,6 +68,7 @@ def test_harness_reports_metrics_plot_and_table(tmp_path):
     assert {"plots/forest_dt_vs_eb.png", "tables/subgroup_metrics.csv", "report.md"} <= set(run.artifacts)
     assert len(run.artifacts["tables/subgroup_metrics.csv"]) == 12
     assert "| EB |" in run.artifacts["report.md"]
+    assert f"| coverage_eb | {m['coverage_eb']:.3f} | >= 0.90 |" in run.artifacts["report.md"]  # configured reference
 
 
 @pytest.mark.slow

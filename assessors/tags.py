@@ -1,0 +1,69 @@
+"""Capabilities of the project's components, declared as scikit-learn estimator tags.
+
+A component declares what the pipeline may ask of it by overriding ``__sklearn_tags__``
+(scikit-learn >= 1.6) and extending the tags its parent returns::
+
+    def __sklearn_tags__(self):
+        return with_capabilities(super().__sklearn_tags__(), uses_results=True)
+
+and the pipeline reads one flag with :func:`capability`. The standard scikit-learn tags stay
+where scikit-learn puts them (e.g. ``get_tags(est).input_tags.allow_nan`` for an estimator that
+accepts missing values), so the project adds only what scikit-learn has no tag for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+
+from sklearn.utils import Tags, get_tags
+
+
+@dataclass(slots=True)
+class Capabilities:
+    """The project's own capability flags (all False unless a component sets them).
+
+    Attributes
+    ----------
+    uses_results : bool
+        A featurizer whose features are computed from LLM results, not from the prompt text
+        (``fit``/``transform`` take a success matrix of shape (n_llms, n_instances)).
+    learns_from_texts : bool
+        A featurizer whose ``fit`` learns from the training prompts (its identity then
+        includes their hash, and it must be fitted before ``transform``).
+    uses_validation : bool
+        A selector whose ``fit`` takes ``validation=(X_val, S_val, S_val_candidates)``.
+    accepts_row_source : bool
+        A classifier that consumes lazy row sources (:class:`~assessors.core.rows.PairRows`)
+        instead of a materialised matrix.
+    """
+
+    uses_results: bool = False
+    learns_from_texts: bool = False
+    uses_validation: bool = False
+    accepts_row_source: bool = False
+
+
+@dataclass(slots=True)
+class AssessorsTags(Tags):
+    """scikit-learn's :class:`~sklearn.utils.Tags` plus :class:`Capabilities`."""
+
+    capabilities: Capabilities = field(default_factory=Capabilities)
+
+
+def with_capabilities(tags: Tags, **flags: bool) -> AssessorsTags:
+    """``tags`` (any scikit-learn tags) with the given :class:`Capabilities` flags set."""
+    base = tags.capabilities if isinstance(tags, AssessorsTags) else Capabilities()
+    return AssessorsTags(**{f.name: getattr(tags, f.name) for f in fields(Tags)},
+                         capabilities=replace(base, **flags))
+
+
+def capability(estimator, name: str) -> bool:
+    """Whether ``estimator`` declares the capability ``name`` (a :class:`Capabilities` field).
+
+    Objects without scikit-learn tags, or with only scikit-learn's, declare none.
+    """
+    if name not in Capabilities.__dataclass_fields__:
+        raise ValueError(f"unknown capability {name!r}; one of {sorted(Capabilities.__dataclass_fields__)}")
+    if not hasattr(estimator, "__sklearn_tags__"):
+        return False
+    tags = get_tags(estimator)
+    return bool(isinstance(tags, AssessorsTags) and getattr(tags.capabilities, name))
