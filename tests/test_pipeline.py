@@ -5,7 +5,7 @@ import mlflow
 import numpy as np
 import pytest
 
-from assessors.entry import run_task
+from assessors.tasks.entry import run_task
 from assessors.pipeline import train_assessors
 
 SMALL = [

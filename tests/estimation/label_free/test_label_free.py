@@ -6,7 +6,8 @@ from sklearn.neighbors import KNeighborsRegressor
 
 from assessors.errors import DataError
 from assessors.estimation.label_free.baselines import ATC, AvgConf, AvgTrain, TemperatureScaling
-from assessors.estimation.label_free.harness import _run, units_from_results
+from assessors.estimation.label_free.harness import units_from_results
+from assessors.tasks.label_free import execute as _run
 from assessors.estimation.label_free.meta_model import ProfileMetaModel
 from assessors.estimation.label_free.oracle import matched_oracle, oracle_mae
 from assessors.estimation.label_free.profile import confidence_profile
