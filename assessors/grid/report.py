@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
-from omegaconf import OmegaConf
 
 from assessors.errors import DataError
 from assessors.grid.resume import TAG_HASH, TAG_INFEASIBLE

@@ -41,6 +41,30 @@ def load_benchmarks(bench_cfg) -> dict[str, Any]:
     return {name: instantiate(c) for name, c in bench_cfg.items()}
 
 
+def _todo(data: dict, paths: dict) -> list[str]:
+    """The benchmarks without finished records (logged here, not in the workers, whose log records
+    do not reach the run's log file); a restarted run reuses every benchmark that finished before."""
+    todo = [name for name, p in paths.items() if p is None or not p.exists()]
+    for name, res in data.items():
+        if name in todo:
+            log.info("%s: %d LLMs x %d items", name, *res.success.shape)
+        else:
+            log.info("%s: reusing finished records %s", name, paths[name])
+    return todo
+
+
+def _similarities(data: dict, splits: list[str], trials: int, target_fraction: float) -> pd.DataFrame:
+    """Source-target similarity of every benchmark, split and trial (one row per target LLM)."""
+    sims = []
+    for name, res in data.items():
+        for split in splits:
+            for trial in range(trials if split == "interpolation" else 1):
+                s = harness.source_similarity(res.success, split, trial, target_fraction)
+                sims.append(pd.DataFrame({"benchmark": name, "split": split, "trial": trial,
+                                          "llm": [res.llms[i] for i in s.index], "similarity": s.values}))
+    return pd.concat(sims, ignore_index=True)
+
+
 def execute(cfg, run_) -> dict[str, float]:
     """Run the harness; ``run_`` is anything with log_metrics/log_figure/log_table/log_text."""
     h = cfg.benchmark_prediction
@@ -48,41 +72,25 @@ def execute(cfg, run_) -> dict[str, float]:
     if "random_sampling" not in estimators:
         raise ConfigError("benchmark_prediction needs a 'random_sampling' estimator: EGR is relative to it")
     splits, sizes, trials = list(h.splits), [int(s) for s in h.sizes], int(h.trials)
-    tpm = dict(h.get("trials_per_method") or {})
-    frames, sims = [], []
     t0 = time.perf_counter()
     data = load_benchmarks(h.benchmarks)
-    ckpt = h.get("checkpoint_dir")
     # each of the n_jobs benchmark processes gets its share of the cores (null: decided here)
     blas = int(h.get("blas_threads") or fit_threads(int(h.get("n_jobs", 1)), cfg))
-    paths = {name: _checkpoint_path(ckpt, name, cfg, res) for name, res in data.items()}
-    todo = [name for name, p in paths.items() if p is None or not p.exists()]
-    for name, res in data.items():
-        # logged here, not in the workers, whose log records do not reach the run's log file;
-        # a restarted run reuses every benchmark that finished before it was interrupted
-        if name in todo:
-            log.info("%s: %d LLMs x %d items", name, *res.success.shape)
-        else:
-            log.info("%s: reusing finished records %s", name, paths[name])
+    paths = {name: _checkpoint_path(h.get("checkpoint_dir"), name, cfg, res) for name, res in data.items()}
+    todo = _todo(data, paths)
     # benchmarks are independent: joblib runs n_jobs of them at once, each in its own process
     # (a Ray/Dask joblib backend spreads them over a cluster); each saves its own checkpoint
     args = dict(splits=splits, sizes=sizes, trials=trials, target_fraction=float(h.target_fraction),
-                trials_per_method=tpm, progress=bool(h.get("progress", True)), blas=blas)
+                trials_per_method=dict(h.get("trials_per_method") or {}), progress=bool(h.get("progress", True)),
+                blas=blas)
     done = Parallel(n_jobs=int(h.get("n_jobs", 1)))(
         delayed(harness._evaluate_and_save)(name, data[name].success, data[name].llms, estimators, paths[name], **args)
         for name in todo)
     fresh = dict(zip(todo, done))
-    for name, res in data.items():
-        frames.append(fresh[name] if name in fresh else pd.read_parquet(paths[name]))
-        for split in splits:
-            for trial in range(trials if split == "interpolation" else 1):
-                s = harness.source_similarity(res.success, split, trial, float(h.target_fraction))
-                sims.append(pd.DataFrame({"benchmark": name, "split": split, "trial": trial,
-                                          "llm": [res.llms[i] for i in s.index], "similarity": s.values}))
-    wall = time.perf_counter() - t0
-    records = pd.concat(frames, ignore_index=True)
-    sim = pd.concat(sims, ignore_index=True)
-    return rep.report(records, sim, run_, h, wall_seconds=wall)
+    records = pd.concat([fresh[name] if name in fresh else pd.read_parquet(paths[name]) for name in data],
+                        ignore_index=True)
+    sim = _similarities(data, splits, trials, float(h.target_fraction))
+    return rep.report(records, sim, run_, h, wall_seconds=time.perf_counter() - t0)
 
 
 run = task_wrapper("benchmark_prediction")(execute)

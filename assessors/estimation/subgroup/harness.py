@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from assessors.errors import ConfigError, DataError
+from assessors.errors import ConfigError
 from assessors.estimation.subgroup.sampling import draw_sample
 
 log = logging.getLogger(__name__)
