@@ -115,6 +115,9 @@ def test_label_free_preset_runs_on_the_committed_smollm2_confidences(compose):
     for name in ("meta_knn", "avgtrain", "avgconf", "temperature_scaling", "atc"):
         assert 0 <= m[f"mae_{name}"] < 0.5
     assert "report.md" in run.artifacts
+    # the preset's optimized metric is the best method's MAE
+    assert m[cfg.optimized_metric] == min(m[f"mae_{n}"] for n in ("meta_knn", "avgtrain", "avgconf",
+                                                                  "temperature_scaling", "atc"))
 
 
 def test_oracle_budget_not_smaller_than_a_set_is_not_reported():
