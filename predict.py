@@ -6,7 +6,7 @@ from omegaconf import DictConfig
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="predict")
 def main(cfg: DictConfig) -> None:
-    from assessors.entry import run_task
+    from assessors.tasks.entry import run_task
 
     run_task(cfg)
 

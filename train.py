@@ -5,7 +5,7 @@ from omegaconf import DictConfig
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    from assessors.entry import run_task
+    from assessors.tasks.entry import run_task
 
     return run_task(cfg)
 

@@ -71,6 +71,7 @@ class RunLogger:
         self.tags: dict[str, str] = {}
         self.artifacts: dict[str, Any] = {}
         self.run_id: str | None = None
+        self.status: str | None = None  # set when ended early (end())
 
     def log_params(self, params: dict[str, Any]) -> None:
         self.params.update({k: str(v) for k, v in params.items()})
@@ -99,6 +100,10 @@ class RunLogger:
     def log_model(self, python_model, name: str, **kwargs) -> str | None:
         self.artifacts[name] = python_model
         return None
+
+    def end(self, status: str) -> None:
+        """End the run now with ``status`` (``KILLED``, ``FAILED``); the run context then leaves it so."""
+        self.status = status
 
     @property
     def location(self) -> str:
@@ -170,6 +175,10 @@ class MlflowRun(RunLogger):
     def log_model(self, python_model, name, **kwargs):
         info = self._mlflow.pyfunc.log_model(name=name, python_model=python_model, **kwargs)
         return info.model_uri
+
+    def end(self, status):
+        super().end(status)
+        self._mlflow.end_run(status)  # mlflow's context manager leaves an ended run alone
 
     @property
     def location(self) -> str:

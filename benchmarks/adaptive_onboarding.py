@@ -92,7 +92,7 @@ def fitted(seed: int, overrides: list[str]):
     import hashlib
     import pickle
 
-    from assessors.pipeline import fit_generic, prepare
+    from assessors.tasks.prepare import fit_generic, prepare
 
     cfg = compose([f"seed={seed}", "assessor=latent", "tracking=none", "plots=false", *overrides])
     t0 = time.perf_counter()

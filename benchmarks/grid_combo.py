@@ -28,7 +28,7 @@ def main() -> None:
     a = ap.parse_args()
     from hydra import compose, initialize_config_dir
 
-    from assessors.grid.job import run_grid
+    from assessors.tasks.grid import run_grid
 
     data_dir = os.environ.get("ASSESSORS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
     base = [f"paths.data_dir={data_dir}", "paths.outputs=/tmp/grid_combo/outputs", f"paths.cache_dir={a.cache_dir}",

@@ -81,7 +81,7 @@ def cost(model, prep, ref_ids, repeats: int = 20) -> dict:
 def fit_cost(cfg, prep) -> dict:
     """Wall and CPU seconds of one more fit of the assessor alone (CPU time is what a busy shared
     machine does not inflate: training runs on one torch thread)."""
-    from assessors.pipeline import fit_generic
+    from assessors.tasks.prepare import fit_generic
 
     t0, c0 = time.perf_counter(), time.process_time()
     fit_generic(cfg, prep)
@@ -89,7 +89,8 @@ def fit_cost(cfg, prep) -> dict:
 
 
 def run_seed(seed: int, overrides: list[str], time_fit: bool = False) -> dict:
-    from assessors.pipeline import predict_methods, prepare, score_methods
+    from assessors.tasks.prepare import prepare
+    from assessors.tasks.train import predict_methods, score_methods
 
     cfg = compose([f"seed={seed}", "assessor=latent", "tracking=none", "plots=false", *overrides])
     prep = prepare(cfg)

@@ -37,7 +37,7 @@ def main() -> None:
     from sklearn.preprocessing import StandardScaler
 
     from assessors.core.generic import GenericAssessor
-    from assessors.pipeline import prepare
+    from assessors.tasks.prepare import prepare
 
     data_dir = os.environ.get("ASSESSORS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):

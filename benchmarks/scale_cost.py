@@ -42,8 +42,8 @@ def train_point(n_llms: int) -> dict:
     import numpy as np
     import psutil
 
-    from assessors.grid.job import per_llm_auc
-    from assessors.pipeline import fit_generic, prepare
+    from assessors.tasks.grid import per_llm_auc
+    from assessors.tasks.prepare import fit_generic, prepare
 
     cfg = _cfg(["data=score_matrix_musr", "tracking=none", "~validate"])
     t0 = time.perf_counter()

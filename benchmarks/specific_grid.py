@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def one_seed(seed: int, overrides: list[str]) -> pd.DataFrame:
     from assessors.metrics import auc
-    from assessors.pipeline import prepare
+    from assessors.tasks.prepare import prepare
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=["tracking=none", f"seed={seed}", *overrides])

@@ -45,11 +45,11 @@ def compose(tmp_path, data_dir, shared_cache):
 
 
 def prepare_small(out: Path, data_dir: Path, overrides) -> "object":
-    """``assessors.pipeline.prepare`` on the real data with tiny overrides (for module fixtures)."""
+    """``assessors.tasks.prepare.prepare`` on the real data with tiny overrides (for module fixtures)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from assessors.pipeline import prepare
+    from assessors.tasks.prepare import prepare
 
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = hydra_compose("train", overrides=[f"paths.data_dir={data_dir}", f"paths.outputs={out}", *overrides])

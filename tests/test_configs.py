@@ -42,4 +42,4 @@ def test_default_train_config_composes(compose):
     cfg = compose()
     assert cfg.data._target_.endswith("load_open_llm_leaderboard_v2")
     assert cfg.selector.size == 100
-    assert cfg.task._target_ == "assessors.pipeline.train_assessors"
+    assert cfg.task._target_ == "assessors.tasks.train.train_assessors"

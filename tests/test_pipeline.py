@@ -5,8 +5,8 @@ import mlflow
 import numpy as np
 import pytest
 
-from assessors.entry import run_task
-from assessors.pipeline import train_assessors
+from assessors.tasks.entry import run_task
+from assessors.tasks.train import train_assessors
 
 SMALL = [
     "data.subtasks=[bbh_navigate,bbh_snarks,bbh_sports_understanding,bbh_web_of_lies]",
@@ -86,7 +86,8 @@ def test_sigterm_ends_any_tracked_run_killed_not_running(tmp_path):
 
 def test_per_llm_assessors_in_threads_match_serial(compose):
     """llm_jobs only changes how many LLMs are fitted at once, not what is fitted."""
-    from assessors.pipeline import fit_per_llm, prepare
+    from assessors.tasks.prepare import prepare
+    from assessors.tasks.train import fit_per_llm
 
     cfg = compose(SMALL + ["features=success_pattern", "specific.classifiers.xgboost.estimator.n_jobs=1"])
     prep = prepare(cfg)

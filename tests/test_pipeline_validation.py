@@ -7,7 +7,7 @@ from mlflow.tracking import MlflowClient
 
 from assessors.data.loaders.open_llm_leaderboard_v2 import load_open_llm_leaderboard_v2
 from assessors.errors import DataError
-from assessors.pipeline import train_assessors
+from assessors.tasks.train import train_assessors
 
 SUBTASKS = ["bbh_navigate", "bbh_snarks", "bbh_sports_understanding", "bbh_web_of_lies"]
 SMALL = [

@@ -25,8 +25,7 @@ Warnings go to the console (logging) and, through :func:`log_validation`, to MLf
 ``strict: true`` (or a check named in ``fail_on``) turns warnings into a :class:`DataError`.
 The checks in :data:`BLOCK_CHECKS` also name *blocks* (datasets, LLMs, instances) that the
 pipeline leaves out of the run by default (:mod:`assessors.data.exclusion`).
-Standalone: ``python -m assessors.data.validate data=openai_evals`` or
-``python train.py experiment=validate data=...``.
+Standalone: ``python train.py experiment=validate data=...``.
 """
 from __future__ import annotations
 
@@ -41,7 +40,6 @@ import pandas as pd
 from assessors.data.block_checks import block_checks, missing_prompt_check
 from assessors.data.results import Results
 from assessors.errors import DataError
-from assessors.tags import capability
 
 log = logging.getLogger(__name__)
 
@@ -257,28 +255,42 @@ def enforce(report: ValidationReport, cfg=None) -> ValidationReport:
 
 
 def run_validation(results: Results, cfg_validate=None, needs_text: bool = True) -> ValidationReport:
-    """Load-time validation (what ``pipeline.prepare`` calls); the report is kept in
+    """Load-time validation (what the training tasks call before splitting); the report is kept in
     ``results.meta["validation"]`` so the run can log it later (:func:`log_validation`)."""
     report = check_results(results, cfg_validate, needs_text=needs_text)
     results.meta["validation"] = report.to_dict()
     return enforce(report, cfg_validate)
 
 
-def validate_prepared(prep, cfg_validate=None, run=None, reference_size: int | None = None) -> ValidationReport:
-    """Size and leakage checks on a prepared pipeline (split + features) and logging of the full report.
+def validate_split(res: Results, inst: dict, llms: dict, X: dict, cfg_validate=None, run=None,
+                   reference_size: int | None = None, text_features: bool = True) -> ValidationReport:
+    """Size and leakage checks on a split and its features, and logging of the full report.
 
-    The one call for ``pipeline.train_assessors`` after ``prepare``:
-    ``validate_prepared(prep, cfg.get("validate"), run, reference_size=cfg.selector.size)``.
+    Parameters
+    ----------
+    res : Results
+        The data (its load-time report in ``res.meta["validation"]`` is extended).
+    inst, llms : dict of str to list of str
+        Instance ids and LLM names per part (``train``/``val``/``test``).
+    X : dict of str to ndarray of shape (n_ids, d)
+        Features of each instance part (what near-duplicates are measured in).
+    cfg_validate : mapping, optional
+        Validation options (``conf/validate``).
+    run : RunLogger, optional
+        Where the report is logged.
+    reference_size : int, optional
+        The selector's reference-set size.
+    text_features : bool
+        Whether ``X`` describes prompt text (success-pattern features have no text to leak).
     """
     o = _opts(cfg_validate)
-    res = prep.results
     stored = res.meta.get("validation")
     report = (ValidationReport(stored["data"], stored["n_llms"], stored["n_instances"],
                                [Issue(**i) for i in stored["issues"]], stored.get("flagged", {}),
                                stored.get("excluded"))
               if stored else check_results(res, cfg_validate))
-    issue, leaks = leakage_issue(prep, o)
-    new = size_issues(prep.inst, prep.llms, reference_size, o) + ([issue] if issue is not None else [])
+    issue, leaks = leakage_issue(res, inst, X, o, text_features)
+    new = size_issues(inst, llms, reference_size, o) + ([issue] if issue is not None else [])
     if new:
         report.issues += new
         enforce(ValidationReport(report.data, report.n_llms, report.n_instances, new), cfg_validate)
@@ -321,16 +333,17 @@ def size_issues(inst: dict, llms: dict, reference_size: int | None, o: dict) -> 
     return out
 
 
-def leakage_issue(prep, o: dict) -> tuple[Issue | None, pd.DataFrame]:
-    """The ``leakage`` issue (or None) and all leaking pairs, from a prepared pipeline."""
+def leakage_issue(res: Results, inst: dict, X: dict, o: dict, text_features: bool = True) -> tuple[Issue | None, pd.DataFrame]:
+    """The ``leakage`` issue (or None) and all leaking pairs between the train and test instances.
+
+    ``inst`` and ``X`` hold the ids and features per part; ``text_features`` false (success-pattern
+    features describe results, not prompt text: near-duplicates there are not leakage) skips the check.
+    """
     leaks = pd.DataFrame(columns=["test_id", "train_id", "cosine", "exact_text"])
-    # success-pattern features describe results, not prompt text: near-duplicates there are not leakage
-    text = not capability(prep.featurizer, "uses_results")
-    if not (o["leakage"] and text and len(prep.inst.get("test", [])) and len(prep.inst.get("train", []))):
+    if not (o["leakage"] and text_features and len(inst.get("test", [])) and len(inst.get("train", []))):
         return None, leaks
-    res = prep.results
-    leaks = check_leakage(prep.X["train"], prep.X["test"], prep.inst["train"], prep.inst["test"], o["near_duplicate"],
-                          train_texts=res.prompts(prep.inst["train"]), test_texts=res.prompts(prep.inst["test"]))
+    leaks = check_leakage(X["train"], X["test"], inst["train"], inst["test"], o["near_duplicate"],
+                          train_texts=res.prompts(inst["train"]), test_texts=res.prompts(inst["test"]))
     if not len(leaks):
         return None, leaks
     n, exact = o["max_names"], int(leaks["exact_text"].sum())
@@ -350,51 +363,3 @@ def log_validation(run, report: ValidationReport, leaks: pd.DataFrame | None = N
     run.log_text(str(report), "validate/report.txt")
     if leaks is not None and len(leaks):
         run.log_table(leaks, "validate/leakage.csv")
-
-
-def validate_task(cfg) -> dict[str, float]:
-    """Task for ``python train.py experiment=validate``: load, check, (split, featurize, leakage), log."""
-    from hydra.utils import instantiate
-
-    from assessors.tracking import tracker_from_cfg
-
-    vcfg = cfg.get("validate")
-    tracker = tracker_from_cfg(cfg)
-    with tracker.start_run(cfg.get("run_name") or "validate", cfg) as run:
-        results: Results = instantiate(cfg.data)
-        report = check_results(results, vcfg)
-        results.meta["validation"] = report.to_dict()
-        leaks = None
-        if _opts(vcfg)["leakage"] and results.has_prompts:
-            from assessors.pipeline import Prepared, featurize
-
-            inst = instantiate(cfg.split).split(results)
-            llms = instantiate(cfg.llm_split).split(results)
-            featurizer, X = featurize(cfg, results, inst, llms["train"])
-            issue, leaks = leakage_issue(Prepared(results, inst, llms, X, featurizer), _opts(vcfg))
-            report.issues += [issue] if issue is not None else []
-        print(report)
-        log_validation(run, report, leaks)
-        enforce(report, vcfg)
-    return {"objective": float(len(report.issues)), **{f"validate.{k}": float(v) for k, v in report.counts().items()}}
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m assessors.data.validate [overrides...]``: compose conf/train.yaml and validate."""
-    import sys
-    from pathlib import Path
-
-    from hydra import compose, initialize_config_dir
-
-    overrides = list(sys.argv[1:] if argv is None else argv)
-    conf = Path(__file__).resolve().parents[2] / "conf"
-    logging.basicConfig(level=logging.INFO, format="[%(levelname)s] %(name)s: %(message)s")
-    with initialize_config_dir(config_dir=str(conf), version_base="1.3"):
-        cfg = compose("train", overrides=overrides)
-        if cfg.get("validate") is None:
-            cfg = compose("train", overrides=overrides + ["+validate=default"])
-    validate_task(cfg)
-
-
-if __name__ == "__main__":
-    main()

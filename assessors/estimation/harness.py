@@ -1,6 +1,6 @@
 """Benchmark-prediction harness (Zhang et al. 2025): EG / EGR, CI coverage, similarity vs gap.
 
-``python train.py experiment=benchmark_prediction`` runs :func:`run`. For every benchmark, model
+``python train.py experiment=benchmark_prediction`` runs it (:mod:`assessors.tasks.benchmark_prediction`). For every benchmark, model
 split (interpolation: random 25% of LLMs are targets; extrapolation: the lowest 50% by accuracy
 are sources and the top 30% targets), core-set size and trial, every configured estimator is
 fitted on the source LLMs and estimates each target's full-benchmark accuracy from the target's
@@ -97,25 +97,6 @@ def source_similarity(S: np.ndarray, split: str, trial: int, target_fraction: fl
     return pd.Series(np.nan_to_num(C, nan=0.0).max(1), index=tgt)
 
 
-def _checkpoint_path(ckpt_dir, name: str, cfg, res):
-    """Per-benchmark records file keyed by everything that changes them (None: no checkpoints)."""
-    if not ckpt_dir:
-        return None
-    import hashlib
-    from pathlib import Path
-
-    from omegaconf import OmegaConf
-
-    h = cfg.benchmark_prediction
-    ident = OmegaConf.to_yaml(OmegaConf.create({
-        "estimators": OmegaConf.to_container(cfg.estimators, resolve=True),
-        "run": {k: OmegaConf.to_container(h[k], resolve=True) if OmegaConf.is_config(h[k]) else h[k]
-                for k in ("splits", "sizes", "trials", "target_fraction", "trials_per_method") if k in h},
-        "data": res.fingerprint()}))
-    key = hashlib.sha256(ident.encode()).hexdigest()[:16]
-    return Path(ckpt_dir) / f"{name}-{key}.parquet"
-
-
 def _evaluate_and_save(name, S, llms, estimators, path, *, blas: int, **kw) -> pd.DataFrame:
     """One benchmark's records, written atomically to ``path`` (if any) before returning."""
     from assessors.threads import thread_limits
@@ -125,70 +106,3 @@ def _evaluate_and_save(name, S, llms, estimators, path, *, blas: int, **kw) -> p
     if path is not None:
         atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
     return df
-
-
-def load_benchmarks(bench_cfg) -> dict[str, Any]:
-    """Instantiate the configured loaders: name -> Results."""
-    from hydra.utils import instantiate
-
-    return {name: instantiate(c) for name, c in bench_cfg.items()}
-
-
-def run(cfg) -> dict[str, float]:
-    """Hydra task: build estimators and data from ``cfg``, log everything to the tracker."""
-    from assessors.tracking import tracker_from_cfg
-
-    with tracker_from_cfg(cfg).start_run(cfg.get("run_name") or "benchmark_prediction", cfg) as run_:
-        return _run(cfg, run_)
-
-
-def _run(cfg, run_) -> dict[str, float]:
-    """Run the harness; ``run_`` is anything with log_metrics/log_figure/log_table/log_text."""
-    from hydra.utils import instantiate
-
-    from assessors.estimation import harness_report as rep
-
-    h = cfg.benchmark_prediction
-    estimators = {name: instantiate(c) for name, c in cfg.estimators.items()}
-    if "random_sampling" not in estimators:
-        raise ConfigError("benchmark_prediction needs a 'random_sampling' estimator: EGR is relative to it")
-    splits, sizes, trials = list(h.splits), [int(s) for s in h.sizes], int(h.trials)
-    tpm = dict(h.get("trials_per_method") or {})
-    frames, sims = [], []
-    t0 = time.perf_counter()
-    data = load_benchmarks(h.benchmarks)
-    ckpt = h.get("checkpoint_dir")
-    from assessors.threads import fit_threads
-
-    # each of the n_jobs benchmark processes gets its share of the cores (null: decided here)
-    blas = int(h.get("blas_threads") or fit_threads(int(h.get("n_jobs", 1)), cfg))
-    paths = {name: _checkpoint_path(ckpt, name, cfg, res) for name, res in data.items()}
-    todo = [name for name, p in paths.items() if p is None or not p.exists()]
-    for name, res in data.items():
-        # logged here, not in the workers, whose log records do not reach the run's log file;
-        # a restarted run reuses every benchmark that finished before it was interrupted
-        if name in todo:
-            log.info("%s: %d LLMs x %d items", name, *res.success.shape)
-        else:
-            log.info("%s: reusing finished records %s", name, paths[name])
-    # benchmarks are independent: joblib runs n_jobs of them at once, each in its own process
-    # (a Ray/Dask joblib backend spreads them over a cluster); each saves its own checkpoint
-    from joblib import Parallel, delayed
-
-    args = dict(splits=splits, sizes=sizes, trials=trials, target_fraction=float(h.target_fraction),
-                trials_per_method=tpm, progress=bool(h.get("progress", True)), blas=blas)
-    done = Parallel(n_jobs=int(h.get("n_jobs", 1)))(
-        delayed(_evaluate_and_save)(name, data[name].success, data[name].llms, estimators, paths[name], **args)
-        for name in todo)
-    fresh = dict(zip(todo, done))
-    for name, res in data.items():
-        frames.append(fresh[name] if name in fresh else pd.read_parquet(paths[name]))
-        for split in splits:
-            for trial in range(trials if split == "interpolation" else 1):
-                s = source_similarity(res.success, split, trial, float(h.target_fraction))
-                sims.append(pd.DataFrame({"benchmark": name, "split": split, "trial": trial,
-                                          "llm": [res.llms[i] for i in s.index], "similarity": s.values}))
-    wall = time.perf_counter() - t0
-    records = pd.concat(frames, ignore_index=True)
-    sim = pd.concat(sims, ignore_index=True)
-    return rep.report(records, sim, run_, h, wall_seconds=wall)

@@ -4,7 +4,7 @@ Agreement = probability that a micro-benchmark ranks a pair of LLMs the same way
 benchmark, as a function of the pair's full-benchmark accuracy difference (buckets). MDAD (minimum
 detectable ability difference) = the smallest bucket centroid whose agreement reaches 0.8.
 
-:func:`run` (``python train.py experiment=mdad``) compares, per size, the ranking by the raw
+``python train.py experiment=mdad`` (:mod:`assessors.tasks.mdad`) compares, per size, the ranking by the raw
 micro-benchmark mean with rankings by estimators (e.g. AIPW) fitted on source LLMs; pairs are
 formed among target LLMs (a random half of the LLMs per trial).
 """
@@ -170,41 +170,3 @@ def _plots(curves: pd.DataFrame, summary: pd.DataFrame, name: str):
     ax.set(xscale="log", xlabel="micro-benchmark size", ylabel="MDAD (points)", title=f"{name}: MDAD vs size")
     ax.legend(fontsize=7)
     return {f"plots/{name}_agreement.png": fig, f"plots/{name}_mdad_vs_size.png": fig2}
-
-
-def run(cfg) -> dict[str, float]:
-    """Hydra task (``experiment=mdad``)."""
-    from assessors.tracking import tracker_from_cfg
-
-    with tracker_from_cfg(cfg).start_run(cfg.get("run_name") or "mdad", cfg) as run_:
-        return _run(cfg, run_)
-
-
-def _run(cfg, run_) -> dict[str, float]:
-    from hydra.utils import instantiate
-    from threadpoolctl import threadpool_limits
-
-    h = cfg.mdad
-    estimators = {k: instantiate(v) for k, v in (cfg.get("estimators") or {}).items()}
-    edges = np.arange(0, float(h.max_diff) + 1e-9, float(h.bucket_width))
-    metrics, md = {}, ["# MDAD: pairwise ranking agreement of micro-benchmarks", ""]
-    with threadpool_limits(1):
-        for name, c in h.benchmarks.items():
-            res = instantiate(c)
-            selectors = {k: (None if v is None else instantiate(v)) for k, v in (h.get("selectors") or {"random": None}).items()}
-            curves, summary = evaluate(res.success, estimators, list(h.sizes), int(h.trials), edges,
-                                       int(h.n_boot), bool(h.get("progress", True)), selectors,
-                                       h.get("selector_trials"))
-            run_.log_table(curves, f"tables/{name}_agreement.csv")
-            run_.log_table(summary, f"tables/{name}_mdad.csv")
-            for p, fig in _plots(curves, summary, name).items():
-                run_.log_figure(fig, p)
-            for _, r in summary.iterrows():
-                metrics[f"{name}.{r['selector']}.{r['method']}.mdad.n{r['size']}"] = float(r["mdad"])
-            md += [f"## {name} ({res.success.shape[0]} LLMs x {res.success.shape[1]} items)", "",
-                   "MDAD in accuracy points (NaN: agreement never reaches 0.8 within the buckets).", "",
-                   summary.assign(label=_label(summary)).pivot(index="size", columns="label", values="mdad")
-                   .round(2).to_markdown(), ""]
-    run_.log_metrics({k: v for k, v in metrics.items() if np.isfinite(v)})
-    run_.log_text("\n".join(md), "mdad_report.md")
-    return metrics

@@ -1,8 +1,4 @@
-"""The paper's full grid as Hydra sweeps: one job per combination, a report from the MLflow runs."""
+"""Sweep bookkeeping of the paper's grid: config hashes for resumable jobs, the report from MLflow runs.
 
-
-def run_grid(cfg):
-    """Run one grid combination (see :mod:`assessors.grid.job`)."""
-    from assessors.grid.job import run_grid as _run
-
-    return _run(cfg)
+The job itself and the report task are :mod:`assessors.tasks.grid`.
+"""

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
-from omegaconf import OmegaConf
 
 from assessors.errors import DataError
 from assessors.grid.resume import TAG_HASH, TAG_INFEASIBLE
@@ -94,33 +94,17 @@ def size_figure(curve: pd.DataFrame, title: str) -> Figure:
     return fig
 
 
-def winner_vs_baselines(run_row: pd.Series) -> pd.DataFrame:
-    """Refit the winner's config with the specific assessor and baselines; AUC per test LLM x method."""
-    import mlflow
-
-    from assessors.pipeline import predict_methods, prepare, score_methods
-    from assessors.reporting.tables import per_llm_table
-
-    text = mlflow.artifacts.load_text(f"runs:/{run_row['run_id']}/grid/job_config.yaml")
-    cfg = OmegaConf.create(text)
-    prep = prepare(cfg)
-    preds, _ = predict_methods(cfg, prep)
-    table = per_llm_table(score_methods(prep, preds), metric="auc", mean_row=False)
-    # the reported generic numbers are the grid run's own (identical config and seed)
-    recorded = {c.split("/", 1)[1]: run_row[c] for c in run_row.index if c.startswith("metrics.test_auc/")}
-    table["generic"] = [recorded.get(llm, table.loc[llm, "generic"]) for llm in table.index]
-    return table
-
-
-def build_report(tracker, out_dir: str | Path, baselines: bool = True, splits: list[str] | None = None) -> Path:
+def build_report(tracker, out_dir: str | Path, baselines: Callable[[pd.Series], pd.DataFrame] | None = None,
+                 splits: list[str] | None = None) -> Path:
     """Write ``out_dir/report.md`` (+ PNGs) from the experiment's grid runs and log it to MLflow.
 
     Parameters
     ----------
     tracker : assessors.tracking.MlflowTracker
     out_dir : path
-    baselines : bool
-        Refit the specific assessor and baselines for each split's winner (costly but once per split).
+    baselines : callable, optional
+        ``winner run row -> AUC per test LLM x method`` of the specific assessor and the baselines
+        refitted with each split's winner (costly but once per split); None leaves them out.
     splits : list of str, optional
         Only these splits (``grid.split_name``); default all in the experiment.
     """
@@ -158,7 +142,7 @@ def build_report(tracker, out_dir: str | Path, baselines: bool = True, splits: l
             figures[f"{split}/fig6_auc_vs_size.png"] = size_figure(curve, f"{split}: test AUC vs reference size")
             lines += [f"![Fig. 6]({split}/fig6_auc_vs_size.png)", "", to_markdown(curve), ""]
         if baselines:
-            table = winner_vs_baselines(winner)
+            table = baselines(winner)
             figures[f"{split}/fig4_auc_per_llm.png"] = auc_by_method_bar(table, main="generic",
                                                                           title=f"{split}: test AUC per LLM")
             means = table.mean()

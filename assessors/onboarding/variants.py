@@ -4,17 +4,12 @@ The label-free estimator needs several confidence profiles per dataset. A *varia
 random draw of ``shots`` demonstrations per subgroup (taken from items that are never
 evaluated) and prepends them, as earlier chat turns, to every evaluated item of that subgroup.
 
-Command line (writes ``<out>/v0.jsonl`` ... and prints what it wrote)::
-
-    python -m assessors.onboarding.variants --prompts P/bbh_*_prompts.csv --limit 35 --k 3 \\
-        --shots 1 --out outputs/variants [--data openai_evals]
-
-Each file is a prompts table for ``python -m assessors.onboarding --prompts <out>/v0.jsonl``;
+``python train.py experiment=variants`` writes ``<out>/v0.jsonl`` ... (:mod:`assessors.tasks.variants`).
+Each file is a prompts table for ``python predict.py mode=onboard onboard.prompts=[<out>/v0.jsonl]``;
 :func:`combine` stacks the onboarding outputs into one long table (``llm = <name>#v<k>``).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import zlib
@@ -105,54 +100,24 @@ def combine(out_dirs: Sequence[str | Path], names: Sequence[str]) -> pd.DataFram
     return table[table["success"].notna()].reset_index(drop=True)
 
 
-def _load_prompts(files: Sequence[str], data: Sequence[str]) -> pd.DataFrame:
-    from assessors.onboarding.cli import read_prompts
-
-    frames = [read_prompts(files)] if files else []
-    for name in data:  # a `data=` option with prompts, e.g. openai_evals
-        from hydra import compose, initialize_config_dir
-        from hydra.utils import instantiate
-
-        from assessors.onboarding.cli import CONF_DIR
-        with initialize_config_dir(str(CONF_DIR), version_base=None):
-            cfg = compose(config_name="train", overrides=[f"data={name}"])
-        res = instantiate(cfg.data)
-        res.require_prompts()
-        inst = res.instances.reset_index().rename(columns={res.instances.index.name or "index": "instance_id"})
-        split = inst["prompt"].astype(str).map(split_chat_prompt)
-        inst["system_prompt"] = [s for s, _ in split]
-        inst["prompt"] = [u for _, u in split]
-        frames.append(inst[["instance_id", "prompt", "target", "subgroup", "system_prompt"]])
-    if not frames:
-        raise ConfigError("give --prompts files and/or --data options")
-    return pd.concat(frames, ignore_index=True)
+def data_prompts(res) -> pd.DataFrame:
+    """A data set's prompts as an onboarding prompts table (chat prompts split into system and user turns)."""
+    res.require_prompts()
+    inst = res.instances.reset_index().rename(columns={res.instances.index.name or "index": "instance_id"})
+    split = inst["prompt"].astype(str).map(split_chat_prompt)
+    inst["system_prompt"] = [s for s, _ in split]
+    inst["prompt"] = [u for _, u in split]
+    return inst[["instance_id", "prompt", "target", "subgroup", "system_prompt"]]
 
 
-def main(argv: Sequence[str] | None = None) -> list[str]:
-    ap = argparse.ArgumentParser(prog="python -m assessors.onboarding.variants", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--prompts", nargs="*", default=[], help="CSV/JSONL prompt files (as for onboarding)")
-    ap.add_argument("--data", nargs="*", default=[], help="data= options with prompts, e.g. openai_evals")
-    ap.add_argument("--k", type=int, default=3)
-    ap.add_argument("--shots", type=int, default=1)
-    ap.add_argument("--limit", type=int, default=None, help="evaluated items per subgroup")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", required=True)
-    args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    tables = few_shot_variants(_load_prompts(args.prompts, args.data), args.k, args.shots, args.limit, args.seed)
+def write_variants(tables: Sequence[pd.DataFrame], out: str | Path) -> list[str]:
+    """Write ``<out>/v<k>.jsonl`` per variant (atomically: a killed run never leaves half a file)."""
     from assessors.io import atomic_write
 
     written = []
     for v, t in enumerate(tables):
-        # atomic: a killed run never leaves half a prompts file
-        path = atomic_write(Path(args.out) / f"v{v}.jsonl",
+        path = atomic_write(Path(out) / f"v{v}.jsonl",
                             lambda tmp, t=t: t.to_json(tmp, orient="records", lines=True, force_ascii=False))
         written.append(str(path))
         log.info("wrote %s: %d items in %d subgroups", path, len(t), t["subgroup"].nunique())
-    print("\n".join(written))
     return written
-
-
-if __name__ == "__main__":
-    main()

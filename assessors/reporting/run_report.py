@@ -1,14 +1,10 @@
-"""What a training run logs and prints: per-LLM tables, figures, reference ids, the model."""
+"""What a training run logs and prints: per-LLM tables, figures, reference ids."""
 from __future__ import annotations
 
 import logging
-import shlex
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from assessors.tags import capability
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +36,13 @@ def undefined_auc(auc: pd.DataFrame) -> dict[str, list[str]]:
     return {m: auc.index[auc[m].isna()].astype(str).tolist() for m in auc.columns if auc[m].isna().any()}
 
 
-def exclusion_notes(prep, auc: pd.DataFrame) -> list[str]:
-    """Lines saying what the headline means leave out (flagged data blocks, LLMs without an AUC)."""
+def exclusion_notes(validation: dict | None, auc: pd.DataFrame) -> list[str]:
+    """Lines saying what the headline means leave out (flagged data blocks, LLMs without an AUC).
+
+    ``validation`` is the load-time validation report as a dict (``Results.meta["validation"]``).
+    """
     notes = []
-    report = prep.results.meta.get("validation") or {}
+    report = validation or {}
     if report.get("flagged"):
         from assessors.data.validate import Issue, ValidationReport
 
@@ -56,14 +55,41 @@ def exclusion_notes(prep, auc: pd.DataFrame) -> list[str]:
     return notes
 
 
-def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long: pd.DataFrame) -> dict[str, float]:
-    from assessors.reporting import plots
+def report_run(run, long: pd.DataFrame, preds: dict[str, np.ndarray], S_test: np.ndarray, generic,
+               reference_ids: list[str], validation: dict | None = None,
+               plots: bool = True) -> tuple[dict[str, float], pd.DataFrame, list[str]]:
+    """Log a training run's metrics, tables, reference ids and figures to ``run``.
+
+    Parameters
+    ----------
+    run : RunLogger
+    long : DataFrame
+        ``llm, method, metric, value`` on the test LLMs x test instances.
+    preds : dict of str to ndarray of shape (n_test_llms, n_test)
+        P(success) of each method.
+    S_test : ndarray of shape (n_test_llms, n_test)
+        Test successes (NaN where ungraded).
+    generic : fitted generic assessor
+    reference_ids : list of str
+    validation : dict, optional
+        The load-time validation report (what flagged blocks were left out).
+    plots : bool
+        Log the AUC bar chart, ROC curves and reliability diagram.
+
+    Returns
+    -------
+    summary : dict of str to float
+        Mean metrics per method (``auc/generic`` etc.).
+    auc : DataFrame
+        Per-LLM AUC table (rows test LLMs, columns methods).
+    notes : list of str
+        What the means leave out.
+    """
+    from assessors.reporting import plots as plot_fns
     from assessors.reporting.tables import to_markdown
 
     auc, summary = summarise(long)
-    notes = exclusion_notes(prep, auc)
-    summary.update({f"time/{k}": float(v) for k, v in prep.timings.items()})
-    summary["objective"] = summary.get("auc/generic", float("nan"))
+    notes = exclusion_notes(validation, auc)
     run.log_metrics(summary)
     run.log_table(long, "tables/metrics_long.csv")
     wide = long.pivot_table(index="llm", columns=["metric", "method"], values="value")
@@ -75,36 +101,30 @@ def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long:
         undefined = undefined_auc(auc)
         if undefined:
             run.set_tags({"metrics.auc_undefined_llms": ",".join(sorted({m for v in undefined.values() for m in v}))[:5000]})
-    run.log_dict({"reference_ids": list(fitted["reference_ids"])}, "reference_ids.json")
-    gen = fitted["generic"]
-    if getattr(gen, "selection_", None) is not None:
-        run.log_table(gen.selection_, "tables/generic_model_selection.csv")
-    run.log_params({"generic.selected_classifier": gen.classifier_name_})
-    if cfg.get("plots", True):
-        S_te = prep.S("test", "test")
-        pooled = {m: (S_te[~np.isnan(S_te)], P[~np.isnan(S_te)]) for m, P in preds.items()}
+    run.log_dict({"reference_ids": list(reference_ids)}, "reference_ids.json")
+    if getattr(generic, "selection_", None) is not None:
+        run.log_table(generic.selection_, "tables/generic_model_selection.csv")
+    run.log_params({"generic.selected_classifier": generic.classifier_name_})
+    if plots:
+        pooled = {m: (S_test[~np.isnan(S_test)], P[~np.isnan(S_test)]) for m, P in preds.items()}
         figs = {
-            "plots/auc_by_method.png": plots.auc_by_method_bar(auc),
-            "plots/roc_curves.png": plots.roc_curves(pooled),
-            "plots/reliability.png": plots.reliability_diagram(pooled),
+            "plots/auc_by_method.png": plot_fns.auc_by_method_bar(auc),
+            "plots/roc_curves.png": plot_fns.roc_curves(pooled),
+            "plots/reliability.png": plot_fns.reliability_diagram(pooled),
         }
         import matplotlib.pyplot as plt
 
         for path, fig in figs.items():
             run.log_figure(fig, path)
             plt.close(fig)
-    command = None
-    if getattr(getattr(cfg, "tracking", None), "log_model", False) and not capability(prep.featurizer, "uses_results"):
-        from assessors.core.pyfunc import log_assessor_model
+    return summary, auc, notes
 
-        uri = log_assessor_model(run, gen, prep.featurizer, fitted["reference_ids"],
-                                 prep.results.matrix(prep.llms["train"], fitted["reference_ids"]),
-                                 prep.llms["train"], example_prompts=prep.results.prompts(prep.inst["test"][:2]),
-                                 trust_model=fitted.get("trust_model"))
-        if uri:
-            run.set_tags({"model_uri": uri})
-            log.info("model logged: %s", uri)
-            command = predict_command(cfg, uri, example_prompts(cfg, prep, run.run_id))
+
+def print_report(auc: pd.DataFrame, notes: list[str], summary: dict[str, float], classifier_name: str,
+                 location: str) -> None:
+    """Print the per-LLM AUC table (with its mean row), the notes and where the run is tracked."""
+    from assessors.reporting.tables import to_markdown
+
     print("\nTest AUC per LLM (rows: test LLMs; columns: methods)\n")
     shown = auc.sort_values(auc.columns[0], ascending=False)
     shown.loc["mean"] = auc.mean(axis=0)
@@ -114,43 +134,5 @@ def report_run(cfg, run, prep, preds: dict[str, np.ndarray], fitted: dict, long:
     for m in ("generic",):
         if f"ece/{m}" in summary:
             print(f"{m}: ECE {summary[f'ece/{m}']:.3f}, Brier {summary[f'brier/{m}']:.3f}, "
-                  f"log loss {summary[f'log_loss/{m}']:.3f}; selected classifier {gen.classifier_name_}")
-    print(f"\nMLflow: {run.location}\n")
-    if command:
-        print(f"Score held-out prompts with this model (P(success) of each training LLM):\n  {command}\n")
-        run.log_text(command + "\n", "predict_command.txt")
-    return summary
-
-
-def example_prompts(cfg, prep, run_id: str | None, n: int = 20) -> Path:
-    """Write ``n`` held-out test prompts (``id, prompt``) for the printed ``predict.py`` command."""
-    from assessors.io import atomic_write
-
-    ids = list(prep.inst["test"][:n])
-    df = pd.DataFrame({"id": ids, "prompt": prep.results.prompts(ids)})
-    path = Path(cfg.paths.outputs).resolve() / "predict" / f"prompts_{run_id or 'example'}.csv"
-    return atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))
-
-
-def predict_command(cfg, model_uri: str, prompts: Path) -> str:
-    """The exact ``predict.py`` command that scores ``prompts`` with the model logged at ``model_uri``.
-
-    It names the MLflow store explicitly (the same absolute path or server that ``conf/tracking``
-    gave train.py), so it works from any working directory.
-    """
-    script = Path(__file__).resolve().parents[2] / "predict.py"
-    if not script.exists():  # installed without the repository's entry points
-        script = Path("predict.py")
-    elif script.parent == Path.cwd().resolve():
-        script = Path("predict.py")
-    args = ["mode=score", f"model_uri={model_uri}", f"prompts={prompts}", "known_llms=all"]
-    tracking = cfg.tracking
-    if tracking.get("tracking_uri"):
-        args.append(f"tracking.tracking_uri={tracking.tracking_uri}")
-    else:
-        outputs = Path(cfg.paths.outputs).resolve()
-        args.append(f"paths.outputs={outputs}")
-        db = Path(tracking.db_path).resolve()
-        if db != outputs / "mlflow.db":
-            args.append(f"tracking.db_path={db}")
-    return " ".join(["python", shlex.quote(str(script))] + [shlex.quote(a) for a in args])
+                  f"log loss {summary[f'log_loss/{m}']:.3f}; selected classifier {classifier_name}")
+    print(f"\nMLflow: {location}\n")

@@ -1,4 +1,5 @@
-"""Routing evaluation on RouterBench (``python train.py experiment=routerbench``).
+"""Routing evaluation on RouterBench (``python train.py experiment=routerbench``, run by
+:mod:`assessors.tasks.routerbench`).
 
 Train on the RouterBench train CSVs, evaluate on the test CSVs with the real per-item costs of
 the 11 LLMs. Every method predicts P(success) per (LLM, test prompt); the same utility router
@@ -14,19 +15,16 @@ hull is extended flat outside a method's own points).
 """
 from __future__ import annotations
 
-import json
 import logging
 import time
 
 import numpy as np
 import pandas as pd
-from hydra.utils import instantiate
-from omegaconf import DictConfig
 from scipy.optimize import nnls
+from sklearn.base import clone
 
 from assessors.routing.base import realised
 from assessors.routing.costs import CostModel
-from assessors.threads import budgeted, fit_threads
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +75,9 @@ def fit_cost_models(prompts: list[str], cost: np.ndarray, chars_per_token: float
 
 
 # ------------------------------------------------------------------------- methods
-def _generic(cfg, X_fit, S_fit, X_val, S_val, ref_index):
-    gen = instantiate(budgeted(cfg.assessor, fit_threads(cfg=cfg)))
+def _generic(assessor, X_fit, S_fit, X_val, S_val, ref_index):
+    """A fresh clone of ``assessor`` fitted on the fit prompts, validated on the val prompts."""
+    gen = clone(assessor)
     R = S_fit[:, ref_index]
     # GenericAssessor's validation AUC does not accept NaN outcomes: keep fully graded prompts
     full = np.isfinite(S_val).all(0)
@@ -86,21 +85,26 @@ def _generic(cfg, X_fit, S_fit, X_val, S_val, ref_index):
     return gen
 
 
-def predict_all(cfg, X: dict, S_fit, S_val, ref_index, holdout: int | None):
-    """P(success) on val and test (n_llms, m) per method; ``holdout`` LLM row enters by its reference results only."""
+def predict_all(assessor, knn, mf, X: dict, S_fit, S_val, ref_index, holdout: int | None):
+    """P(success) on val and test (n_llms, m) per method; ``holdout`` LLM row enters by its reference results only.
+
+    ``assessor`` (the generic assessor), ``knn`` and ``mf`` (the baselines) are unfitted estimators,
+    cloned for each fit; ``X`` holds the ``fit``/``val``/``test`` features.
+    """
     k = S_fit.shape[0]
     seen = [i for i in range(k) if i != holdout]
     preds = {}
     t0 = time.perf_counter()
-    gen = _generic(cfg, X["fit"], S_fit[seen], X["val"], S_val[seen], ref_index)
+    gen = _generic(assessor, X["fit"], S_fit[seen], X["val"], S_val[seen], ref_index)
     R = S_fit[:, ref_index]  # every LLM's reference vector, the held-out one included
     preds["generic assessor"] = {p: gen.predict_proba(X[p], R) for p in ("val", "test")}
     log.info("generic assessor fitted in %.1fs (classifier %s)", time.perf_counter() - t0, gen.classifier_name_)
     X_ref = X["fit"][ref_index]
-    knn = instantiate(cfg.baselines.knn).fit(X["fit"], S_fit[seen])
-    mf = instantiate(cfg.baselines.mf).fit(X["fit"], S_fit[seen])
+    knn_proto = knn
+    knn = clone(knn_proto).fit(X["fit"], S_fit[seen])
+    mf = clone(mf).fit(X["fit"], S_fit[seen])
     if holdout is not None:
-        knn_new = instantiate(cfg.baselines.knn).fit(X_ref, S_fit[[holdout]][:, ref_index])
+        knn_new = clone(knn_proto).fit(X_ref, S_fit[[holdout]][:, ref_index])
         mf.add_llm(X_ref, S_fit[holdout, ref_index])
     for name, model in (("kNN", knn), ("matrix factorisation", mf)):
         out = {}
@@ -114,23 +118,28 @@ def predict_all(cfg, X: dict, S_fit, S_val, ref_index, holdout: int | None):
     return preds
 
 
-def evaluate_setting(cfg, preds, S, C_est, C_true, llms, best_acc, best_cost, c_range, label):
-    """Curves, AIQ, goal figures and a calibrated operating point for every method."""
-    router = instantiate(cfg.router)
+def evaluate_setting(router, preds, S, C_est, C_true, best_acc, best_cost, c_range, label,
+                     accuracy_fraction: float = 0.95, cost_fraction: float = 0.4):
+    """Curves, AIQ, goal figures and a calibrated operating point for every method.
+
+    ``router`` is unfitted (cloned for the sweep and for each calibration); the goal is
+    ``accuracy_fraction`` of the best single LLM's accuracy at ``cost_fraction`` of its cost.
+    """
+    proto, router = router, clone(router)
     rows, curves = [], {}
     for name, P in preds.items():
         curve = router.sweep(P["test"], S["test"], C_est["test"], C_true=C_true["test"])
         curves[name] = curve
-        need = cost_to_reach(curve, cfg.goal.accuracy_fraction * best_acc)
+        need = cost_to_reach(curve, accuracy_fraction * best_acc)
         row = {"setting": label, "method": name, "aiq": aiq(curve["cost"].to_numpy(), curve["accuracy"].to_numpy(), *c_range),
                "max_accuracy": float(curve["accuracy"].max()),
-               f"cost_at_{cfg.goal.accuracy_fraction:g}x_best_acc": need,
+               f"cost_at_{accuracy_fraction:g}x_best_acc": need,
                "cost_ratio_to_best_llm": need / best_cost}
-        row["meets_goal"] = bool(row["cost_ratio_to_best_llm"] <= cfg.goal.cost_fraction)
+        row["meets_goal"] = bool(row["cost_ratio_to_best_llm"] <= cost_fraction)
         # a deployable operating point: lambda calibrated on validation prompts only
-        val_target = cfg.goal.accuracy_fraction * float(np.nanmax(np.nanmean(np.nan_to_num(S["val"]), axis=1)))
+        val_target = accuracy_fraction * float(np.nanmax(np.nanmean(np.nan_to_num(S["val"]), axis=1)))
         try:
-            r = instantiate(cfg.router).calibrate(P["val"], S["val"], C_est["val"], target_accuracy=val_target,
+            r = clone(proto).calibrate(P["val"], S["val"], C_est["val"], target_accuracy=val_target,
                                                   C_true=C_true["val"])
             y, c = realised(r.route(P["test"], C_est["test"]).choice, np.nan_to_num(S["test"]), C_true["test"])
             row.update(calibrated_knob=r.knob_value, calibrated_test_accuracy=float(np.mean(y)),
@@ -182,79 +191,3 @@ def plot_curves(curves: dict, points: pd.DataFrame, title: str):
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return fig
-
-
-def run_routerbench(cfg: DictConfig) -> dict:
-    """The routing evaluation task; logs tables, curves and the figure; returns summary metrics."""
-    from assessors.tracking import tracker_from_cfg
-
-    tracker = tracker_from_cfg(cfg)
-    with tracker.start_run(cfg.get("run_name") or "routerbench", cfg) as run:
-        res = instantiate(cfg.data)
-        split = res.instances["routerbench_split"].to_numpy()
-        train_ids = list(res.instances.index[split == "train"])
-        test_ids = list(res.instances.index[split == "test"])
-        rng = np.random.default_rng(cfg.seed)
-        perm = rng.permutation(len(train_ids))
-        n_val = int(round(cfg.routing_eval.val_fraction * len(train_ids)))
-        ids = {"fit": [train_ids[i] for i in perm[n_val:]], "val": [train_ids[i] for i in perm[:n_val]], "test": test_ids}
-        llms = list(res.llms)
-        featurizer = instantiate(budgeted(cfg.features, fit_threads(cfg=cfg)))
-        featurizer.fit(res.prompts(ids["fit"]))
-        allX = featurizer.transform(res.prompts([i for p in ids.values() for i in p]))
-        X, start = {}, 0
-        for p, v in ids.items():
-            X[p], start = allX[start:start + len(v)], start + len(v)
-        S = {p: res.matrix(llms, v) for p, v in ids.items()}
-        C_true = {p: np.nan_to_num(res.cost[:, res.instance_index(v)]) for p, v in ids.items()}
-        cost_models = fit_cost_models(res.prompts(train_ids), res.cost[:, res.instance_index(train_ids)])
-        C_est = {p: np.stack([cm.expected(res.prompts(v)) for cm in cost_models]) for p in ids for v in [ids[p]]}
-        selector = instantiate(cfg.selector).fit(S["fit"], ids["fit"], X["fit"])
-        ref_index = np.asarray(selector.reference_index_)
-        points = reference_points(S["test"], C_true["test"], llms, cfg.seed)
-        singles = points[points["kind"] == "single LLM"]
-        best = singles.loc[singles["accuracy"].idxmax()]
-        c_range = (float(singles["cost"].min()), float(singles["cost"].max()))
-        tables, figs = [], {}
-        settings = [("in-distribution", None)] + [(f"onboarding:{h}", llms.index(h)) for h in cfg.routing_eval.onboarding_holdout]
-        for label, holdout in settings:
-            log.info("routing evaluation: %s", label)
-            preds = predict_all(cfg, X, S["fit"], S["val"], ref_index, holdout)
-            table, curves = evaluate_setting(cfg, preds, S, C_est, C_true, llms, float(best["accuracy"]),
-                                             float(best["cost"]), c_range, label)
-            tables.append(table)
-            figs[label] = plot_curves(curves, points, f"RouterBench test ({len(test_ids)} prompts): {label}")
-            for name, cv in curves.items():
-                run.log_table(cv.assign(method=name, setting=label), f"routing/curves/{label}/{name}.csv".replace(":", "_"))
-        ref_rows = points.assign(setting="reference", aiq=[aiq(np.array([c]), np.array([a]), *c_range)
-                                                           for c, a in zip(points["cost"], points["accuracy"])])
-        table = pd.concat(tables, ignore_index=True)
-        run.log_table(table, "routing/routerbench_table.csv")
-        run.log_table(ref_rows, "routing/reference_points.csv")
-        for label, fig in figs.items():
-            run.log_figure(fig, f"routing/cost_accuracy_{label.replace(':', '_').replace('/', '_')}.png")
-        summary = {"best_llm": best["method"], "best_llm_accuracy": float(best["accuracy"]),
-                   "best_llm_cost": float(best["cost"]), "n_test": len(test_ids), "n_reference": int(len(ref_index))}
-        for _, r in table.iterrows():
-            key = f"{r['setting']}/{r['method']}".replace(" ", "_")
-            summary[f"{key}/aiq"] = r["aiq"]
-            summary[f"{key}/cost_ratio"] = r["cost_ratio_to_best_llm"]
-        run.log_metrics({k: v for k, v in summary.items() if isinstance(v, float)})
-        out = {"table": table.to_dict(orient="records"), "reference_points": ref_rows.to_dict(orient="records"),
-               **summary, "objective": float(table.loc[(table.setting == "in-distribution")
-                                                       & (table.method == "generic assessor"), "aiq"].iloc[0])}
-        run.log_dict(out, "routing/summary.json")
-        with pd.option_context("display.width", 200, "display.max_columns", 20):
-            print(table.to_string(index=False))
-            print(ref_rows[["method", "accuracy", "cost", "aiq"]].to_string(index=False))
-        if cfg.routing_eval.get("out"):
-            from pathlib import Path
-
-            o = Path(cfg.routing_eval.out)
-            o.mkdir(parents=True, exist_ok=True)
-            (o / "summary.json").write_text(json.dumps(out, indent=2, default=float))
-            table.to_csv(o / "routerbench_table.csv", index=False)
-            for label, fig in figs.items():
-                fig.savefig(o / f"cost_accuracy_{label.replace(':', '_').replace('/', '_')}.png", dpi=120)
-        log.info("results: %s", run.location)
-    return out

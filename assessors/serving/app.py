@@ -63,7 +63,7 @@ def create_app(settings: ServerSettings | dict | None = None, engine: Engine | N
     settings = ServerSettings.model_validate(settings or {})
     checker = APIKeyChecker.from_settings(settings.auth.enabled, settings.auth.api_keys_env, settings.host)
     if engine is None and engine_factory is None:
-        from assessors.predict_tasks import engine_from_settings as engine_factory
+        from assessors.serving.engine import engine_from_settings as engine_factory
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):

@@ -66,7 +66,7 @@ class ServerSettings(_Cfg):
     embed_cache_size: int = Field(10_000, ge=0)
     upstreams: dict[str, Upstream] = Field(default_factory=dict)
     log_level: str = "info"
-    # what the engine is built from when the app factory loads it itself (see predict_tasks.build_engine)
+    # what the engine is built from when the app factory loads it itself (see assessors.routing.setup.build_engine)
     router: Optional[dict[str, Any]] = Field(None, description="Hydra node of the routing policy (_target_)")
     llms: list[dict[str, Any]] = Field(default_factory=list, description="LLMs registered at start")
     known_llms: Any = Field(None, description="training LLMs to register by name: list, 'all' or null")

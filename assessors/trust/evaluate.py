@@ -8,22 +8,16 @@ catching test LLMs whose generic AUC is below their reference-only AUC.
 """
 from __future__ import annotations
 
-import json
 import logging
-import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from hydra.utils import instantiate
-from omegaconf import OmegaConf
+from sklearn.base import clone
 from tqdm.auto import tqdm
 
 from assessors.metrics import auc
-from assessors.threads import budgeted, fit_threads
-from assessors.trust.expected import TrustModel
-from assessors.trust.fallback import FallbackPolicy
-from assessors.trust.report import training_profile, trust_report
+from assessors.trust.fit import LLMPart
+from assessors.trust.report import trust_report
 
 log = logging.getLogger(__name__)
 
@@ -39,66 +33,36 @@ def _auc(S, P) -> float:
     return auc(S[keep], P[keep])
 
 
-def score_llms(cfg, prep, generic, ref_ids, part: str, inst_part: str, profile, opts: dict):
-    """Trust reports and AUCs of the ``part`` LLMs on ``inst_part`` prompts.
+def score_llms(generic, specific, T: np.ndarray, train_llms: list[str], part: LLMPart, part_name: str, profile,
+               opts: dict):
+    """Trust reports and AUCs of ``part``'s LLMs on its prompts.
+
+    Parameters
+    ----------
+    generic : fitted generic assessor
+    specific : unfitted reference-only assessor, cloned per LLM
+    T : ndarray of shape (n_train_llms, n_reference)
+        Training LLMs' reference results.
+    part : LLMPart
+        The LLMs scored, their reference results, the prompts' features and their successes.
 
     Returns (table, P_generic (k, m), P_reference_only (k, m), S (k, m), flag lists).
     """
-    res, llms = prep.results, prep.llms[part]
-    T = res.matrix(prep.llms["train"], ref_ids)
-    R = res.matrix(llms, ref_ids)
-    S, X = prep.S(part, inst_part), prep.X[inst_part]
+    S, X, R = part.S, part.X, part.R
     Pg = generic.predict_proba(X, R)
     Pr = np.zeros_like(Pg)
     rows, flags = [], []
-    for k, llm in enumerate(tqdm(llms, desc=f"trust {part}", leave=False)):
-        spec = instantiate(budgeted(cfg.specific, fit_threads(cfg=cfg))).fit(generic.reference_features_, R[k])
+    for k, llm in enumerate(tqdm(part.llms, desc=f"trust {part_name}", leave=False)):
+        spec = clone(specific).fit(generic.reference_features_, R[k])
         Pr[k] = spec.predict_proba(X)
-        rep = trust_report(R[k], T, prep.llms["train"], assessor=generic, reference_only_auc=spec.val_auc_,
+        rep = trust_report(R[k], T, train_llms, assessor=generic, reference_only_auc=spec.val_auc_,
                            profile=profile, **opts)
         flags.append(rep.flags)
-        rows.append({"llm": llm, "part": part, **rep.signals(), "reference_only_cv_auc": rep.reference_only_auc,
+        rows.append({"llm": llm, "part": part_name, **rep.signals(), "reference_only_cv_auc": rep.reference_only_auc,
                      "flags": ",".join(rep.flags), "nearest": rep.nearest[0][0] if rep.nearest else "",
                      "auc_generic": _auc(S[k], Pg[k]), "auc_reference_only": _auc(S[k], Pr[k]),
                      "test_accuracy": float(np.nanmean(S[k]))})
     return pd.DataFrame(rows), Pg, Pr, S, flags
-
-
-def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
-    """Per-test-LLM table for one scenario, plus what was chosen on validation LLMs."""
-    from assessors.pipeline import fit_generic, prepare
-
-    t0 = time.perf_counter()
-    te = cfg.trust_eval
-    prep = prepare(cfg)
-    generic, ref_ids = fit_generic(cfg, prep)
-    log.info("%s: generic assessor fitted in %.0fs", name, time.perf_counter() - t0)
-    opts = OmegaConf.to_container(te.report, resolve=True)
-    prof = training_profile(prep.results.matrix(prep.llms["train"], ref_ids), opts.get("k", 3))
-    val, Pg_v, Pr_v, S_v, fl_v = score_llms(cfg, prep, generic, ref_ids, "val", "val", prof, opts)
-    test, Pg_t, Pr_t, S_t, fl_t = score_llms(cfg, prep, generic, ref_ids, "test", "test", prof, opts)
-
-    tm = instantiate(te.trust_model).fit(val, val["auc_generic"])
-    band = tm.predict(test)
-    test["expected_auc"], test["expected_low"], test["expected_high"] = band["estimate"], band["low"], band["high"]
-    chosen = {"trust_model_n_fit": tm.n_fit_, "trust_model_halfwidth": tm.halfwidth_}
-    # the same calibration on the LOO reference AUC alone (fewer signals to extrapolate on)
-    tm1 = instantiate(te.trust_model, features=["loo_auc"]).fit(val, val["auc_generic"])
-    band1 = tm1.predict(test)
-    test["expected_loo_auc"], test["expected_loo_low"], test["expected_loo_high"] = (
-        band1["estimate"], band1["low"], band1["high"])
-    policies = {"policy": instantiate(te.fallback)}
-    policies.update({f"policy_{k}": instantiate(te.fallback, triggers=list(v)) for k, v in FLAG_SETS.items()})
-    for col, pol in policies.items():
-        pol.fit(Pg_v, Pr_v, S_v, fl_v)
-        test[f"auc_{col}"] = [_auc(S_t[k], pol.blend(Pg_t[k], Pr_t[k], fl_t[k])) for k in range(len(test))]
-        test[f"weight_{col}"] = [pol.weight_for(f) for f in fl_t]
-        chosen[f"{col}_weight"] = pol.weight_
-        chosen[f"{col}_chosen_by"] = pol.chosen_by_
-    for part in (val, test):
-        part.insert(0, "scenario", name)
-    chosen["time_s"] = time.perf_counter() - t0
-    return pd.concat([val, test], ignore_index=True), chosen
 
 
 def flag_table(test: pd.DataFrame) -> pd.DataFrame:
@@ -157,47 +121,3 @@ def scatter(table: pd.DataFrame):
     fig.suptitle("Trust signal vs realised per-LLM AUC")
     fig.tight_layout()
     return fig
-
-
-def run(cfg) -> dict[str, float]:
-    """Task: every scenario in ``cfg.trust_eval.scenarios``; logs tables, figure and summary."""
-    from assessors.reporting.tables import to_markdown
-    from assessors.tracking import tracker_from_cfg
-
-    te = cfg.trust_eval
-    out_dir = Path(cfg.paths.outputs) / "trust_eval"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tables, chosen = [], {}
-    with tracker_from_cfg(cfg).start_run(cfg.get("run_name") or "trust_eval", cfg) as run:
-        for name, sc in te.scenarios.items():
-            scfg = cfg.copy()
-            for key, node in sc.items():  # replace, not merge: e.g. data configs have different keys
-                OmegaConf.update(scfg, key, node, merge=False, force_add=True)
-            tab, ch = evaluate_scenario(scfg, name)
-            tables.append(tab)
-            chosen[name] = ch
-            tab.to_csv(out_dir / "per_llm.partial.csv", mode="a", header=len(tables) == 1, index=False)
-        table = pd.concat(tables, ignore_index=True)
-        test = table[table["part"] == "test"]
-        flags = flag_table(test)
-        by_scen = {s: flag_table(g) for s, g in test.groupby("scenario", sort=False)}
-        summ = summarise(test)
-        fig = scatter(table)
-        for path, df in {"per_llm.csv": table, "flags.csv": flags, "summary.csv": summ}.items():
-            df.to_csv(out_dir / path, index=path != "per_llm.csv")
-            run.log_table(df, f"trust_eval/{path}")
-        fig.savefig(out_dir / "similarity_vs_auc.png", dpi=120, bbox_inches="tight")
-        run.log_figure(fig, "trust_eval/similarity_vs_auc.png")
-        md = (f"## Flags (pooled test LLMs)\n\n{to_markdown(flags)}\n\n## Summary\n\n{to_markdown(summ)}\n\n"
-              + "".join(f"## Flags: {s}\n\n{to_markdown(f)}\n\n" for s, f in by_scen.items()))
-        (out_dir / "report.md").write_text(md)
-        run.log_text(md, "trust_eval/report.md")
-        result = {"flags": flags.reset_index().to_dict("records"), "summary": summ.reset_index().to_dict("records"),
-                  "chosen": chosen}
-        (out_dir / "summary.json").write_text(json.dumps(result, indent=1, default=float))
-        print(md)
-        metrics = {f"{s}.{k}": float(v) for s, r in summ.iterrows() for k, v in r.items() if np.isfinite(v)}
-        metrics.update({f"flag.{f}.{k}": float(v) for f, r in flags.iterrows() for k, v in r.items()
-                        if k in ("recall", "precision", "false_alarm_rate") and np.isfinite(v)})
-        run.log_metrics(metrics)
-    return {"objective": float(flags.loc["population", "recall"]), **metrics}

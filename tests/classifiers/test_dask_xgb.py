@@ -12,8 +12,8 @@ def test_generic_assessor_on_a_local_cluster_matches_in_process_validation_auc(c
     from hydra.utils import instantiate
 
     from assessors.classifiers.dask_xgb import DaskXGBClassifier
-    from assessors.grid.job import per_llm_auc
-    from assessors.pipeline import prepare
+    from assessors.tasks.grid import per_llm_auc
+    from assessors.tasks.prepare import prepare
 
     base = ["data=score_matrix_musr", "features=success_pattern", "tracking=none", "~validate",
             "llm_split.n_train=150", "llm_split.n_val=40", "llm_split.n_test=40", "selector.size=30",

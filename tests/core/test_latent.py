@@ -143,7 +143,7 @@ def test_residual_ranks_where_the_offset_cannot_and_stays_off_otherwise():
 @pytest.mark.slow
 def test_train_py_runs_with_assessor_latent_on_small_real_data(compose):
     """``train.py assessor=latent`` end to end on a real slice, with the usual baselines and report."""
-    from assessors.pipeline import train_assessors
+    from assessors.tasks.train import train_assessors
 
     cfg = compose(["assessor=latent", "features=success_pattern", "data.subtasks=[bbh_navigate,bbh_snarks,bbh_web_of_lies]",
                    "selector.size=30", "llm_split.n_train=30", "llm_split.n_val=6", "llm_split.n_test=6",

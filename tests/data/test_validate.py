@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from assessors.data.results import Results
-from assessors.data.validate import check_leakage, check_results, run_validation, validate_prepared
+from assessors.data.validate import check_leakage, check_results, run_validation, validate_split
 from assessors.errors import DataError
 from assessors.tracking import RunLogger
 
@@ -76,16 +76,13 @@ def test_check_leakage_exact_and_near_duplicates():
 
 
 def test_validate_prepared_logs_leakage():
-    from assessors.pipeline import Prepared
-
     res = _results()
     run_validation(res)
     X = np.random.default_rng(3).normal(size=(40, 8)).astype(np.float32)
     X[20] = X[0]
     inst = {"train": res.instance_ids[:20], "val": [], "test": res.instance_ids[20:]}
-    prep = Prepared(res, inst, {}, {"train": X[:20], "val": X[:0], "test": X[20:]}, featurizer=object())
     run = RunLogger()
-    rep = validate_prepared(prep, {"near_duplicate": 0.99}, run)
+    rep = validate_split(res, inst, {}, {"train": X[:20], "val": X[:0], "test": X[20:]}, {"near_duplicate": 0.99}, run)
     assert rep.counts()["leakage"] == 1 and run.metrics["validate.leakage"] == 1.0
     assert "validate/leakage.csv" in run.artifacts and run.metrics["validate.n_issues"] == 8  # 7 + leakage
 
@@ -171,17 +168,18 @@ def test_small_splits_are_reported_with_their_numbers():
 def test_small_real_split_warns_and_fails_under_strict(compose, caplog):
     import logging
 
-    from assessors.pipeline import prepare
+    from assessors.tasks.prepare import prepare
 
     small = ["data.subtasks=[bbh_navigate]", "features=success_pattern", "selector.size=100",
              "llm_split.n_train=4", "llm_split.n_val=1", "llm_split.n_test=1"]
     cfg = compose(small)
     prep = prepare(cfg)
     with caplog.at_level(logging.WARNING, logger="assessors.data.validate"):
-        rep = validate_prepared(prep, cfg.validate, reference_size=cfg.selector.size)
+        rep = validate_split(prep.results, prep.inst, prep.llms, prep.X, cfg.validate, reference_size=cfg.selector.size)
     n_train = len(prep.inst["train"])
     assert rep.counts()["reference_share"] == 100 and rep.counts()["few_llms"] == 2
     assert f"takes 100 of the {n_train} training prompts" in caplog.text
     strict = compose(small + ["validate.fail_on=[reference_share]"])
     with pytest.raises(DataError, match=f"100 of the {n_train} training prompts"):
-        validate_prepared(prepare(strict), strict.validate, reference_size=100)
+        p = prepare(strict)
+        validate_split(p.results, p.inst, p.llms, p.X, strict.validate, reference_size=100)

@@ -5,6 +5,7 @@ from omegaconf import OmegaConf
 
 from assessors.data.results import Results
 from assessors.estimation import harness
+from assessors.tasks import benchmark_prediction as task
 from assessors.estimation.benchmark.aipw import AIPW
 from assessors.estimation.benchmark.random_sampling import RandomSampling
 from assessors.estimation.benchmark.random_sampling_learn import RandomSamplingLearn
@@ -40,7 +41,7 @@ def test_run_with_recorder(monkeypatch):
     S, _ = simulate(n_llms=40, n_items=150, seed=0)
     res = Results(instances=pd.DataFrame(index=[f"i{j}" for j in range(150)]), llms=[f"m{i}" for i in range(40)],
                   success=S, name="sim")
-    monkeypatch.setattr(harness, "load_benchmarks", lambda cfg: {"sim": res})
+    monkeypatch.setattr(task, "load_benchmarks", lambda cfg: {"sim": res})
     B = "assessors.estimation.benchmark"
     cfg = OmegaConf.create({
         "estimators": {"random_sampling": {"_target_": f"{B}.random_sampling.RandomSampling"},
@@ -49,7 +50,7 @@ def test_run_with_recorder(monkeypatch):
         "benchmark_prediction": {"splits": ["interpolation", "extrapolation"], "sizes": [20, 200], "trials": 3,
                                  "main_size": 20, "target_fraction": 0.25, "benchmarks": {}, "progress": False}})
     rec = Recorder()
-    metrics = harness._run(cfg, rec)
+    metrics = task.execute(cfg, rec)
     assert "report.md" in rec.texts and "EGR" in rec.texts["report.md"]
     table = rec.tables["tables/paper_table_n20.csv"].set_index("method")
     assert table.loc["random_sampling", "interpolation EGR"] == 0
@@ -63,7 +64,7 @@ def test_restarted_run_reuses_finished_benchmarks(monkeypatch, tmp_path):
     S, _ = simulate(n_llms=30, n_items=120, seed=1)
     res = Results(instances=pd.DataFrame(index=[f"i{j}" for j in range(120)]), llms=[f"m{i}" for i in range(30)],
                   success=S, name="sim")
-    monkeypatch.setattr(harness, "load_benchmarks", lambda cfg: {"a": res, "b": res})
+    monkeypatch.setattr(task, "load_benchmarks", lambda cfg: {"a": res, "b": res})
     B = "assessors.estimation.benchmark"
     cfg = OmegaConf.create({
         "estimators": {"random_sampling": {"_target_": f"{B}.random_sampling.RandomSampling"}},
@@ -81,16 +82,16 @@ def test_restarted_run_reuses_finished_benchmarks(monkeypatch, tmp_path):
 
     monkeypatch.setattr(harness, "evaluate_benchmark", crash_on_b)
     try:
-        harness._run(cfg, Recorder())
+        task.execute(cfg, Recorder())
     except KeyboardInterrupt:
         pass
     assert len(list((tmp_path / "ck").glob("a-*.parquet"))) == 1 and not list((tmp_path / "ck").glob("b-*"))
     rec = Recorder()
-    harness._run(cfg, rec)
+    task.execute(cfg, rec)
     assert calls == ["a", "b", "b"]  # "a" was not recomputed
     assert set(rec.tables["tables/records.csv"]["benchmark"]) == {"a", "b"}
     cfg.benchmark_prediction.trials = 3  # a changed setting is a different checkpoint
-    harness._run(cfg, Recorder())
+    task.execute(cfg, Recorder())
     assert calls[-2:] == ["a", "b"]
 
 
@@ -100,7 +101,7 @@ def test_benchmarks_in_parallel_processes_give_the_same_records(monkeypatch):
         S, _ = simulate(n_llms=30, n_items=100, seed=seed)
         data[k] = Results(instances=pd.DataFrame(index=[f"i{j}" for j in range(100)]),
                           llms=[f"m{i}" for i in range(30)], success=S, name=k)
-    monkeypatch.setattr(harness, "load_benchmarks", lambda cfg: data)
+    monkeypatch.setattr(task, "load_benchmarks", lambda cfg: data)
     B = "assessors.estimation.benchmark"
     cfg = OmegaConf.create({
         "estimators": {"random_sampling": {"_target_": f"{B}.random_sampling.RandomSampling"},
@@ -108,9 +109,9 @@ def test_benchmarks_in_parallel_processes_give_the_same_records(monkeypatch):
         "benchmark_prediction": {"splits": ["interpolation"], "sizes": [20], "trials": 2, "main_size": 20,
                                  "target_fraction": 0.25, "benchmarks": {}, "progress": False, "n_jobs": 1}})
     serial, parallel = Recorder(), Recorder()
-    harness._run(cfg, serial)
+    task.execute(cfg, serial)
     cfg.benchmark_prediction.n_jobs = 2
-    harness._run(cfg, parallel)
+    task.execute(cfg, parallel)
     cols = ["benchmark", "trial", "method", "llm", "point", "ci_low", "ci_high"]
     a, b = (r.tables["tables/records.csv"][cols].reset_index(drop=True) for r in (serial, parallel))
     assert set(a["benchmark"]) == {"a", "b"}

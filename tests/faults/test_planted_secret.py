@@ -67,7 +67,7 @@ def test_secret_from_environment_persists_nowhere(embed_server, train_run, tmp_p
 
 
 def test_literal_secret_through_python_api(embed_server, compose, tmp_path, caplog, capsys, monkeypatch):
-    from assessors.pipeline import train_assessors
+    from assessors.tasks.train import train_assessors
 
     monkeypatch.setenv("EMBED_KEY", KEY)
     over = [o for o in TINY if not o.startswith("features.base_url_env")]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from hydra.utils import instantiate
 
-from assessors.grid.job import run_grid
+from assessors.tasks.grid import run_grid
 from assessors.grid.resume import TAG_HASH, TAG_HOST, TAG_PID, config_hash, finished_run
 
 PRESETS = ["paper_in_distribution", "ood_algorithmic", "ood_language", "ood_logic", "ood_musr", "llm_random",
@@ -19,7 +19,7 @@ PRESETS = ["paper_in_distribution", "ood_algorithmic", "ood_language", "ood_logi
 @pytest.mark.parametrize("preset", PRESETS)
 def test_presets_compose_to_the_grid_task(compose, preset):
     cfg = compose([f"experiment={preset}"])
-    assert cfg.task._target_ == "assessors.grid.run_grid"
+    assert cfg.task._target_ == "assessors.tasks.grid.run_grid"
     assert cfg.grid.split_name
     if preset.startswith("ood_"):
         assert cfg.split._target_.endswith("HoldoutGroupsSplit") and preset[4:] in str(cfg.grid.split_name)
@@ -126,7 +126,9 @@ def test_report_with_baselines_compares_winner_to_specific_and_baselines(tiny, t
     for sel in ("random", "kmeans_successes"):
         run_grid(tiny(f"selector={sel}", "selector.size=10"))
     cfg = tiny()
-    report = build_report(instantiate(cfg.tracking), tmp_path / "rep", baselines=True)
+    from assessors.tasks.grid import winner_vs_baselines
+
+    report = build_report(instantiate(cfg.tracking), tmp_path / "rep", baselines=winner_vs_baselines)
     text = report.read_text()
     for method in ("generic", "specific", "all_train_data", "reference_only", "random_selector"):
         assert method in text
@@ -140,7 +142,7 @@ def test_infeasible_combination_is_recorded_skipped_on_restart_and_listed_not_ra
 
     bad = tiny("selector=random", "selector.size=100000")
     out = run_grid(bad)
-    assert out["infeasible"] == 1.0 and np.isnan(out["objective"])
+    assert out["infeasible"] == 1.0 and np.isnan(out["val_auc_mean"])
     tracker = instantiate(bad.tracking)
     run = finished_run(tracker, config_hash(bad))
     assert run is not None and "100000" in run.data.tags[TAG_INFEASIBLE]
@@ -169,7 +171,7 @@ def test_a_mistyped_option_fails_the_job_instead_of_being_recorded_infeasible(ti
 def test_run_grid_with_the_latent_assessor(compose):
     """``assessor=latent`` is a grid option: its coordinate replaces the classifier's."""
     from tests.grid.conftest import TINY
-    from assessors.grid.job import combination
+    from assessors.tasks.grid import combination
 
     cfg = compose([o for o in TINY if not o.startswith("assessor.")] + [
         "assessor=latent", "selector.size=10", "assessor.n_members=1", "assessor.hidden_sizes=[8]",

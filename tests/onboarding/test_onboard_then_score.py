@@ -26,7 +26,7 @@ def test_onboard_smollm2_then_score(llama_base_url, llama_model, data_dir, tmp_p
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    from assessors.predict_tasks import build_engine, trust_hook
+    from assessors.routing.setup import build_engine, trust_hook
     from tiny_assessor import fit_tiny
 
     tiny = fit_tiny(data_dir)

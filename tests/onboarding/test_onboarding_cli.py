@@ -1,11 +1,11 @@
-"""CLI plumbing: reading prompt files and composing the Hydra config (fast)."""
+"""Onboarding plumbing: reading prompt files, and `predict.py mode=onboard` without a model (fast)."""
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
 from assessors.errors import DataError, OfflineError
-from assessors.onboarding.cli import main, read_prompts
+from assessors.onboarding.prompts import read_prompts
 from llama_server import free_port
 
 
@@ -30,10 +30,14 @@ def test_read_prompts_real_files(data_dir, tmp_path):
         read_prompts([tmp_path / "nope.csv"])
 
 
-def test_cli_reports_unreachable_endpoint(data_dir, tmp_path):
+def test_onboard_without_a_model_reports_unreachable_endpoint(compose, data_dir, tmp_path):
+    from assessors.tasks.onboard import run
+
     f = data_dir / "open_llm_leaderboard_v2" / "prompts" / "bbh_navigate_prompts.csv"
+    cfg = compose(["mode=onboard", "model_uri=null", f"onboard.prompts=[{f}]", "onboard.limit=2",
+                   f"onboard.out_dir={tmp_path}", f"onboarding.base_url=http://127.0.0.1:{free_port()}/v1",
+                   "onboarding.max_retries=0", "onboarding.show_progress=false"], config_name="predict")
     with pytest.raises(OfflineError, match="no answers from http://127.0.0.1"):
-        main(["--prompts", str(f), "--limit", "2", "--out", str(tmp_path),
-              f"base_url=http://127.0.0.1:{free_port()}/v1", "max_retries=0", "show_progress=false"])
+        run(cfg)
     # the failed attempts are journaled as errors, so a rerun retries them
     assert (tmp_path / "journal.jsonl").read_text().count('"error": "APIConnectionError') == 2

@@ -56,15 +56,17 @@ def test_onboard_smollm2_kill_and_resume(llama_base_url, llama_model, data_dir, 
     overrides = [f"base_url={llama_base_url}", f"model={llama_model}", f"max_tokens={MAX_TOKENS}",
                  "concurrency=1", "llm_name=smollm2-135m", "show_progress=false"]
 
-    # 1) the CLI, killed with SIGKILL once 5 items are journaled
+    # 1) predict.py mode=onboard without a model, killed with SIGKILL once 5 items are journaled
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "assessors.onboarding", "--prompts", str(csv), "--out", str(out),
-                             *overrides], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen([sys.executable, "predict.py", "mode=onboard", "model_uri=null", f"onboard.prompts=[{csv}]",
+                             f"onboard.out_dir={out}", f"paths.outputs={tmp_path / 'outputs'}",
+                             *[f"onboarding.{o}" for o in overrides]],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     journal = out / "journal.jsonl"
     deadline = time.monotonic() + 90
     while _journal_lines(journal) < 5 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert proc.poll() is None, f"CLI ended before it could be killed:\n{proc.stdout.read().decode()[-2000:]}"
+    assert proc.poll() is None, f"predict.py ended before it could be killed:\n{proc.stdout.read().decode()[-2000:]}"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     first = Journal(journal).load()

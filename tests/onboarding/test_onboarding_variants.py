@@ -10,7 +10,7 @@ import pytest
 
 from assessors.data.loaders.table import load_table
 from assessors.errors import DataError
-from assessors.onboarding.cli import read_prompts
+from assessors.onboarding.prompts import read_prompts
 from assessors.onboarding.variants import combine, few_shot_variants, split_chat_prompt
 
 from test_onboarding_client import FakeEndpoint, _onboarder
@@ -84,11 +84,12 @@ def test_split_chat_prompt():
     assert split_chat_prompt("system: s\nuser: u\nassistant: a\nuser: v")[0] is None
 
 
-def test_variants_cli_writes_prompt_files_onboarding_reads(data_dir, tmp_path, capsys):
-    from assessors.onboarding.variants import main
+def test_variants_preset_writes_prompt_files_onboarding_reads(compose, data_dir, tmp_path, capsys):
+    from assessors.tasks.variants import run
 
     p = data_dir / "open_llm_leaderboard_v2" / "prompts" / "bbh_navigate_prompts.csv"
-    written = main(["--prompts", str(p), "--k", "2", "--limit", "5", "--out", str(tmp_path / "v")])
+    written = run(compose(["experiment=variants", f"variants.prompts=[{p}]", "variants.k=2", "variants.limit=5",
+                           f"variants.out={tmp_path / 'v'}"]))["written"]
     assert [Path(w).name for w in written] == ["v0.jsonl", "v1.jsonl"]
     back = read_prompts([written[1]])
     assert len(back) == 5 and set(back["subgroup"]) == {"bbh_navigate"} and back["shots"].notna().all()

@@ -16,11 +16,7 @@ def test_undefined_auc_is_named_and_counted():
     assert summary["n_llms_scored/generic"] == 2.0 and summary["n_test_llms"] == 3.0  # ... and it says so
     assert undefined_auc(auc) == {"generic": ["b"], "specific": ["b"]}
 
-    class Prep:
-        class results:
-            meta = {}
-
-    notes = exclusion_notes(Prep, auc)
+    notes = exclusion_notes(None, auc)
     assert notes == ["generic: AUC undefined for 1 test LLM(s) with constant success on the test items, excluded "
                      "from the mean row: b",
                      "specific: AUC undefined for 1 test LLM(s) with constant success on the test items, excluded "

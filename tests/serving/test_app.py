@@ -239,7 +239,7 @@ def test_registration_returns_trust_report_with_default_hook(tiny, monkeypatch):
     """conf/predict.yaml's default trust hook: every registration carries a trust report."""
     from fastapi.testclient import TestClient
 
-    from assessors.predict_tasks import trust_hook
+    from assessors.routing.setup import trust_hook
     from assessors.routing.engine import Engine
     from assessors.routing.registry import LLMRegistry
     from assessors.serving.app import create_app

@@ -46,7 +46,7 @@ def test_load_model_from_configured_dir_only(saved_model, tmp_path):
 
 
 def test_score_writes_p_success_for_new_llm(compose, saved_model, files, tiny, tmp_path):
-    from assessors.predict_tasks import score
+    from assessors.tasks.score import run as score
 
     out = tmp_path / "scores.csv"
     cfg = compose([f"model_uri={saved_model}", f"prompts={files['prompts']}", f"out={out}", "mode=score",
@@ -62,7 +62,7 @@ def test_score_writes_p_success_for_new_llm(compose, saved_model, files, tiny, t
 
 
 def test_route_with_known_llms_and_calibration(compose, saved_model, files, tiny, tmp_path, data_dir):
-    from assessors.predict_tasks import route
+    from assessors.tasks.route import run as route
 
     known = tiny["train_llms"][:3]
     out = tmp_path / "routes.jsonl"
@@ -81,7 +81,7 @@ def test_route_with_known_llms_and_calibration(compose, saved_model, files, tiny
 
 
 def test_bad_reference_file_names_file(compose, saved_model, files, tmp_path):
-    from assessors.predict_tasks import score
+    from assessors.tasks.score import run as score
 
     bad = tmp_path / "bad.csv"
     pd.DataFrame({"reference_id": ["x"], "success": [1]}).to_csv(bad, index=False)
@@ -107,7 +107,8 @@ def test_predict_py_score_subprocess(saved_model, files, tmp_path):
 
 
 def test_tracked_model_uri_uses_the_configured_store(compose, files, tmp_path):
-    from assessors.predict_tasks import score, tracking_uri_from_cfg
+    from assessors.tasks.predict_common import tracking_uri_from_cfg
+    from assessors.tasks.score import run as score
 
     cfg = compose(["model_uri=runs:/0123456789abcdef/assessor", f"prompts={files['prompts']}"], config_name="predict")
     # the store train.py logs to, as an absolute path, from conf/tracking + conf/paths

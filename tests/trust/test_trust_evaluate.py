@@ -20,7 +20,7 @@ def test_flag_table_counts():
 
 @pytest.mark.slow
 def test_trust_eval_on_openai_evals(compose, tmp_path):
-    from assessors.trust.evaluate import run
+    from assessors.tasks.trust_eval import run
 
     cfg = compose(["experiment=trust_frontier", "tracking=none", "~trust_eval.scenarios.frontier",
                    "~trust_eval.scenarios.random", "~specific.classifiers.xgboost"])

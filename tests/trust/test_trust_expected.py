@@ -84,9 +84,9 @@ def test_fit_trust_hook_on_a_synthetic_pipeline():
     from assessors.classifiers.grid import ParamGrid
     from assessors.core.generic import GenericAssessor
     from assessors.data.results import Results
-    from assessors.pipeline import Prepared
+    from assessors.tasks.prepare import Prepared
+    from assessors.tasks.train import fit_trust
     from assessors.tracking import RunLogger
-    from assessors.trust.fit import fit_trust
 
     rng = np.random.default_rng(0)
     n, k = 300, 40

@@ -1,4 +1,5 @@
-"""Leave-datasets-out evaluation of label-free accuracy estimators (``experiment=label_free``).
+"""Leave-datasets-out evaluation of label-free accuracy estimators (``experiment=label_free``,
+run by :mod:`assessors.tasks.label_free`).
 
 A *unit* is one (LLM row, dataset) pair of a :class:`Results` with a ``confidence`` matrix: its
 per-item confidences form one profile and its graded accuracy the target. Prompt variants are
@@ -11,20 +12,10 @@ import logging
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import GroupKFold
 
-from assessors.errors import ConfigError, DataError
-from assessors.estimation.label_free.oracle import matched_oracle, oracle_mae
+from assessors.errors import DataError
 
 log = logging.getLogger(__name__)
-
-
-def run(cfg) -> dict:
-    """Hydra task: ``hydra.utils.instantiate(cfg.task)(cfg)``; logs to the configured tracker."""
-    from assessors.tracking import tracker_from_cfg
-
-    with tracker_from_cfg(cfg).start_run(cfg.get("run_name", "label_free"), cfg) as run_:
-        return _run(cfg, run_)
 
 
 def units_from_results(results, dataset_column: str = "subgroup", min_items: int = 10):
@@ -55,47 +46,6 @@ def units_from_results(results, dataset_column: str = "subgroup", min_items: int
         raise DataError(f"{results.name}: no (LLM, dataset) unit has {min_items}+ items with confidence and grade")
     meta = pd.DataFrame(rows, columns=["llm", "dataset", "n_items"])
     return conf, correct, np.array([c.mean() for c in correct]), meta
-
-
-def _run(cfg, run) -> dict:
-    from hydra.utils import instantiate
-
-    lf = cfg.label_free
-    results = instantiate(lf.simulate) if lf.get("simulate") else instantiate(cfg.data)
-    conf, correct, acc, meta = units_from_results(results, lf.get("dataset_column", "subgroup"),
-                                                  int(lf.get("min_items", 10)))
-    groups = meta["dataset"].to_numpy()
-    n_ds = len(np.unique(groups))
-    n_folds = min(int(lf.n_folds), n_ds)
-    if n_folds < 2:
-        raise ConfigError(f"leave-datasets-out CV needs 2+ datasets, found {n_ds}")
-    methods = {name: spec for name, spec in lf.methods.items()}
-    pred = {name: np.full(len(acc), np.nan) for name in methods}
-    for tr, te in GroupKFold(n_splits=n_folds).split(acc, groups=groups):
-        for name, spec in methods.items():
-            est = instantiate(spec).fit([conf[i] for i in tr], acc[tr], [correct[i] for i in tr])
-            pred[name][te] = est.predict([conf[i] for i in te])
-    oracle = oracle_mae(correct, list(lf.oracle_ls), n_draws=int(lf.get("oracle_draws", 200)),
-                        seed=int(cfg.get("seed", 0)))
-    metrics = {"n_units": float(len(acc)), "n_datasets": float(n_ds), "n_folds": float(n_folds)}
-    rows = []
-    for name, p in pred.items():
-        mae = float(np.mean(np.abs(p - acc)))
-        metrics[f"mae_{name}"] = mae
-        metrics[f"oracle_match_{name}"] = float(matched_oracle(mae, oracle))
-        rows.append({"method": name, "mae": mae, "matches_oracle_l": matched_oracle(mae, oracle)})
-    for l, m in oracle.items():
-        metrics[f"mae_oracle_{l}"] = m
-        rows.append({"method": f"oracle^{l}", "mae": m, "matches_oracle_l": l})
-    table = pd.DataFrame(rows)
-    metrics["objective"] = min(metrics[f"mae_{n}"] for n in pred)  # best method's MAE, for sweepers
-    run.log_metrics(metrics)
-    run.log_table(table, "tables/label_free_mae.csv")
-    run.log_table(meta.assign(accuracy=acc, **{f"pred_{k}": v for k, v in pred.items()}),
-                  "tables/label_free_predictions.csv")
-    run.log_figure(_plot(pred, acc, oracle, results.name), "plots/label_free.png")
-    run.log_text(_report(table, results.name, metrics), "report.md")
-    return metrics
 
 
 def _plot(pred, acc, oracle, name):

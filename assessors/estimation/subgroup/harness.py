@@ -1,10 +1,11 @@
-"""Evaluation harness for DT / SR / EB subgroup accuracy (``experiment=subgroup_eb``).
+"""Evaluation harness for DT / SR / EB subgroup accuracy (``experiment=subgroup_eb``, run by
+:mod:`assessors.tasks.subgroup`).
 
 Each repeat samples items per subgroup proportional to subgroup size (at least
 ``min_per_group``), grades every LLM on them, estimates every (LLM, subgroup) accuracy, and
 compares with the full-data accuracy. Reported: MSE per method (overall and by per-subgroup
-sample size <= / > ``size_threshold``), interval coverage and mean width, ratios against DT
-(beside the reference values configured in ``subgroup.reference``), and a forest plot for one LLM.
+sample size <= / > ``size_threshold``), interval coverage and mean width, ratios against DT and
+the goals of the issue, and a forest plot for one LLM.
 """
 from __future__ import annotations
 
@@ -14,31 +15,35 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from assessors.errors import ConfigError, DataError
-from assessors.estimation.subgroup.sampling import allocation, draw_sample
+from assessors.errors import ConfigError
+from assessors.estimation.subgroup.sampling import draw_sample
 
 log = logging.getLogger(__name__)
 
 
-def run(cfg) -> dict:
-    """Hydra task: ``hydra.utils.instantiate(cfg.task)(cfg)``; logs to the configured tracker."""
-    from assessors.tracking import tracker_from_cfg
+def subgroup_codes(results, mode: str = "column", kmeans=None, embeddings=None):
+    """Subgroup label per instance: the data's ``subgroup`` column, or k-means clusters.
 
-    with tracker_from_cfg(cfg).start_run(cfg.get("run_name", "subgroup_eb"), cfg) as run_:
-        return _run(cfg, run_)
+    Parameters
+    ----------
+    results : Results
+    mode : {"column", "kmeans"}
+    kmeans : estimator, optional
+        Unfitted clusterer with ``labels_`` and ``k_`` (``mode="kmeans"``).
+    embeddings : ndarray of shape (n_instances, d), optional
+        What ``kmeans`` clusters.
 
-
-def subgroup_codes(results, cfg_sub, embeddings=None):
-    """Subgroup label per instance: the data's ``subgroup`` column, or k-means clusters."""
-    from hydra.utils import instantiate
-
-    mode = cfg_sub.get("subgroups", "column")
+    Returns
+    -------
+    names : ndarray of shape (G,)
+    codes : ndarray of shape (n_instances,), ints in ``[0, G)``
+    """
     if mode == "column":
         labels = results.instances["subgroup"].astype(str).to_numpy()
     elif mode == "kmeans":
         if embeddings is None:
             raise ConfigError("subgroups=kmeans needs prompt embeddings (configure `features`)")
-        km = instantiate(cfg_sub.kmeans).fit(embeddings)
+        km = kmeans.fit(embeddings)
         labels = np.array([f"cluster_{i:02d}" for i in km.labels_])
         log.info("k-means subgroups: k=%d by silhouette, %d after merging", km.k_, len(np.unique(labels)))
     else:
@@ -47,105 +52,99 @@ def subgroup_codes(results, cfg_sub, embeddings=None):
     return names, codes
 
 
-def _embed(cfg, results):
-    from hydra.utils import instantiate
+def drop_incomplete(results, embeddings=None):
+    """Keep the instances every LLM was graded on, so each cell's truth and sample are comparable.
 
-    path = cfg.subgroup.get("embeddings_path")
-    if path:  # precomputed prompt embeddings, rows in the order of results.instance_ids
-        emb = np.load(path, allow_pickle=False)
-        if emb.ndim != 2 or emb.shape[0] != len(results.instance_ids):
-            raise DataError(f"{path}: embeddings of shape {emb.shape}, expected ({len(results.instance_ids)}, d)")
-        return emb.astype(float)
-    if cfg.get("features") is None or not results.has_prompts:
-        log.warning("no prompt features: SR uses LLM intercepts (and the assessor mean) only")
-        return None
-    feat = instantiate(cfg.features)
-    prompts = results.prompts()
-    return np.asarray(feat.fit(prompts).transform(prompts), dtype=float)
+    Returns ``(results, embeddings)`` restricted to those instances.
+    """
+    keep = ~np.isnan(results.success).any(0)
+    if keep.all():
+        return results, embeddings
+    log.warning("dropping %d instances with missing grades", int((~keep).sum()))
+    results = results.subset(ids=np.asarray(results.instance_ids)[keep])
+    return results, None if embeddings is None else embeddings[keep]
 
 
-def _run(cfg, run) -> dict:
-    from hydra.utils import instantiate
+def group_means(M: np.ndarray, codes: np.ndarray, G: int) -> np.ndarray:
+    """Per-subgroup column means of ``M`` (n_rows, n_instances) -> (n_rows, G)."""
+    return np.stack([M[:, codes == g].mean(1) for g in range(G)], axis=1)
 
-    sub = cfg.subgroup
-    results = instantiate(cfg.data)
-    emb = _embed(cfg, results)
-    success = results.success
-    if np.isnan(success).any():
-        # Keep instances every LLM was graded on, so each cell's truth and sample are comparable.
-        keep = ~np.isnan(success).any(0)
-        log.warning("dropping %d instances with missing grades", int((~keep).sum()))
-        results = results.subset(ids=np.asarray(results.instance_ids)[keep])
-        success = results.success
-        emb = None if emb is None else emb[keep]
-    names, codes = subgroup_codes(results, sub, emb)
-    G = len(names)
-    if G < 4:
-        raise DataError(f"{results.name}: only {G} subgroups; EB with 2-fold cross-fitting needs several")
-    sizes = np.bincount(codes, minlength=G)
-    group_x = None if emb is None else np.stack([emb[codes == g].mean(0) for g in range(G)])
-    truth = np.stack([success[:, codes == g].mean(1) for g in range(G)], axis=1)  # (n_llms, G)
-    a_mean = None
-    if sub.get("assessor_mean_path"):
-        pred = np.load(sub.assessor_mean_path, allow_pickle=False)
-        if pred.shape != success.shape:
-            raise DataError(f"{sub.assessor_mean_path}: shape {pred.shape}, expected {success.shape}")
-        a_mean = np.stack([pred[:, codes == g].mean(1) for g in range(G)], axis=1)
-    n_g = allocation(sizes, int(sub.n_total), int(sub.min_per_group))
-    small = n_g <= int(sub.size_threshold)
-    rng = np.random.default_rng(int(cfg.get("seed", 0)))
-    dt_proto, eb_proto = instantiate(sub.direct), instantiate(sub.eb)
+
+def repeat_estimates(success: np.ndarray, codes: np.ndarray, n_g: np.ndarray, truth: np.ndarray, direct, eb,
+                     group_x=None, a_mean=None, repeats: int = 100, rng=None, progress: bool = True) -> dict:
+    """Sample, estimate and score ``repeats`` times.
+
+    Parameters
+    ----------
+    success : ndarray of shape (n_llms, n_instances)
+    codes : ndarray of shape (n_instances,)
+    n_g : ndarray of shape (G,)
+        Items sampled per subgroup.
+    truth : ndarray of shape (n_llms, G)
+        Full-data accuracy.
+    direct, eb : estimators
+        The DT and EB estimators (refitted each repeat).
+    group_x : ndarray of shape (G, d), optional
+    a_mean : ndarray of shape (n_llms, G), optional
+
+    Returns
+    -------
+    dict with ``err`` {dt, sr, eb: (repeats, n_llms, G) squared errors}, ``cover`` and ``width``
+    {dt, eb: lists of (n_llms, G)} and ``first`` (DT and EB estimate/lower/upper of repeat 0).
+    """
+    rng = rng if rng is not None else np.random.default_rng(0)
     err = {m: [] for m in ("dt", "sr", "eb")}
     cover = {m: [] for m in ("dt", "eb")}
     width = {m: [] for m in ("dt", "eb")}
     first = None
-    for rep in tqdm(range(int(sub.repeats)), desc="subgroup repeats", disable=not sub.get("progress", True)):
+    for rep in tqdm(range(repeats), desc="subgroup repeats", disable=not progress):
         idx = draw_sample(codes, n_g, rng)
         k = np.stack([success[:, i].sum(1) for i in idx], axis=1)
         trials = np.broadcast_to(n_g, k.shape).astype(float)
-        dt = dt_proto.fit(k, trials)
-        eb_proto.set_params(regressor__random_state=rep)
-        eb = eb_proto.fit(k, trials, group_x, a_mean)
-        for m, est in (("dt", dt.estimate_), ("sr", eb.regression_), ("eb", eb.estimate_)):
+        dt = direct.fit(k, trials)
+        eb.set_params(regressor__random_state=rep)
+        fitted = eb.fit(k, trials, group_x, a_mean)
+        for m, est in (("dt", dt.estimate_), ("sr", fitted.regression_), ("eb", fitted.estimate_)):
             err[m].append((est - truth) ** 2)
-        for m, e in (("dt", dt), ("eb", eb)):
+        for m, e in (("dt", dt), ("eb", fitted)):
             cover[m].append((e.lower_ <= truth) & (truth <= e.upper_))
             width[m].append(e.upper_ - e.lower_)
         if first is None:
-            first = (dt.estimate_, dt.lower_, dt.upper_), (eb.estimate_, eb.lower_, eb.upper_)
-    err = {m: np.stack(v) for m, v in err.items()}  # (repeats, n_llms, G)
-    metrics = {"repeats": float(sub.repeats), "n_llms": float(success.shape[0]), "n_subgroups": float(G),
+            first = (dt.estimate_, dt.lower_, dt.upper_), (fitted.estimate_, fitted.lower_, fitted.upper_)
+    return {"err": {m: np.stack(v) for m, v in err.items()}, "cover": cover, "width": width, "first": first}
+
+
+def _mean_or_nan(e: np.ndarray, cols: np.ndarray) -> float:
+    return float(e[:, :, cols].mean()) if cols.any() else float("nan")
+
+
+def summary_metrics(out: dict, n_g: np.ndarray, small: np.ndarray, repeats: int, n_llms: int) -> dict[str, float]:
+    """MSE (overall, small and large subgroups), coverage, width and their ratios from
+    :func:`repeat_estimates`' output; ``small`` marks the subgroups with n <= threshold."""
+    metrics = {"repeats": float(repeats), "n_llms": float(n_llms), "n_subgroups": float(len(n_g)),
                "n_sampled": float(n_g.sum()), "n_subgroups_small": float(small.sum())}
-    for m, e in err.items():
+    for m, e in out["err"].items():
         metrics[f"mse_{m}"] = float(e.mean())
-        metrics[f"mse_{m}_small"] = float(e[:, :, small].mean()) if small.any() else float("nan")
-        metrics[f"mse_{m}_large"] = float(e[:, :, ~small].mean()) if (~small).any() else float("nan")
+        metrics[f"mse_{m}_small"] = _mean_or_nan(e, small)
+        metrics[f"mse_{m}_large"] = _mean_or_nan(e, ~small)
     for m in ("dt", "eb"):
-        metrics[f"coverage_{m}"] = float(np.mean(cover[m]))
-        metrics[f"width_{m}"] = float(np.mean(width[m]))
+        metrics[f"coverage_{m}"] = float(np.mean(out["cover"][m]))
+        metrics[f"width_{m}"] = float(np.mean(out["width"][m]))
     metrics["mse_ratio_eb_dt"] = metrics["mse_eb"] / metrics["mse_dt"]
     metrics["mse_ratio_eb_sr"] = metrics["mse_eb"] / metrics["mse_sr"]
     metrics["mse_ratio_sr_dt"] = metrics["mse_sr"] / metrics["mse_dt"]
     metrics["width_ratio_eb_dt"] = metrics["width_eb"] / metrics["width_dt"]
     for part in ("small", "large"):
         metrics[f"mse_ratio_eb_dt_{part}"] = metrics[f"mse_eb_{part}"] / metrics[f"mse_dt_{part}"]
-    metrics["objective"] = metrics["mse_eb"]  # what a Hydra sweeper minimises
-    run.log_metrics(metrics)
-
-    per_group = pd.DataFrame({"subgroup": names, "size": sizes, "n_sampled": n_g,
-                              **{f"mse_{m}": err[m].mean((0, 1)) for m in err},
-                              **{f"coverage_{m}": np.mean(cover[m], axis=(0, 1)) for m in cover},
-                              **{f"width_{m}": np.mean(width[m], axis=(0, 1)) for m in width}})
-    run.log_table(per_group, "tables/subgroup_metrics.csv")
-    llm = sub.get("forest_llm") or results.llms[int(np.argsort(truth.mean(1))[len(results.llms) // 2])]
-    i = results.llm_index([llm])[0]
-    from assessors.estimation.subgroup.plots import forest_plot
-
-    fig = forest_plot(names, truth[i], tuple(a[i] for a in first[0]), tuple(a[i] for a in first[1]), n_g,
-                      title=f"{results.name}: {llm}, one sample of {int(n_g.sum())} items (repeat 0)")
-    run.log_figure(fig, "plots/forest_dt_vs_eb.png")
-    run.log_text(report(metrics, results.name, cfg.subgroup.get("reference")), "report.md")
     return metrics
+
+
+def per_group_table(names, sizes: np.ndarray, n_g: np.ndarray, out: dict) -> pd.DataFrame:
+    """One row per subgroup: size, items sampled, MSE, coverage and width per method."""
+    return pd.DataFrame({"subgroup": names, "size": sizes, "n_sampled": n_g,
+                         **{f"mse_{m}": e.mean((0, 1)) for m, e in out["err"].items()},
+                         **{f"coverage_{m}": np.mean(v, axis=(0, 1)) for m, v in out["cover"].items()},
+                         **{f"width_{m}": np.mean(v, axis=(0, 1)) for m, v in out["width"].items()}})
 
 
 def report(metrics: dict, name: str, reference=None) -> str:
@@ -154,7 +153,7 @@ def report(metrics: dict, name: str, reference=None) -> str:
     Parameters
     ----------
     metrics : dict
-        What :func:`run` returns.
+        What the subgroup task returns.
     name : str
         The data's name.
     reference : mapping of metric key -> mapping of column -> str, optional

@@ -6,7 +6,8 @@ from sklearn.neighbors import KNeighborsRegressor
 
 from assessors.errors import DataError
 from assessors.estimation.label_free.baselines import ATC, AvgConf, AvgTrain, TemperatureScaling
-from assessors.estimation.label_free.harness import _run, units_from_results
+from assessors.estimation.label_free.harness import units_from_results
+from assessors.tasks.label_free import execute as _run
 from assessors.estimation.label_free.meta_model import ProfileMetaModel
 from assessors.estimation.label_free.oracle import matched_oracle, oracle_mae
 from assessors.estimation.label_free.profile import confidence_profile
@@ -114,6 +115,9 @@ def test_label_free_preset_runs_on_the_committed_smollm2_confidences(compose):
     for name in ("meta_knn", "avgtrain", "avgconf", "temperature_scaling", "atc"):
         assert 0 <= m[f"mae_{name}"] < 0.5
     assert "report.md" in run.artifacts
+    # the preset's optimized metric is the best method's MAE
+    assert m[cfg.optimized_metric] == min(m[f"mae_{n}"] for n in ("meta_knn", "avgtrain", "avgconf",
+                                                                  "temperature_scaling", "atc"))
 
 
 def test_oracle_budget_not_smaller_than_a_set_is_not_reported():

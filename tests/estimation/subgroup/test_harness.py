@@ -4,7 +4,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from assessors.data.results import Results
-from assessors.estimation.subgroup.harness import _run
+from assessors.tasks.subgroup import execute as _run
 from assessors.estimation.subgroup.kmeans import KMeansSubgroups
 from assessors.estimation.subgroup.sampling import allocation, draw_sample
 from assessors.tracking import RunLogger

@@ -1,4 +1,5 @@
-"""One combination of the paper's grid: ``run_grid(cfg)``, the task every sweep job runs.
+"""One combination of the paper's grid: ``run_grid(cfg)``, the task every sweep job runs; and
+``grid_report(cfg)``, the task that rebuilds a sweep's report from its MLflow runs.
 
 A combination is (instance features, selector, classifier grid, reference size) on one
 split. The job selects the reference set (memoised on disk across the sweep), fits the
@@ -20,7 +21,9 @@ from assessors.errors import ConfigError, DataError, InfeasibleError
 from assessors.grid.resume import TAG_INFEASIBLE, config_hash, finished_run, job_tags
 from assessors.selection.cache import array_digest, memo
 from assessors.tags import capability
-from assessors.threads import budgeted, fit_threads, thread_limits
+from assessors.tasks.prepare import fit_assessor, prepare
+from assessors.tasks.wrapper import task_wrapper
+from assessors.threads import fit_threads, thread_limits
 
 log = logging.getLogger(__name__)
 
@@ -91,33 +94,37 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
 
     Returns
     -------
-    dict with ``objective`` (mean validation AUC over validation LLMs), ``val_auc_mean``,
-    ``test_auc_mean`` and ``skipped`` (1.0 when the result came from an earlier run).
+    dict with ``val_auc_mean`` (mean validation AUC over validation LLMs, what sweeps optimise),
+    ``test_auc_mean``, ``skipped`` (1.0 when the result came from an earlier run) and ``infeasible``.
     """
-    from assessors.pipeline import prepare
     from assessors.tracking import tracker_from_cfg
 
-    tracker = tracker_from_cfg(cfg)
-    h = config_hash(cfg)
-    combo = combination(cfg)
-    done = finished_run(tracker, h)
+    done = finished_run(tracker_from_cfg(cfg), config_hash(cfg))
     if done is not None:
-        log.info("grid combination %s already finished in run %s: skipping", combo, done.info.run_id)
+        log.info("grid combination %s already finished in run %s: skipping", combination(cfg), done.info.run_id)
         m = done.data.metrics
-        return {"objective": m.get("val_auc_mean", float("nan")), "val_auc_mean": m.get("val_auc_mean", float("nan")),
+        return {"val_auc_mean": m.get("val_auc_mean", float("nan")),
                 "test_auc_mean": m.get("test_auc_mean", float("nan")), "skipped": 1.0,
                 "infeasible": float(TAG_INFEASIBLE in done.data.tags)}
-    tags = {**job_tags(h), **{f"grid.{k}": v for k, v in combo.items()}}
-    with tracker.start_run(cfg.get("run_name") or "grid", cfg, tags=tags) as run, thread_limits(fit_threads(cfg=cfg)):
+    return _run_combination(cfg)
+
+
+def _tags(cfg: DictConfig) -> dict[str, str]:
+    return {**job_tags(config_hash(cfg)), **{f"grid.{k}": v for k, v in combination(cfg).items()}}
+
+
+@task_wrapper("grid", tags=_tags)
+def _run_combination(cfg: DictConfig, run) -> dict[str, float]:
+    combo = combination(cfg)
+    with thread_limits(fit_threads(cfg=cfg)):
         t0 = time.perf_counter()
         prep = prepare(cfg)
         if not prep.llms["val"] or not prep.inst["val"]:
             raise ConfigError("the grid chooses its winner on validation LLMs x validation instances; the split has none")
-        S_tr = prep.S("train", "train")
-        validation_cand = (prep.X["val"], prep.S("val", "val"), prep.results.matrix(prep.llms["val"], prep.inst["train"]))
         t1 = time.perf_counter()
         try:
-            ref_idx = select_reference(cfg, S_tr, prep.inst["train"], prep.X["train"], validation_cand)
+            ref_idx = select_reference(cfg, prep.S("train", "train"), prep.inst["train"], prep.X["train"],
+                                       prep.validation(prep.inst["train"]))
         except (InfeasibleError, DataError) as err:
             # the data cannot support this combination (a size above the candidate pool, more k-means
             # clusters than distinct success patterns): record why and let the rest of the sweep run;
@@ -125,13 +132,12 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
             log.warning("grid %s is infeasible on this data: %s", combo, err)
             run.set_tags({TAG_INFEASIBLE: str(err)[:1000]})
             nan = float("nan")
-            return {"objective": nan, "val_auc_mean": nan, "test_auc_mean": nan, "skipped": 0.0, "infeasible": 1.0}
+            return {"val_auc_mean": nan, "test_auc_mean": nan, "skipped": 0.0, "infeasible": 1.0}
         ref_ids = [prep.inst["train"][i] for i in ref_idx]
         t2 = time.perf_counter()
-        R_val = prep.results.matrix(prep.llms["val"], ref_ids)
-        assessor = instantiate(budgeted(cfg.assessor, fit_threads(cfg=cfg)))
-        assessor.fit(prep.X["train"], S_tr, ref_idx, validation=(prep.X["val"], prep.S("val", "val"), R_val))
+        assessor = fit_assessor(cfg, prep, ref_idx, ref_ids)
         t3 = time.perf_counter()
+        R_val = prep.results.matrix(prep.llms["val"], ref_ids)
         val = per_llm_auc(prep.S("val", "val"), assessor.predict_proba(prep.X["val"], R_val), prep.llms["val"])
         R_te = prep.results.matrix(prep.llms["test"], ref_ids)
         test = per_llm_auc(prep.S("test", "test"), assessor.predict_proba(prep.X["test"], R_te), prep.llms["test"])
@@ -150,4 +156,35 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
         run.log_text(OmegaConf.to_yaml(redact(OmegaConf.to_container(cfg, resolve=False))), "grid/job_config.yaml")
         run.log_params({"generic.selected_classifier": assessor.classifier_name_})
     log.info("grid %s: mean val AUC %.3f, mean test AUC %.3f", combo, metrics["val_auc_mean"], metrics["test_auc_mean"])
-    return {"objective": metrics["val_auc_mean"], **metrics, "skipped": 0.0, "infeasible": 0.0}
+    return {**metrics, "skipped": 0.0, "infeasible": 0.0}
+
+
+def winner_vs_baselines(run_row: pd.Series) -> pd.DataFrame:
+    """Refit the winner's config with the specific assessor and baselines; AUC per test LLM x method."""
+    import mlflow
+
+    from assessors.reporting.tables import per_llm_table
+    from assessors.tasks.train import predict_methods, score_methods
+
+    text = mlflow.artifacts.load_text(f"runs:/{run_row['run_id']}/grid/job_config.yaml")
+    cfg = OmegaConf.create(text)
+    prep = prepare(cfg)
+    preds, _ = predict_methods(cfg, prep)
+    table = per_llm_table(score_methods(prep, preds), metric="auc", mean_row=False)
+    # the reported generic numbers are the grid run's own (identical config and seed)
+    recorded = {c.split("/", 1)[1]: run_row[c] for c in run_row.index if c.startswith("metrics.test_auc/")}
+    table["generic"] = [recorded.get(llm, table.loc[llm, "generic"]) for llm in table.index]
+    return table
+
+
+def grid_report(cfg: DictConfig) -> dict[str, float]:
+    """Rebuild the report of the grid sweep logged to MLflow experiment ``cfg.tracking.experiment``
+    (``python train.py experiment=grid_report tracking.experiment=<name>``)."""
+    from assessors.grid.report import build_report
+    from assessors.tracking import tracker_from_cfg
+
+    gr = cfg.grid_report
+    path = build_report(tracker_from_cfg(cfg), gr.out, baselines=winner_vs_baselines if gr.baselines else None,
+                        splits=list(gr.splits) if gr.get("splits") else None)
+    print(path)
+    return {}

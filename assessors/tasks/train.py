@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -15,93 +14,14 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from assessors.data.results import Results
 from assessors.errors import ConfigError
 from assessors.metrics import evaluate
-from assessors.tags import capability
+from assessors.tasks.prepare import Prepared, fit_generic, prepare
+from assessors.tasks.wrapper import task_wrapper
 from assessors.threads import budgeted, fit_threads, thread_limits
+from assessors.tags import capability
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Prepared:
-    """Everything the assessors are fitted on, computed once per run."""
-
-    results: Results
-    inst: dict[str, list[str]]  # train/val/test instance ids
-    llms: dict[str, list[str]]  # train/val/test LLM names
-    X: dict[str, np.ndarray]  # train/val/test features, (n_ids, d)
-    featurizer: object
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def S(self, llm_part: str, inst_part: str) -> np.ndarray:
-        """Success sub-matrix (n_llms, n_instances)."""
-        return self.results.matrix(self.llms[llm_part], self.inst[inst_part])
-
-
-def prepare(cfg: DictConfig) -> Prepared:
-    """Load, validate, split and featurize (steps 1-4 of the pipeline)."""
-    t = {}
-    t0 = time.perf_counter()
-    results: Results = instantiate(cfg.data)
-    t["load_s"] = time.perf_counter() - t0
-    log.info("loaded %r", results)
-    if cfg.get("validate") is not None:
-        from assessors.data.exclusion import exclude_flagged
-        from assessors.data.validate import run_validation
-
-        # before splitting: degenerate data fails here, not after minutes of fitting; flagged
-        # blocks (grading failures, too few cells, no prompt text) are left out unless configured
-        needs_text = not capability(instantiate(cfg.features), "uses_results")  # __init__ only stores params
-        report = run_validation(results, cfg.validate, needs_text=needs_text)
-        results = exclude_flagged(results, report, cfg.validate)
-    inst = instantiate(cfg.split).split(results)
-    llms = instantiate(cfg.llm_split).split(results)
-    log.info("instances %s; LLMs %s", {k: len(v) for k, v in inst.items()}, {k: len(v) for k, v in llms.items()})
-    t0 = time.perf_counter()
-    featurizer, X = featurize(cfg, results, inst, llms["train"])
-    t["features_s"] = time.perf_counter() - t0
-    return Prepared(results, inst, llms, X, featurizer, t)
-
-
-def featurize(cfg, results: Results, inst: dict, train_llms: list[str]):
-    """Fit the configured featurizer on training data and transform every split."""
-    featurizer = instantiate(budgeted(cfg.features, fit_threads(cfg=cfg)))
-    if capability(featurizer, "uses_results"):
-        S_train = results.matrix(train_llms, None)
-        featurizer.fit(S_train[:, results.instance_index(inst["train"])])
-        full = featurizer.transform(S_train)
-        return featurizer, {k: full[results.instance_index(ids)] for k, ids in inst.items()}
-    results.require_prompts()
-    featurizer.fit(results.prompts(inst["train"]))
-    # one call over all prompts: the embedding cache and length-sorted batching see everything at once
-    all_ids = [i for ids in inst.values() for i in ids]
-    full = featurizer.transform(results.prompts(all_ids))
-    out, start = {}, 0
-    for k, ids in inst.items():
-        out[k] = full[start:start + len(ids)]
-        start += len(ids)
-    return featurizer, out
-
-
-def fit_generic(cfg, prep: Prepared, selector_cfg=None, assessor_cfg=None):
-    """Select the reference set and fit the generic assessor; returns (assessor, ref ids)."""
-    S_tr = prep.S("train", "train")
-    selector = instantiate(selector_cfg if selector_cfg is not None else cfg.selector)
-    if capability(selector, "uses_validation") and prep.llms["val"]:
-        # random_best_of_n judges its draws on the validation LLMs (their results on the candidates)
-        val = (prep.X["val"], prep.S("val", "val"), prep.results.matrix(prep.llms["val"], prep.inst["train"]))
-        selector.fit(S_tr, prep.inst["train"], prep.X["train"], validation=val)
-    else:
-        selector.fit(S_tr, prep.inst["train"], prep.X["train"])
-    ref_ids = selector.reference_ids_
-    ref_idx = np.asarray(selector.reference_index_)
-    R_val = prep.results.matrix(prep.llms["val"], ref_ids)
-    validation = (prep.X["val"], prep.S("val", "val"), R_val) if prep.llms["val"] else None
-    assessor = instantiate(budgeted(assessor_cfg if assessor_cfg is not None else cfg.assessor, fit_threads(cfg=cfg)))
-    assessor.fit(prep.X["train"], S_tr, ref_idx, validation=validation)
-    return assessor, ref_ids
 
 
 def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
@@ -181,7 +101,7 @@ def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np
     llms = prep.llms["test"]
     out = np.zeros((len(llms), len(prep.X["test"])), dtype=np.float32)
     # BLAS pools (logistic regression) would otherwise start cpu_count threads inside every worker
-    # thread: oversubscribed cores made the specific assessors slower, not faster
+    # thread: 2 LLMs x 2 BLAS threads on 2 cores made the specific assessors 1.4x slower
     with thread_limits(threads):
         rows = Parallel(n_jobs=jobs, backend="threading", return_as="generator")(delayed(one)(llm) for llm in llms)
         for k, p in enumerate(tqdm(rows, total=len(llms), desc=f"{method} assessors", leave=False)):
@@ -201,38 +121,93 @@ def score_methods(prep: Prepared, preds: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["llm", "method", "metric", "value"])
 
 
-def train_assessors(cfg: DictConfig) -> dict[str, float]:
+@task_wrapper("train")
+def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
     """Train and evaluate the generic assessor, the specific assessor and the baselines.
 
     Returns
     -------
-    dict of summary metrics (mean test AUC etc. per method); ``objective`` is the generic
-    assessor's mean test AUC (what sweeps optimise).
+    dict of summary metrics (mean test AUC etc. per method, e.g. ``auc/generic``, what sweeps
+    optimise by default).
     """
-    from assessors.reporting import report_run
-    from assessors.tracking import tracker_from_cfg
+    from assessors.data.exclusion import excluded_summary
+    from assessors.reporting.run_report import print_report, report_run
 
-    tracker = tracker_from_cfg(cfg)
-    with tracker.start_run(cfg.get("run_name") or "train", cfg) as run, thread_limits(fit_threads(cfg=cfg)):
+    with thread_limits(fit_threads(cfg=cfg)):
         run.log_params({"threads.per_fit": fit_threads(cfg=cfg), "threads.per_llm_fit": fit_threads(cfg.get("llm_jobs", 1), cfg)})
         t_all = time.perf_counter()
         prep = prepare(cfg)
-        from assessors.data.exclusion import excluded_summary
-
         run.set_tags({"data_fingerprint": prep.results.fingerprint(), "data": prep.results.name,
                       **excluded_summary(prep.results)})
         if not prep.llms["test"] or not prep.inst["test"]:
             raise ConfigError("the split leaves no test LLMs or no test instances")
         if cfg.get("validate") is not None:
-            from assessors.data.validate import validate_prepared
+            from assessors.data.validate import validate_split
 
             # adds the split-size and train/test leakage checks, logs the report
-            validate_prepared(prep, cfg.validate, run, reference_size=cfg.selector.get("size"))
+            validate_split(prep.results, prep.inst, prep.llms, prep.X, cfg.validate, run,
+                           reference_size=cfg.selector.get("size"),
+                           text_features=not capability(prep.featurizer, "uses_results"))
         preds, fitted = predict_methods(cfg, prep)
-        from assessors.trust.fit import fit_trust
-
         fitted["trust_model"] = fit_trust(cfg, prep, fitted["generic"], fitted["reference_ids"], run)
         long = score_methods(prep, preds)
         prep.timings["total_s"] = time.perf_counter() - t_all
-        summary = report_run(cfg, run, prep, preds, fitted, long)
+        summary, auc, notes = report_run(run, long, preds, prep.S("test", "test"), fitted["generic"],
+                                         fitted["reference_ids"], validation=prep.results.meta.get("validation"),
+                                         plots=cfg.get("plots", True))
+        timings = {f"time/{k}": float(v) for k, v in prep.timings.items()}
+        run.log_metrics(timings)
+        summary.update(timings)
+        command = log_model(cfg, run, prep, fitted)
+        print_report(auc, notes, summary, fitted["generic"].classifier_name_, run.location)
+        if command:
+            print(f"Score held-out prompts with this model (P(success) of each training LLM):\n  {command}\n")
+            run.log_text(command + "\n", "predict_command.txt")
     return summary
+
+
+def fit_trust(cfg, prep: Prepared, generic, ref_ids: list[str], run=None):
+    """Fit the trust model on the validation LLMs and log the test LLMs' trust reports to ``run``.
+
+    ``cfg.trust.trust_model`` (optional) configures the model, ``cfg.trust.report`` the report
+    options. Returns None when there are no validation LLMs with a defined AUC.
+    """
+    from assessors.trust.fit import LLMPart, fit_trust_model, log_trust_reports
+
+    tcfg = cfg.get("trust") or {}
+    opts = OmegaConf.to_container(tcfg["report"], resolve=True) if "report" in tcfg else {}
+    trust_model = instantiate(tcfg["trust_model"]) if "trust_model" in tcfg else None
+    T = prep.results.matrix(prep.llms["train"], ref_ids)
+
+    def part(name: str) -> LLMPart | None:
+        if not prep.llms.get(name):
+            return None
+        return LLMPart(prep.llms[name], prep.results.matrix(prep.llms[name], ref_ids), prep.X[name], prep.S(name, name))
+
+    tm = fit_trust_model(generic, T, prep.llms["train"], part("val"), trust_model=trust_model, **opts)
+    test = part("test")
+    if run is not None and test is not None:
+        log_trust_reports(run, generic, T, prep.llms["train"], test, trust_model=tm, **opts)
+    return tm
+
+
+def log_model(cfg, run, prep: Prepared, fitted: dict) -> str | None:
+    """Log the generic assessor as an MLflow pyfunc model; returns the ``predict.py`` command that
+    scores held-out prompts with it (None when no model is logged)."""
+    if not getattr(getattr(cfg, "tracking", None), "log_model", False) or capability(prep.featurizer, "uses_results"):
+        return None
+    from assessors.core.pyfunc import log_assessor_model
+    from assessors.tasks.commands import example_prompts, predict_command
+
+    ref_ids = fitted["reference_ids"]
+    uri = log_assessor_model(run, fitted["generic"], prep.featurizer, ref_ids,
+                             prep.results.matrix(prep.llms["train"], ref_ids), prep.llms["train"],
+                             example_prompts=prep.results.prompts(prep.inst["test"][:2]),
+                             trust_model=fitted.get("trust_model"))
+    if not uri:
+        return None
+    run.set_tags({"model_uri": uri})
+    log.info("model logged: %s", uri)
+    ids = list(prep.inst["test"][:20])
+    prompts = example_prompts(ids, prep.results.prompts(ids), cfg.paths.outputs, run.run_id)
+    return predict_command(cfg.tracking, cfg.paths.outputs, uri, prompts)

@@ -18,7 +18,7 @@ class GridReportCallback(Callback):
     baselines : bool
         Refit the specific assessor and baselines for each split's winner.
     enabled : bool
-        Set false to sweep without a report (``python -m assessors.grid`` builds it later).
+        Set false to sweep without a report (``python train.py experiment=grid_report`` builds it later).
     """
 
     def __init__(self, baselines: bool = True, enabled: bool = True) -> None:
@@ -37,9 +37,10 @@ class GridReportCallback(Callback):
         if not self.enabled:
             return
         from assessors.grid.report import build_report
+        from assessors.tasks.grid import winner_vs_baselines
         from assessors.tracking import tracker_from_cfg
 
         split = config.get("grid", {}).get("split_name")
-        path = build_report(tracker_from_cfg(config), Path(config.hydra.sweep.dir) / "report", baselines=self.baselines,
-                            splits=[split] if split else None)
+        path = build_report(tracker_from_cfg(config), Path(config.hydra.sweep.dir) / "report",
+                            baselines=winner_vs_baselines if self.baselines else None, splits=[split] if split else None)
         print(f"\nGrid report: {path}\n")

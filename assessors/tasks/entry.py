@@ -10,16 +10,16 @@ log = logging.getLogger(__name__)
 
 
 def run_task(cfg: DictConfig) -> float | None:
-    """Run ``cfg.task`` (a partial callable taking the config) and return its objective.
+    """Run ``cfg.task`` (a partial callable taking the config) and return its optimised metric.
 
-    The return value is what Hydra sweepers optimise: the task's ``objective`` metric.
+    The return value is what Hydra sweepers optimise: the task's metric named by
+    ``cfg.optimized_metric`` (None when it is null or unset).
     """
     from assessors.secrets import protect_logging
+    from assessors.tasks.wrapper import get_metric_value
 
     for noisy in ("sentence_transformers", "alembic", "mlflow", "lightning", "pytorch_lightning"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     protect_logging()  # HTTP clients quiet, URL credentials cut from every log line
     task = instantiate(cfg.task)
-    metrics = task(cfg) or {}
-    obj = metrics.get("objective")
-    return None if obj is None else float(obj)
+    return get_metric_value(task(cfg), cfg.get("optimized_metric"))

@@ -1,0 +1,89 @@
+"""Files users hand to ``predict.py``: prompts (CSV/JSONL), an LLM's reference results, output tables."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from assessors.errors import DataError
+
+ID_COLUMNS = ("instance_id", "reference_id", "id")
+
+
+def read_prompts(path: str | os.PathLike) -> pd.DataFrame:
+    """Prompts from CSV or JSONL: a ``prompt`` column and an optional id column -> ``id, prompt``."""
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{p}: prompts file not found")
+    df = pd.read_json(p, lines=True, dtype=False) if p.suffix in (".jsonl", ".json") \
+        else pd.read_csv(p, dtype=str, keep_default_na=False)
+    if "prompt" not in df.columns:
+        raise DataError(f"{p}: no 'prompt' column (columns: {list(df.columns)})")
+    idc = next((c for c in ID_COLUMNS if c in df.columns), None)
+    ids = df[idc].astype(str) if idc else pd.Series(np.arange(len(df)).astype(str))
+    bad = df["prompt"].isna() | (df["prompt"].astype(str).str.len() == 0)
+    if bad.any():
+        raise DataError(f"{p}: empty prompt in row {int(np.flatnonzero(bad.to_numpy())[0]) + 2}")
+    return pd.DataFrame({"id": ids.to_numpy(), "prompt": df["prompt"].astype(str).to_numpy()})
+
+
+def read_reference(path: str | os.PathLike, llm: str | None = None) -> dict[str, float]:
+    """Reference results of one LLM as ``{reference id: success}``.
+
+    Accepts an onboarding output directory (``<dir>/results`` or a ``Results`` parquet
+    directory), a CSV with an id column (``instance_id``/``reference_id``/``id``) and
+    ``success`` (plus ``llm`` to pick one of several LLMs), or JSON ``{id: success}``.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"{p}: reference results not found")
+    if p.is_dir():
+        return _reference_from_results(p, llm)
+    if p.suffix == ".json":
+        return _reference_from_json(p)
+    return _reference_from_csv(p, llm)
+
+
+def _reference_from_results(p: Path, llm: str | None) -> dict[str, float]:
+    from assessors.data.results import Results
+
+    res = Results.from_parquet(p / "results" if (p / "results").exists() else p)
+    name = llm if llm in res.llms else (res.llms[0] if len(res.llms) == 1 else None)
+    if name is None:
+        raise DataError(f"{p}: holds LLMs {res.llms}; set the LLM name to pick one")
+    row = res.success[res.llms.index(name)]
+    return {i: float(v) for i, v in zip(res.instance_ids, row) if np.isfinite(v)}
+
+
+def _reference_from_json(p: Path) -> dict[str, float]:
+    data = json.loads(p.read_text())
+    if not isinstance(data, dict):
+        raise DataError(f"{p}: expected a JSON object {{reference id: success}}")
+    return {str(k): (None if v is None else float(v)) for k, v in data.items()}
+
+
+def _reference_from_csv(p: Path, llm: str | None) -> dict[str, float]:
+    df = pd.read_csv(p, dtype={c: str for c in ID_COLUMNS + ("llm",)})
+    idc = next((c for c in ID_COLUMNS if c in df.columns), None)
+    if idc is None or "success" not in df.columns:
+        raise DataError(f"{p}: need an id column ({'/'.join(ID_COLUMNS)}) and 'success' (have {list(df.columns)})")
+    if "llm" in df.columns:
+        if llm is None and df["llm"].nunique() > 1:
+            raise DataError(f"{p}: holds several LLMs ({sorted(df['llm'].unique())[:5]}); set the LLM name")
+        df = df[df["llm"] == llm] if llm is not None else df
+    dup = df[idc].duplicated()
+    if dup.any():
+        raise DataError(f"{p}: reference id {df[idc][dup].iloc[0]!r} appears twice (row {int(np.flatnonzero(dup)[0]) + 2})")
+    return {str(i): (None if pd.isna(v) else float(v)) for i, v in zip(df[idc], df["success"])}
+
+
+def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """CSV or JSONL (by suffix), written atomically."""
+    from assessors.io import atomic_write
+
+    if Path(path).suffix in (".jsonl", ".json"):
+        return atomic_write(path, lambda tmp: df.to_json(tmp, orient="records", lines=True))
+    return atomic_write(path, lambda tmp: df.to_csv(tmp, index=False))

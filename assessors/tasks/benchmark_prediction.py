@@ -1,0 +1,96 @@
+"""``experiment=benchmark_prediction``: the benchmark-prediction harness (:mod:`assessors.estimation.harness`)
+on the configured benchmarks and estimators, checkpointed per benchmark."""
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from hydra.utils import instantiate
+from joblib import Parallel, delayed
+from omegaconf import OmegaConf
+
+from assessors.errors import ConfigError
+from assessors.estimation import harness
+from assessors.estimation import harness_report as rep
+from assessors.tasks.wrapper import task_wrapper
+from assessors.threads import fit_threads
+
+log = logging.getLogger(__name__)
+
+
+def _checkpoint_path(ckpt_dir, name: str, cfg, res):
+    """Per-benchmark records file keyed by everything that changes them (None: no checkpoints)."""
+    if not ckpt_dir:
+        return None
+    h = cfg.benchmark_prediction
+    ident = OmegaConf.to_yaml(OmegaConf.create({
+        "estimators": OmegaConf.to_container(cfg.estimators, resolve=True),
+        "run": {k: OmegaConf.to_container(h[k], resolve=True) if OmegaConf.is_config(h[k]) else h[k]
+                for k in ("splits", "sizes", "trials", "target_fraction", "trials_per_method") if k in h},
+        "data": res.fingerprint()}))
+    key = hashlib.sha256(ident.encode()).hexdigest()[:16]
+    return Path(ckpt_dir) / f"{name}-{key}.parquet"
+
+
+def load_benchmarks(bench_cfg) -> dict[str, Any]:
+    """Instantiate the configured loaders: name -> Results."""
+    return {name: instantiate(c) for name, c in bench_cfg.items()}
+
+
+def _todo(data: dict, paths: dict) -> list[str]:
+    """The benchmarks without finished records (logged here, not in the workers, whose log records
+    do not reach the run's log file); a restarted run reuses every benchmark that finished before."""
+    todo = [name for name, p in paths.items() if p is None or not p.exists()]
+    for name, res in data.items():
+        if name in todo:
+            log.info("%s: %d LLMs x %d items", name, *res.success.shape)
+        else:
+            log.info("%s: reusing finished records %s", name, paths[name])
+    return todo
+
+
+def _similarities(data: dict, splits: list[str], trials: int, target_fraction: float) -> pd.DataFrame:
+    """Source-target similarity of every benchmark, split and trial (one row per target LLM)."""
+    sims = []
+    for name, res in data.items():
+        for split in splits:
+            for trial in range(trials if split == "interpolation" else 1):
+                s = harness.source_similarity(res.success, split, trial, target_fraction)
+                sims.append(pd.DataFrame({"benchmark": name, "split": split, "trial": trial,
+                                          "llm": [res.llms[i] for i in s.index], "similarity": s.values}))
+    return pd.concat(sims, ignore_index=True)
+
+
+def execute(cfg, run_) -> dict[str, float]:
+    """Run the harness; ``run_`` is anything with log_metrics/log_figure/log_table/log_text."""
+    h = cfg.benchmark_prediction
+    estimators = {name: instantiate(c) for name, c in cfg.estimators.items()}
+    if "random_sampling" not in estimators:
+        raise ConfigError("benchmark_prediction needs a 'random_sampling' estimator: EGR is relative to it")
+    splits, sizes, trials = list(h.splits), [int(s) for s in h.sizes], int(h.trials)
+    t0 = time.perf_counter()
+    data = load_benchmarks(h.benchmarks)
+    # each of the n_jobs benchmark processes gets its share of the cores (null: decided here)
+    blas = int(h.get("blas_threads") or fit_threads(int(h.get("n_jobs", 1)), cfg))
+    paths = {name: _checkpoint_path(h.get("checkpoint_dir"), name, cfg, res) for name, res in data.items()}
+    todo = _todo(data, paths)
+    # benchmarks are independent: joblib runs n_jobs of them at once, each in its own process
+    # (a Ray/Dask joblib backend spreads them over a cluster); each saves its own checkpoint
+    args = dict(splits=splits, sizes=sizes, trials=trials, target_fraction=float(h.target_fraction),
+                trials_per_method=dict(h.get("trials_per_method") or {}), progress=bool(h.get("progress", True)),
+                blas=blas)
+    done = Parallel(n_jobs=int(h.get("n_jobs", 1)))(
+        delayed(harness._evaluate_and_save)(name, data[name].success, data[name].llms, estimators, paths[name], **args)
+        for name in todo)
+    fresh = dict(zip(todo, done))
+    records = pd.concat([fresh[name] if name in fresh else pd.read_parquet(paths[name]) for name in data],
+                        ignore_index=True)
+    sim = _similarities(data, splits, trials, float(h.target_fraction))
+    return rep.report(records, sim, run_, h, wall_seconds=time.perf_counter() - t0)
+
+
+run = task_wrapper("benchmark_prediction")(execute)

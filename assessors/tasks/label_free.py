@@ -1,0 +1,56 @@
+"""``experiment=label_free``: label-free accuracy estimators, leave-datasets-out
+(:mod:`assessors.estimation.label_free.harness`)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hydra.utils import instantiate
+from sklearn.model_selection import GroupKFold
+
+from assessors.errors import ConfigError
+from assessors.estimation.label_free import harness
+from assessors.estimation.label_free.oracle import matched_oracle, oracle_mae
+from assessors.tasks.wrapper import task_wrapper
+
+
+def execute(cfg, run) -> dict:
+    """Leave-datasets-out CV of every configured method; MAE against the oracle^l curve."""
+    lf = cfg.label_free
+    results = instantiate(lf.simulate) if lf.get("simulate") else instantiate(cfg.data)
+    conf, correct, acc, meta = harness.units_from_results(results, lf.get("dataset_column", "subgroup"),
+                                                          int(lf.get("min_items", 10)))
+    groups = meta["dataset"].to_numpy()
+    n_ds = len(np.unique(groups))
+    n_folds = min(int(lf.n_folds), n_ds)
+    if n_folds < 2:
+        raise ConfigError(f"leave-datasets-out CV needs 2+ datasets, found {n_ds}")
+    methods = {name: spec for name, spec in lf.methods.items()}
+    pred = {name: np.full(len(acc), np.nan) for name in methods}
+    for tr, te in GroupKFold(n_splits=n_folds).split(acc, groups=groups):
+        for name, spec in methods.items():
+            est = instantiate(spec).fit([conf[i] for i in tr], acc[tr], [correct[i] for i in tr])
+            pred[name][te] = est.predict([conf[i] for i in te])
+    oracle = oracle_mae(correct, list(lf.oracle_ls), n_draws=int(lf.get("oracle_draws", 200)),
+                        seed=int(cfg.get("seed", 0)))
+    metrics = {"n_units": float(len(acc)), "n_datasets": float(n_ds), "n_folds": float(n_folds)}
+    rows = []
+    for name, p in pred.items():
+        mae = float(np.mean(np.abs(p - acc)))
+        metrics[f"mae_{name}"] = mae
+        metrics[f"oracle_match_{name}"] = float(matched_oracle(mae, oracle))
+        rows.append({"method": name, "mae": mae, "matches_oracle_l": matched_oracle(mae, oracle)})
+    for l, m in oracle.items():
+        metrics[f"mae_oracle_{l}"] = m
+        rows.append({"method": f"oracle^{l}", "mae": m, "matches_oracle_l": l})
+    table = pd.DataFrame(rows)
+    metrics["mae_best"] = min(metrics[f"mae_{n}"] for n in pred)  # the best method's MAE
+    run.log_metrics(metrics)
+    run.log_table(table, "tables/label_free_mae.csv")
+    run.log_table(meta.assign(accuracy=acc, **{f"pred_{k}": v for k, v in pred.items()}),
+                  "tables/label_free_predictions.csv")
+    run.log_figure(harness._plot(pred, acc, oracle, results.name), "plots/label_free.png")
+    run.log_text(harness._report(table, results.name, metrics), "report.md")
+    return metrics
+
+
+run = task_wrapper("label_free")(execute)

@@ -1,0 +1,115 @@
+"""``predict.py mode=onboard``: run a new LLM through an OpenAI-compatible endpoint (conf/onboarding).
+
+With a model (``model_uri``): the model's reference prompts (``onboard.strategy=reference``) or
+adaptively chosen prompts of a pool (``adaptive``, latent assessors) -> a reference vector the
+model can score with. Without a model: every prompt of ``onboard.prompts`` (``onboard.limit``
+first rows per file, ``onboard.ids`` a file of instance ids to keep) -> graded results.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+
+from assessors.data.prompt_files import read_prompts, read_reference, write_table
+from assessors.errors import ConfigError, DataError
+from assessors.onboarding.prompts import read_prompts as read_prompt_table
+from assessors.routing.engine import load_assessor_model
+from assessors.routing.registry import LLMRegistry
+from assessors.routing.setup import plain, trust_hook
+from assessors.tasks.predict_common import report, tracking_uri_from_cfg
+
+log = logging.getLogger("assessors.predict")
+
+
+def run(cfg: DictConfig, model=None) -> dict:
+    """Onboard ``onboarding.model``: on the model's reference prompts, adaptively, or on every prompt."""
+    ob = cfg.onboard
+    if not ob.prompts:
+        raise ConfigError("mode=onboard needs onboard.prompts=[files with the prompts and targets]")
+    if model is None and not cfg.get("model_uri"):
+        return report(onboard_prompts(cfg))
+    model = model if model is not None else load_assessor_model(cfg.model_uri, tracking_uri_from_cfg(cfg))
+    strategy = ob.get("strategy", "reference")
+    if strategy not in ("auto", "adaptive", "reference"):
+        raise ConfigError(f"onboard.strategy must be auto, adaptive or reference, got {strategy!r}")
+    adaptive_ok = hasattr(model.assessor, "posterior")
+    if strategy == "adaptive" and not adaptive_ok:
+        raise ConfigError(f"onboard.strategy=adaptive needs a latent assessor (train with assessor=latent); "
+                          f"{model_uri_name(cfg)} holds {type(model.assessor).__name__}. Use onboard.strategy=reference")
+    if strategy == "adaptive" or (strategy == "auto" and adaptive_ok):
+        return report(onboard_adaptive(cfg, model))
+    return report(onboard_reference(cfg, model))
+
+
+def onboard_prompts(cfg: DictConfig) -> dict:
+    """No model: every prompt of ``onboard.prompts`` (``onboard.limit`` per file, ``onboard.ids``) -> ``out_dir``."""
+    ob = cfg.onboard
+    ids = set(Path(ob.ids).read_text().split()) if ob.get("ids") else None
+    prompts = read_prompt_table(list(ob.prompts), limit=ob.get("limit"), ids=ids)
+    _, summary = instantiate(cfg.onboarding).run(prompts, ob.out_dir)
+    return summary
+
+
+def onboard_reference(cfg: DictConfig, model) -> dict:
+    """Run the new LLM on the model's reference prompts -> ``<out>/reference.csv``."""
+    ob = cfg.onboard
+    ref_ids = list(model.reference_ids)
+    prompts = read_prompt_table(list(ob.prompts), ids=set(ref_ids))
+    missing = sorted(set(ref_ids) - set(prompts["instance_id"]))
+    if missing:
+        log.warning("%d of %d reference prompts are not in %s (e.g. %s); they stay unanswered",
+                    len(missing), len(ref_ids), list(ob.prompts), missing[:3])
+    if prompts.empty:
+        raise DataError(f"none of the {len(ref_ids)} reference ids occur in {list(ob.prompts)}")
+    out_dir = Path(ob.out_dir)
+    results, summary = instantiate(cfg.onboarding).run(prompts, out_dir)
+    name = results.llms[0]
+    ref = pd.DataFrame({"reference_id": results.instance_ids, "success": results.success[0]})
+    path = write_table(ref, out_dir / "reference.csv")
+    # registering validates the vector against the model and computes the trust report (when configured)
+    reg = LLMRegistry(ref_ids, trust_fn=trust_hook(model, cfg.get("trust")),
+                      check=getattr(model.assessor, "check_reference", None))
+    entry = reg.register(name, read_reference(path), source=str(path))
+    return {"llm": name, "reference": str(path), **entry.summary(), "onboarding": summary}
+
+
+def model_uri_name(cfg: DictConfig) -> str:
+    return str(cfg.get("model_uri") or "the model")
+
+
+def onboard_adaptive(cfg: DictConfig, model) -> dict:
+    """Ask the new LLM adaptively chosen prompts of the pool (``onboard.prompts``) -> ``<out>/answers.csv``."""
+    from assessors.onboarding.adaptive_run import AdaptiveOnboarding
+
+    ob = cfg.onboard
+    pool = read_prompt_table(list(ob.prompts))
+    if pool.empty:
+        raise DataError(f"the candidate pool {list(ob.prompts)} holds no prompts")
+    X_target = None
+    if ob.get("target"):
+        X_target = model.featurizer.transform(read_prompts(ob.target)["prompt"].tolist())
+    # the assessor's identity: its reference ids and item network (a retrained model is another assessor)
+    a, b = model.assessor.item_parameters(model.assessor.reference_features_[:16])
+    ident = hashlib.sha256(json.dumps(list(model.reference_ids)).encode()
+                           + np.round(a, 4).tobytes() + np.round(b, 4).tobytes()).hexdigest()[:16]
+    runner = AdaptiveOnboarding(instantiate(cfg.onboarding), instantiate(cfg.adaptive), model.assessor,
+                                model.featurizer, assessor_id=ident)
+    summary = {"strategy": "adaptive", **runner.run(pool, Path(ob.out_dir), X_target=X_target)}
+    trust = plain(cfg.get("trust")) or {}
+    if trust.get("enabled", True) and "_target_" not in trust:
+        from assessors.trust.posterior_report import posterior_trust
+
+        sel = runner.selector_
+        rep = posterior_trust(model.assessor, sel.X_pool_[runner.asked_], runner.answers_, sel.X_target_,
+                              llm=summary["llm"], seed=int(cfg.seed))
+        summary["trust"] = rep.to_dict()
+        print(f"trust report for {summary['llm']}: {rep.message}", file=sys.stderr)
+    return summary

@@ -1,0 +1,70 @@
+"""What the ``predict.py`` modes share: the engine from the config, calibration, the JSON summary."""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import numpy as np
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+
+from assessors.errors import ConfigError
+from assessors.routing.engine import Engine
+from assessors.routing.setup import build_engine, plain
+
+log = logging.getLogger("assessors.predict")
+
+
+def tracking_uri_from_cfg(cfg: DictConfig) -> str | None:
+    """The MLflow store of ``cfg.tracking`` (the same absolute URI train.py logs to), or None."""
+    from assessors.tracking import MlflowTracker, tracker_from_cfg
+
+    tracker = tracker_from_cfg(cfg) if cfg.get("tracking") is not None else None
+    return tracker.uri if isinstance(tracker, MlflowTracker) else None
+
+
+def engine_from_cfg(cfg: DictConfig, model=None) -> Engine:
+    """The engine of ``cfg.model_uri`` (or ``model``) with the configured router, LLMs and trust options."""
+    return build_engine(cfg.model_uri, cfg.get("router"), cfg.get("llms") or [], cfg.get("known_llms"),
+                        cfg.get("default_cost"), cfg.get("trust"), cfg.server.embed_cache_size, model=model,
+                        tracking_uri=tracking_uri_from_cfg(cfg))
+
+
+def report(out: dict) -> dict:
+    """Print a mode's summary as JSON on stdout (what scripts parse) and return it."""
+    print(json.dumps(out, indent=2, default=str), file=sys.stdout)
+    return out
+
+
+def trust_reports(engine: Engine) -> dict[str, dict]:
+    """Trust reports of the registered LLMs that have one, also logged (stderr): stdout holds only the summary."""
+    reports = {e.name: e.trust for e in engine.registry.resolve(None) if e.trust is not None}
+    for name, rep in reports.items():
+        log.info("trust report for %s: %s", name, json.dumps(rep, indent=2, default=str))
+    return reports
+
+
+def calibrate(cfg: DictConfig, engine: Engine) -> dict | None:
+    """Tune the router on validation data (``calibration.data``: a Results config node)."""
+    cal = cfg.get("calibration")
+    if not cal or cal.get("data") is None:
+        return None
+    data = instantiate(cal.data)
+    names = [n for n in engine.registry.names() if n in data.llms]
+    if not names:
+        raise ConfigError(f"calibration data has none of the registered LLMs {engine.registry.names()}")
+    ids = data.instance_ids
+    if cal.get("max_prompts") and len(ids) > cal.max_prompts:
+        ids = list(np.random.default_rng(cfg.seed).choice(ids, int(cal.max_prompts), replace=False))
+    prompts = data.prompts(ids)
+    names, P = engine.predict(prompts, names)
+    C = engine.registry.cost_matrix(engine.registry.resolve(names), prompts)
+    C_true = data.cost[data.llm_index(names)][:, data.instance_index(ids)] if (cal.get("use_data_cost") and data.cost is not None) else None
+    engine.router.calibrate(P, data.matrix(names, ids), C, target_accuracy=cal.get("target_accuracy"),
+                            budget=cal.get("budget"), C_true=None if C_true is None else np.nan_to_num(C_true))
+    log.info("calibrated %s: %s", type(engine.router).__name__, engine.router.calibration_)
+    return engine.router.calibration_
+
+
+__all__ = ["calibrate", "engine_from_cfg", "plain", "report", "tracking_uri_from_cfg", "trust_reports"]

@@ -1,0 +1,102 @@
+"""What the training tasks share: load, validate, split and featurize once; fit the generic assessor.
+
+``prepare(cfg)`` is steps 1-4 of ``train.py``'s pipeline (loader -> validate -> split -> features);
+``fit_generic(cfg, prep)`` selects the reference set and fits the configured assessor on it, with
+the validation LLMs when the split has them (the train task, grid jobs and the trust evaluation
+all fit it this way).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+
+from assessors.data.results import Results
+from assessors.features.parts import featurize_parts
+from assessors.threads import budgeted, fit_threads
+from assessors.tags import capability
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Prepared:
+    """Everything the assessors are fitted on, computed once per run."""
+
+    results: Results
+    inst: dict[str, list[str]]  # train/val/test instance ids
+    llms: dict[str, list[str]]  # train/val/test LLM names
+    X: dict[str, np.ndarray]  # train/val/test features, (n_ids, d)
+    featurizer: object
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def S(self, llm_part: str, inst_part: str) -> np.ndarray:
+        """Success sub-matrix (n_llms, n_instances)."""
+        return self.results.matrix(self.llms[llm_part], self.inst[inst_part])
+
+    def validation(self, ref_ids: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(X_val, S_val, R_val)`` of the validation LLMs (None without any): what assessors
+        and selectors judge their choices on. ``ref_ids`` are the reference instances of ``R_val``."""
+        if not self.llms["val"]:
+            return None
+        return self.X["val"], self.S("val", "val"), self.results.matrix(self.llms["val"], ref_ids)
+
+
+def prepare(cfg: DictConfig) -> Prepared:
+    """Load, validate, split and featurize (steps 1-4 of the pipeline)."""
+    t = {}
+    t0 = time.perf_counter()
+    results: Results = instantiate(cfg.data)
+    t["load_s"] = time.perf_counter() - t0
+    log.info("loaded %r", results)
+    if cfg.get("validate") is not None:
+        from assessors.data.exclusion import exclude_flagged
+        from assessors.data.validate import run_validation
+
+        # before splitting: degenerate data fails here, not after minutes of fitting; flagged
+        # blocks (grading failures, too few cells, no prompt text) are left out unless configured
+        needs_text = not capability(instantiate(cfg.features), "uses_results")  # __init__ only stores params
+        report = run_validation(results, cfg.validate, needs_text=needs_text)
+        results = exclude_flagged(results, report, cfg.validate)
+    inst = instantiate(cfg.split).split(results)
+    llms = instantiate(cfg.llm_split).split(results)
+    log.info("instances %s; LLMs %s", {k: len(v) for k, v in inst.items()}, {k: len(v) for k, v in llms.items()})
+    t0 = time.perf_counter()
+    featurizer, X = featurize(cfg, results, inst, llms["train"])
+    t["features_s"] = time.perf_counter() - t0
+    return Prepared(results, inst, llms, X, featurizer, t)
+
+
+def featurize(cfg, results: Results, inst: dict, train_llms: list[str]):
+    """Fit the configured featurizer on training data and transform every split."""
+    featurizer = instantiate(budgeted(cfg.features, fit_threads(cfg=cfg)))
+    return featurizer, featurize_parts(featurizer, results, inst, "train", train_llms)
+
+
+def fit_assessor(cfg, prep: Prepared, ref_idx: np.ndarray, ref_ids: list[str], assessor_cfg=None):
+    """Fit the configured assessor (``cfg.assessor`` or ``assessor_cfg``) on the training LLMs with
+    reference positions ``ref_idx`` (ids ``ref_ids``), validated on the validation LLMs if any."""
+    assessor = instantiate(budgeted(assessor_cfg if assessor_cfg is not None else cfg.assessor, fit_threads(cfg=cfg)))
+    assessor.fit(prep.X["train"], prep.S("train", "train"), ref_idx, validation=prep.validation(ref_ids))
+    return assessor
+
+
+def fit_selector(selector, prep: Prepared):
+    """Fit a reference-set selector on the training LLMs x training instances; a selector that
+    ``uses_validation`` (random_best_of_n) also sees the validation LLMs' results on the candidates."""
+    S_tr = prep.S("train", "train")
+    if capability(selector, "uses_validation") and prep.llms["val"]:
+        return selector.fit(S_tr, prep.inst["train"], prep.X["train"], validation=prep.validation(prep.inst["train"]))
+    return selector.fit(S_tr, prep.inst["train"], prep.X["train"])
+
+
+def fit_generic(cfg, prep: Prepared, selector_cfg=None, assessor_cfg=None):
+    """Select the reference set and fit the generic assessor; returns (assessor, ref ids)."""
+    selector = fit_selector(instantiate(selector_cfg if selector_cfg is not None else cfg.selector), prep)
+    ref_ids = selector.reference_ids_
+    assessor = fit_assessor(cfg, prep, np.asarray(selector.reference_index_), ref_ids, assessor_cfg)
+    return assessor, ref_ids

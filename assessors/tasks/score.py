@@ -1,0 +1,33 @@
+"""``predict.py mode=score``: P(success) of every configured LLM on every prompt."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from omegaconf import DictConfig
+
+from assessors.data.prompt_files import read_prompts, write_table
+from assessors.errors import ConfigError
+from assessors.tasks.predict_common import engine_from_cfg, report, trust_reports
+
+log = logging.getLogger("assessors.predict")
+
+
+def run(cfg: DictConfig, model=None) -> dict:
+    """P(success) of every configured LLM on every prompt -> long table ``id, llm, p_success``."""
+    engine = engine_from_cfg(cfg, model)
+    if not cfg.prompts:
+        raise ConfigError("mode=score needs prompts=<CSV or JSONL with a 'prompt' column>")
+    prompts = read_prompts(cfg.prompts)
+    names, P, STD = engine.predict_with_spread(prompts["prompt"].tolist())
+    trust = trust_reports(engine)
+    out = pd.DataFrame({"id": np.tile(prompts["id"].to_numpy(), len(names)),
+                        "llm": np.repeat(names, len(prompts)), "p_success": P.ravel()})
+    if STD is not None:  # posterior-predictive spread (assessor=latent)
+        out["p_std"] = STD.ravel()
+    path = write_table(out, cfg.out or Path(cfg.paths.outputs) / "predict" / "scores.csv")
+    log.info("wrote %d scores (%d prompts x %d LLMs) to %s", len(out), len(prompts), len(names), path)
+    return report({"n_prompts": len(prompts), "llms": names, "out": str(path),
+                   "mean_p_success": {n: float(P[i].mean()) for i, n in enumerate(names)}, "trust": trust})
