@@ -39,6 +39,32 @@ def auc(y, p) -> float:
     return float(skm.roc_auc_score(y, p))
 
 
+def drop_unevaluated(y, p) -> tuple[np.ndarray, np.ndarray]:
+    """``y`` and ``p`` (shape (n,), as float64) without the entries where ``y`` is NaN (not evaluated)."""
+    y = np.asarray(y, dtype=np.float64).ravel()
+    p = np.asarray(p, dtype=np.float64).ravel()
+    if y.shape != p.shape:
+        raise DataError(f"y has {len(y)} entries but p has {len(p)}")
+    keep = ~np.isnan(y)
+    return y[keep], p[keep]
+
+
+def masked_auc(y, p) -> float:
+    """ROC AUC over the entries of shape-(n,) ``y`` that are not NaN (cells not evaluated).
+
+    ``p`` may hold anything (even NaN) where ``y`` is NaN. NaN if one class remains.
+    """
+    return auc(*drop_unevaluated(y, p))
+
+
+def per_llm_auc(S, P) -> np.ndarray:
+    """:func:`masked_auc` of each row: S (outcomes, NaN = not evaluated) and P of shape (k, n) -> (k,)."""
+    S, P = np.asarray(S), np.asarray(P)
+    if S.shape != P.shape:
+        raise DataError(f"S has shape {S.shape} but P has shape {P.shape}")
+    return np.array([masked_auc(s, p) for s, p in zip(S, P)], dtype=np.float64)
+
+
 def brier(y, p) -> float:
     """Brier score: mean of (p - y)^2 over shape-(n,) arrays. NaN for empty input."""
     y, p = _check(y, p)
@@ -107,12 +133,7 @@ def evaluate(y, p, n_bins: int = 10) -> dict[str, float]:
     dict with keys ``auc`` (NaN if only one class remains), ``brier``, ``log_loss``, ``ece``,
     ``n`` (scored entries) and ``base_rate`` (mean of ``y``).
     """
-    y = np.asarray(y, dtype=np.float64).ravel()
-    p = np.asarray(p, dtype=np.float64).ravel()
-    if y.shape != p.shape:
-        raise DataError(f"y has {len(y)} entries but p has {len(p)}")
-    keep = ~np.isnan(y)
-    y, p = y[keep], p[keep]
+    y, p = drop_unevaluated(y, p)
     return {
         "auc": auc(y, p),
         "brier": brier(y, p),

@@ -202,7 +202,7 @@ class LatentAssessor(BaseEstimator):
         """The per-epoch validation function and the training prompts."""
         import torch
 
-        from assessors.metrics import auc
+        from assessors.metrics import per_llm_auc
 
         all_prompts = np.arange(len(X))
         if validation is not None and len(validation[1]):
@@ -223,7 +223,7 @@ class LatentAssessor(BaseEstimator):
                 p = np.clip(p, 1e-6, 1 - 1e-6)
                 yv = S_val[obs]
                 loss = -np.mean(yv * np.log(p[obs]) + (1 - yv) * np.log(1 - p[obs]))
-                aucs = [auc(S_val[k][obs[k]], p[k][obs[k]]) for k in range(len(S_val))]
+                aucs = per_llm_auc(S_val, p)
                 return {"val_loss": loss, "val_neg_auc": -float(np.nanmean(aucs)) if np.isfinite(aucs).any() else 0.0}
 
             return validate, all_prompts
@@ -245,7 +245,7 @@ class LatentAssessor(BaseEstimator):
             p = np.clip(sigmoid(th @ a.T - b), 1e-6, 1 - 1e-6)
             yv = S_h[obs]
             loss = -np.mean(yv * np.log(p[obs]) + (1 - yv) * np.log(1 - p[obs]))
-            aucs = [auc(S_h[k][obs[k]], p[k][obs[k]]) for k in range(len(S_h))]
+            aucs = per_llm_auc(S_h, p)
             return {"val_loss": loss, "val_neg_auc": -float(np.nanmean(aucs)) if np.isfinite(aucs).any() else 0.0}
 
         return validate, train_prompts

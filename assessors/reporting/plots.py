@@ -17,18 +17,12 @@ from matplotlib.figure import Figure
 from sklearn.metrics import roc_curve
 
 from assessors.errors import DataError
-from assessors.metrics import auc, calibration_bins, ece
+from assessors.metrics import auc, calibration_bins, drop_unevaluated, ece
 
 
 def _colors(n: int) -> list:
     cmap = colormaps["tab10" if n <= 10 else "tab20"]
     return [cmap(i % cmap.N) for i in range(n)]
-
-
-def _drop_nan(y, p) -> tuple[np.ndarray, np.ndarray]:
-    y, p = np.asarray(y, dtype=float).ravel(), np.asarray(p, dtype=float).ravel()
-    keep = ~np.isnan(y)
-    return y[keep], p[keep]
 
 
 def auc_by_method_bar(table: pd.DataFrame, main: str | None = None, title: str = "Test AUC per LLM", metric: str = "AUC") -> Figure:
@@ -103,7 +97,7 @@ def roc_curves(curves: dict[str, tuple], title: str = "ROC curves (pooled over t
     fig = Figure(figsize=(5.6, 5.2), layout="constrained")
     ax = fig.add_subplot()
     for (method, (y, p)), color in zip(curves.items(), _colors(len(curves))):
-        y, p = _drop_nan(y, p)
+        y, p = drop_unevaluated(y, p)
         if len(np.unique(y)) < 2:
             ax.plot([], [], color=color, label=f"{method} (one class only: no curve)")
             continue
@@ -138,7 +132,7 @@ def reliability_diagram(curves: dict[str, tuple], n_bins: int = 10, title: str =
     colors = _colors(len(curves))
     width = 1.0 / n_bins * 0.85 / len(curves)
     for k, ((method, (y, p)), color) in enumerate(zip(curves.items(), colors)):
-        y, p = _drop_nan(y, p)
+        y, p = drop_unevaluated(y, p)
         bins = calibration_bins(y, p, n_bins)
         full = bins[bins["count"] > 0]
         share = full["count"] / max(1, bins["count"].sum())

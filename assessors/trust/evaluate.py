@@ -19,7 +19,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from tqdm.auto import tqdm
 
-from assessors.metrics import auc
+from assessors.metrics import masked_auc
 from assessors.threads import budgeted, fit_threads
 from assessors.trust.expected import TrustModel
 from assessors.trust.fallback import FallbackPolicy
@@ -32,11 +32,6 @@ FLAG_SETS = {"range": ("range_above", "range_below"), "low_similarity": ("low_si
              "population": ("range_above", "range_below", "low_similarity"),
              "loo_below_ref_only": ("generic_below_reference_only",),
              "any": ("range_above", "range_below", "low_similarity", "generic_below_reference_only")}
-
-
-def _auc(S, P) -> float:
-    keep = ~np.isnan(S)
-    return auc(S[keep], P[keep])
 
 
 def score_llms(cfg, prep, generic, ref_ids, part: str, inst_part: str, profile, opts: dict):
@@ -59,7 +54,7 @@ def score_llms(cfg, prep, generic, ref_ids, part: str, inst_part: str, profile, 
         flags.append(rep.flags)
         rows.append({"llm": llm, "part": part, **rep.signals(), "reference_only_cv_auc": rep.reference_only_auc,
                      "flags": ",".join(rep.flags), "nearest": rep.nearest[0][0] if rep.nearest else "",
-                     "auc_generic": _auc(S[k], Pg[k]), "auc_reference_only": _auc(S[k], Pr[k]),
+                     "auc_generic": masked_auc(S[k], Pg[k]), "auc_reference_only": masked_auc(S[k], Pr[k]),
                      "test_accuracy": float(np.nanmean(S[k]))})
     return pd.DataFrame(rows), Pg, Pr, S, flags
 
@@ -91,7 +86,7 @@ def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
     policies.update({f"policy_{k}": instantiate(te.fallback, triggers=list(v)) for k, v in FLAG_SETS.items()})
     for col, pol in policies.items():
         pol.fit(Pg_v, Pr_v, S_v, fl_v)
-        test[f"auc_{col}"] = [_auc(S_t[k], pol.blend(Pg_t[k], Pr_t[k], fl_t[k])) for k in range(len(test))]
+        test[f"auc_{col}"] = [masked_auc(S_t[k], pol.blend(Pg_t[k], Pr_t[k], fl_t[k])) for k in range(len(test))]
         test[f"weight_{col}"] = [pol.weight_for(f) for f in fl_t]
         chosen[f"{col}_weight"] = pol.weight_
         chosen[f"{col}_chosen_by"] = pol.chosen_by_

@@ -42,7 +42,7 @@ def fit_trust(cfg, prep, generic, ref_ids, run=None) -> TrustModel | None:
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
-    from assessors.metrics import auc
+    from assessors.metrics import per_llm_auc
 
     tcfg = cfg.get("trust") or {}
     opts = OmegaConf.to_container(tcfg["report"], resolve=True) if "report" in tcfg else {}
@@ -51,7 +51,7 @@ def fit_trust(cfg, prep, generic, ref_ids, run=None) -> TrustModel | None:
         _, val = reports_for(prep, generic, ref_ids, "val", **opts)
         S = prep.S("val", "val")
         P = generic.predict_proba(prep.X["val"], prep.results.matrix(prep.llms["val"], ref_ids))
-        y = [auc(S[k][~np.isnan(S[k])], P[k][~np.isnan(S[k])]) for k in range(len(S))]
+        y = per_llm_auc(S, P)
         if np.isfinite(y).any():
             tm.fit(val, y)
         else:
