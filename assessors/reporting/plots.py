@@ -7,7 +7,6 @@ Every function returns the Figure; :func:`save_figure` writes it atomically.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ from matplotlib.figure import Figure
 from sklearn.metrics import roc_curve
 
 from assessors.errors import DataError
+from assessors.io import atomic_open
 from assessors.metrics import auc, calibration_bins, drop_unevaluated, ece
 
 
@@ -152,24 +152,13 @@ def reliability_diagram(curves: dict[str, tuple], n_bins: int = 10, title: str =
 
 
 def save_figure(fig: Figure, path: str | os.PathLike, dpi: int = 150) -> Path:
-    """Write ``fig`` to ``path`` atomically (temp file in the same folder, then ``os.replace``).
+    """Write ``fig`` to ``path`` atomically (:func:`assessors.io.atomic_open`).
 
     The format follows the extension (.png, .pdf, .svg). Parent folders are created.
     Returns the final path.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fmt = path.suffix.lstrip(".").lower() or "png"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".{fmt}", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fig.savefig(fh, format=fmt, dpi=dpi, bbox_inches="tight")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file ordinary permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with atomic_open(path) as fh:
+        fig.savefig(fh, format=fmt, dpi=dpi, bbox_inches="tight")
     return path

@@ -32,14 +32,15 @@ import functools
 import hashlib
 import math
 import os
-import tempfile
 
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import ndtr
 from scipy.stats import ncx2, norm
 
+from assessors.data.download import default_cache_dir
 from assessors.errors import ConfigError
+from assessors.io import atomic_open
 
 #: Kurtosis grid for the table; values between grid points are rounded up (conservative).
 KAPPA_GRID = np.concatenate([[1.0], np.round(np.geomspace(1.1, 300.0, 45), 4), [np.inf]])
@@ -162,19 +163,15 @@ def rho(m2: float, kappa: float, chi: float) -> float:
 def _table_row(kappa: float, alpha: float) -> np.ndarray:
     """cva over :data:`M2_GRID`, cached on disk (a row takes seconds; a run needs dozens)."""
     key = hashlib.sha1(np.concatenate([M2_GRID, [kappa, alpha]]).tobytes()).hexdigest()[:16]
-    root = os.environ.get("ASSESSORS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "assessors")
-    path = os.path.join(root, "cva_table", f"{key}.npy")
+    path = os.path.join(default_cache_dir(), "cva_table", f"{key}.npy")
     if os.path.exists(path):
         row = np.load(path, allow_pickle=False)
         if row.shape == M2_GRID.shape:
             return row
     row = np.array([cva(m, kappa, alpha) for m in M2_GRID])
     try:  # atomic write: another process may be filling the same cache
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".npy")
-        with os.fdopen(fd, "wb") as fh:
+        with atomic_open(path) as fh:
             np.save(fh, row)
-        os.replace(tmp, path)
     except OSError:  # a read-only cache only costs time
         pass
     return row
