@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from assessors.data.prompts import empty_prompts
 from assessors.data.results import Results
 from assessors.errors import ConfigError, DataError, OfflineError
 from assessors.io import atomic_write
@@ -47,10 +48,10 @@ def check_prompts(prompts: pd.DataFrame, source: str = "prompts") -> pd.DataFram
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise DataError(f"{source}: missing column(s) {missing} (have {list(df.columns)})")
-    bad = df["prompt"].isna() | (df["prompt"].astype(str).str.strip() == "")
+    bad = empty_prompts(df["prompt"])
     if bad.any():
         raise DataError(f"{source}: empty prompt for instance_id {df.index[bad][0]!r} "
-                        f"(row {int(np.flatnonzero(bad.to_numpy())[0])})")
+                        f"(row {int(np.flatnonzero(bad)[0])})")
     dup = df.index[df.index.duplicated()]
     if len(dup):
         raise DataError(f"{source}: duplicated instance_id {dup[0]!r}")

@@ -106,7 +106,7 @@ def combine(out_dirs: Sequence[str | Path], names: Sequence[str]) -> pd.DataFram
 
 
 def _load_prompts(files: Sequence[str], data: Sequence[str]) -> pd.DataFrame:
-    from assessors.onboarding.cli import read_prompts
+    from assessors.data.prompts import read_prompt_files as read_prompts
 
     frames = [read_prompts(files)] if files else []
     for name in data:  # a `data=` option with prompts, e.g. openai_evals
