@@ -32,6 +32,7 @@ from assessors.io import atomic_write
 from assessors.onboarding.confidence import item_confidence
 from assessors.onboarding.grader_map import GraderMap
 from assessors.onboarding.journal import Journal
+from assessors.routing.costs import CostModel
 
 log = logging.getLogger(__name__)
 REQUIRED = ("prompt", "target", "subgroup")
@@ -267,9 +268,16 @@ class Onboarder:
         atomic_write(out / "summary.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2)))
         return results, summary
 
+    def _prices(self):
+        """The token prices as the routing cost model (None when no price is set)."""
+        if self.price_per_1k_prompt is None and self.price_per_1k_completion is None:
+            return None
+        return CostModel(per_1k_input=self.price_per_1k_prompt or 0.0, per_1k_output=self.price_per_1k_completion or 0.0)
+
     def _collect(self, df: pd.DataFrame, done: dict, keys: dict) -> tuple[Results, dict]:
         """Re-grade every journaled answer with the current graders (no re-query needed)."""
         n = len(df)
+        prices = self._prices()
         succ = np.full(n, np.nan, np.float32)
         conf = np.full(n, np.nan, np.float32)
         cost = np.full(n, np.nan, np.float32)
@@ -286,12 +294,12 @@ class Onboarder:
             kinds[kind or "none"] = kinds.get(kind or "none", 0) + 1
             p, q = rec.get("prompt_tokens") or 0, rec.get("completion_tokens") or 0
             ptok, ctok = ptok + p, ctok + q
-            if self.price_per_1k_prompt is not None or self.price_per_1k_completion is not None:
-                cost[j] = (p * (self.price_per_1k_prompt or 0) + q * (self.price_per_1k_completion or 0)) / 1000
+            if prices is not None:
+                cost[j] = prices.cost(p, q)
             lat.append(rec["latency_s"])
             resp.append((iid, rec.get("answer", "")))
         name = self.llm_name or self.model
-        has_cost = self.price_per_1k_prompt is not None or self.price_per_1k_completion is not None
+        has_cost = prices is not None
         results = Results(
             instances=df[[c for c in df.columns if c not in ("system_prompt", "shots")]], llms=[name], success=succ[None],
             confidence=conf[None] if self.logprobs else None, cost=cost[None] if has_cost else None,

@@ -42,6 +42,8 @@ def test_cost_model():
     c = CostModel(per_item=0.001, per_1k_input=0.5, per_1k_output=1.5, output_tokens=100)
     # 400 chars = 100 input tokens
     np.testing.assert_allclose(c.expected(["x" * 400, ""]), [0.001 + (100 * 0.5 + 100 * 1.5) / 1000, 0.001 + 0.15])
+    # reported token counts (onboarding) go through the same formula
+    np.testing.assert_allclose(c.cost([100, 0], [100, 300]), [0.001 + 0.2, 0.001 + 0.45])
     with pytest.raises(ConfigError):
         CostModel(per_item=-1)
     reg = LLMRegistry(IDS)
@@ -49,3 +51,10 @@ def test_cost_model():
     reg.register("b", [1, 0, 1, 0])
     M = reg.cost_matrix(reg.resolve(None), ["x" * 400])
     assert M.shape == (2, 1) and M[1, 0] == 0
+
+
+def test_serving_cost_body_is_the_cost_models_parameters():
+    from assessors.serving.schemas import CostSpec
+
+    assert CostSpec().model_dump() == CostModel().get_params()
+    assert CostModel(**CostSpec(per_1k_input=0.5).model_dump()).get_params()["per_1k_input"] == 0.5
