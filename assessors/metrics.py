@@ -17,11 +17,17 @@ from assessors.errors import DataError
 EPS = 1e-15
 
 
-def _check(y, p) -> tuple[np.ndarray, np.ndarray]:
+def _pair(y, p) -> tuple[np.ndarray, np.ndarray]:
+    """``y`` and ``p`` as flat float64 arrays of one length."""
     y = np.asarray(y, dtype=np.float64).ravel()
     p = np.asarray(p, dtype=np.float64).ravel()
     if y.shape != p.shape:
         raise DataError(f"y has {len(y)} entries but p has {len(p)}")
+    return y, p
+
+
+def _check(y, p) -> tuple[np.ndarray, np.ndarray]:
+    y, p = _pair(y, p)
     if not np.isin(y, (0.0, 1.0)).all():
         i = np.flatnonzero(~np.isin(y, (0.0, 1.0)))[0]
         raise DataError(f"y must be 0/1 (drop NaN first); y[{i}] = {y[i]}")
@@ -41,10 +47,7 @@ def auc(y, p) -> float:
 
 def drop_unevaluated(y, p) -> tuple[np.ndarray, np.ndarray]:
     """``y`` and ``p`` (shape (n,), as float64) without the entries where ``y`` is NaN (not evaluated)."""
-    y = np.asarray(y, dtype=np.float64).ravel()
-    p = np.asarray(p, dtype=np.float64).ravel()
-    if y.shape != p.shape:
-        raise DataError(f"y has {len(y)} entries but p has {len(p)}")
+    y, p = _pair(y, p)
     keep = ~np.isnan(y)
     return y[keep], p[keep]
 
