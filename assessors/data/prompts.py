@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from assessors.data.columns import require_columns
 from assessors.data.loaders._common import read_csv
 from assessors.errors import DataError
 
@@ -60,9 +61,7 @@ def read_prompt_file(path: str | os.PathLike, required: Sequence[str] = ("prompt
     if idc is not None:
         df = df.rename(columns={idc: "instance_id"})
         df["instance_id"] = df["instance_id"].astype(str)
-    for col in required:
-        if col not in df.columns:
-            raise DataError(f"{p}: missing column {col!r} (have {list(df.columns)})")
+    require_columns(df, required, p)
     if "prompt" in df.columns:
         bad = empty_prompts(df["prompt"])
         if bad.any():

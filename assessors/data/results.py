@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from assessors.data.columns import require_columns
 from assessors.errors import DataError
 from assessors.io import atomic_dir
 
@@ -212,9 +213,7 @@ class Results:
         source: str = "<table>",
     ) -> "Results":
         """Build from a long table (see :meth:`to_long`); ``instances`` indexed by id."""
-        for col in ("llm", "instance_id", "success"):
-            if col not in long.columns:
-                raise DataError(f"{source}: missing column {col!r} (have {list(long.columns)})")
+        require_columns(long, ("llm", "instance_id", "success"), source)
         long = long.copy()
         long["instance_id"] = long["instance_id"].astype(str)
         long["llm"] = long["llm"].astype(str)

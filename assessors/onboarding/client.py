@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from assessors.data.columns import require_columns
 from assessors.data.prompts import empty_prompts
 from assessors.data.results import Results
 from assessors.errors import ConfigError, DataError, OfflineError
@@ -46,9 +47,7 @@ def check_prompts(prompts: pd.DataFrame, source: str = "prompts") -> pd.DataFram
     elif df.index.name != "instance_id":
         raise DataError(f"{source}: needs an 'instance_id' column or index (have columns {list(df.columns)})")
     df.index = df.index.astype(str)
-    missing = [c for c in REQUIRED if c not in df.columns]
-    if missing:
-        raise DataError(f"{source}: missing column(s) {missing} (have {list(df.columns)})")
+    require_columns(df, REQUIRED, source)
     bad = empty_prompts(df["prompt"])
     if bad.any():
         raise DataError(f"{source}: empty prompt for instance_id {df.index[bad][0]!r} "

@@ -1,10 +1,9 @@
-"""CLI plumbing: reading prompt files and composing the Hydra config (fast)."""
+"""CLI plumbing: composing the Hydra config (fast); the prompts reader is tested in tests/data/test_prompts.py."""
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
-from assessors.errors import DataError, OfflineError
+from assessors.errors import OfflineError
 from assessors.onboarding.cli import main
 from llama_server import free_port
 
