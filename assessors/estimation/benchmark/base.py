@@ -13,7 +13,6 @@ The decision rules shared by all methods (input checks, imputation, caching) liv
 from __future__ import annotations
 
 import abc
-import hashlib
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Sequence
 
@@ -22,6 +21,7 @@ from cachetools import LRUCache
 from sklearn.base import BaseEstimator
 
 from assessors.errors import ConfigError, DataError, NotFittedError
+from assessors.selection.cache import array_digest
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ _CACHE: LRUCache = LRUCache(maxsize=16)
 
 def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object]) -> object:
     """``fn()`` memoised on (tag, content hash of ``S``, params)."""
-    key = (tag, hashlib.sha1(np.ascontiguousarray(S).tobytes()).hexdigest(), S.shape, params)
+    key = (tag, array_digest(S), params)
     if key in _CACHE:
         return _CACHE[key]  # refreshes the key's recency
     val = _CACHE[key] = fn()
