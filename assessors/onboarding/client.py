@@ -26,6 +26,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from assessors.data.columns import require_columns
+from assessors.data.costs import request_cost
 from assessors.data.prompts import empty_prompts
 from assessors.data.results import Results
 from assessors.errors import ConfigError, DataError, OfflineError
@@ -33,7 +34,6 @@ from assessors.io import atomic_write
 from assessors.onboarding.confidence import item_confidence
 from assessors.onboarding.grader_map import GraderMap
 from assessors.onboarding.journal import Journal
-from assessors.routing.costs import CostModel
 
 log = logging.getLogger(__name__)
 REQUIRED = ("prompt", "target", "subgroup")
@@ -267,16 +267,10 @@ class Onboarder:
         atomic_write(out / "summary.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2)))
         return results, summary
 
-    def _prices(self):
-        """The token prices as the routing cost model (None when no price is set)."""
-        if self.price_per_1k_prompt is None and self.price_per_1k_completion is None:
-            return None
-        return CostModel(per_1k_input=self.price_per_1k_prompt or 0.0, per_1k_output=self.price_per_1k_completion or 0.0)
-
     def _collect(self, df: pd.DataFrame, done: dict, keys: dict) -> tuple[Results, dict]:
         """Re-grade every journaled answer with the current graders (no re-query needed)."""
         n = len(df)
-        prices = self._prices()
+        has_cost = self.price_per_1k_prompt is not None or self.price_per_1k_completion is not None
         succ = np.full(n, np.nan, np.float32)
         conf = np.full(n, np.nan, np.float32)
         cost = np.full(n, np.nan, np.float32)
@@ -293,12 +287,11 @@ class Onboarder:
             kinds[kind or "none"] = kinds.get(kind or "none", 0) + 1
             p, q = rec.get("prompt_tokens") or 0, rec.get("completion_tokens") or 0
             ptok, ctok = ptok + p, ctok + q
-            if prices is not None:
-                cost[j] = prices.cost(p, q)
+            if has_cost:
+                cost[j] = request_cost(p, q, self.price_per_1k_prompt or 0.0, self.price_per_1k_completion or 0.0)
             lat.append(rec["latency_s"])
             resp.append((iid, rec.get("answer", "")))
         name = self.llm_name or self.model
-        has_cost = prices is not None
         results = Results(
             instances=df[[c for c in df.columns if c not in ("system_prompt", "shots")]], llms=[name], success=succ[None],
             confidence=conf[None] if self.logprobs else None, cost=cost[None] if has_cost else None,

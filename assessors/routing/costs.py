@@ -6,6 +6,7 @@ from typing import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from assessors.data.costs import request_cost
 from assessors.errors import ConfigError
 
 
@@ -44,19 +45,11 @@ class CostModel(BaseEstimator):
         if float(chars_per_token) <= 0:
             raise ConfigError(f"CostModel.chars_per_token must be > 0, got {chars_per_token!r}")
 
-    def cost(self, input_tokens, output_tokens) -> np.ndarray:
-        """Cost of requests with these token counts (scalars or arrays of shape (m,)), float64.
-
-        The price formula itself: :meth:`expected` feeds it estimated tokens before a request,
-        onboarding the counts an endpoint reported after one.
-        """
-        return (float(self.per_item) + (np.asarray(input_tokens, dtype=np.float64) * float(self.per_1k_input)
-                                        + np.asarray(output_tokens, dtype=np.float64) * float(self.per_1k_output)) / 1000.0)
-
     def expected(self, prompts: Sequence[str]) -> np.ndarray:
         """Expected cost of each prompt, shape (m,), float64."""
         n_chars = np.fromiter((len(p) for p in prompts), dtype=np.float64, count=len(prompts))
-        return self.cost(n_chars / float(self.chars_per_token), float(self.output_tokens))
+        return request_cost(n_chars / float(self.chars_per_token), float(self.output_tokens), self.per_1k_input,
+                            self.per_1k_output, self.per_item)
 
     def as_dict(self) -> dict[str, float]:
         return {k: float(v) for k, v in self.get_params().items()}

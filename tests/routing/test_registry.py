@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from assessors.errors import ConfigError, DataError
+from assessors.data.costs import request_cost
 from assessors.routing.costs import CostModel
 from assessors.routing.registry import DuplicateLLMError, LLMRegistry, UnknownLLMError, reference_vector
 
@@ -43,7 +44,7 @@ def test_cost_model():
     # 400 chars = 100 input tokens
     np.testing.assert_allclose(c.expected(["x" * 400, ""]), [0.001 + (100 * 0.5 + 100 * 1.5) / 1000, 0.001 + 0.15])
     # reported token counts (onboarding) go through the same formula
-    np.testing.assert_allclose(c.cost([100, 0], [100, 300]), [0.001 + 0.2, 0.001 + 0.45])
+    np.testing.assert_allclose(request_cost([100, 0], [100, 300], 0.5, 1.5, 0.001), [0.001 + 0.2, 0.001 + 0.45])
     with pytest.raises(ConfigError):
         CostModel(per_item=-1)
     reg = LLMRegistry(IDS)
