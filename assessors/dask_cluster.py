@@ -6,7 +6,7 @@ from typing import Iterator
 
 
 @contextmanager
-def dask_client(address: str | None, n_workers: int, threads_per_worker: int = 1) -> Iterator:
+def dask_client(address: str | None, n_workers: int, threads_per_worker: int = 1, **cluster_kwargs) -> Iterator:
     """Yield a ``distributed.Client``; close it (and the cluster it started) on exit.
 
     Parameters
@@ -16,6 +16,8 @@ def dask_client(address: str | None, n_workers: int, threads_per_worker: int = 1
         127.0.0.1 (dashboard on a free port, so parallel jobs do not collide) for this block only.
     n_workers, threads_per_worker : int
         LocalCluster shape (ignored with ``address``).
+    **cluster_kwargs
+        More LocalCluster options, e.g. ``memory_limit`` (ignored with ``address``).
     """
     from distributed import Client, LocalCluster
 
@@ -24,7 +26,7 @@ def dask_client(address: str | None, n_workers: int, threads_per_worker: int = 1
         client = Client(address, timeout="30s")
     else:
         cluster = LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True,
-                               host="127.0.0.1", dashboard_address=":0")
+                               host="127.0.0.1", dashboard_address=":0", **cluster_kwargs)
         try:
             client = Client(cluster)
         except BaseException:
