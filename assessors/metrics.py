@@ -17,11 +17,17 @@ from assessors.errors import DataError
 EPS = 1e-15
 
 
-def _check(y, p) -> tuple[np.ndarray, np.ndarray]:
+def _pair(y, p) -> tuple[np.ndarray, np.ndarray]:
+    """``y`` and ``p`` as flat float64 arrays of one length."""
     y = np.asarray(y, dtype=np.float64).ravel()
     p = np.asarray(p, dtype=np.float64).ravel()
     if y.shape != p.shape:
         raise DataError(f"y has {len(y)} entries but p has {len(p)}")
+    return y, p
+
+
+def _check(y, p) -> tuple[np.ndarray, np.ndarray]:
+    y, p = _pair(y, p)
     if not np.isin(y, (0.0, 1.0)).all():
         i = np.flatnonzero(~np.isin(y, (0.0, 1.0)))[0]
         raise DataError(f"y must be 0/1 (drop NaN first); y[{i}] = {y[i]}")
@@ -37,6 +43,29 @@ def auc(y, p) -> float:
     if len(np.unique(y)) < 2:
         return float("nan")
     return float(skm.roc_auc_score(y, p))
+
+
+def drop_unevaluated(y, p) -> tuple[np.ndarray, np.ndarray]:
+    """``y`` and ``p`` (shape (n,), as float64) without the entries where ``y`` is NaN (not evaluated)."""
+    y, p = _pair(y, p)
+    keep = ~np.isnan(y)
+    return y[keep], p[keep]
+
+
+def masked_auc(y, p) -> float:
+    """ROC AUC over the entries of shape-(n,) ``y`` that are not NaN (cells not evaluated).
+
+    ``p`` may hold anything (even NaN) where ``y`` is NaN. NaN if one class remains.
+    """
+    return auc(*drop_unevaluated(y, p))
+
+
+def per_llm_auc(S, P) -> np.ndarray:
+    """:func:`masked_auc` of each row: S (outcomes, NaN = not evaluated) and P of shape (k, n) -> (k,)."""
+    S, P = np.asarray(S), np.asarray(P)
+    if S.shape != P.shape:
+        raise DataError(f"S has shape {S.shape} but P has shape {P.shape}")
+    return np.array([masked_auc(s, p) for s, p in zip(S, P)], dtype=np.float64)
 
 
 def brier(y, p) -> float:
@@ -107,12 +136,7 @@ def evaluate(y, p, n_bins: int = 10) -> dict[str, float]:
     dict with keys ``auc`` (NaN if only one class remains), ``brier``, ``log_loss``, ``ece``,
     ``n`` (scored entries) and ``base_rate`` (mean of ``y``).
     """
-    y = np.asarray(y, dtype=np.float64).ravel()
-    p = np.asarray(p, dtype=np.float64).ravel()
-    if y.shape != p.shape:
-        raise DataError(f"y has {len(y)} entries but p has {len(p)}")
-    keep = ~np.isnan(y)
-    y, p = y[keep], p[keep]
+    y, p = drop_unevaluated(y, p)
     return {
         "auc": auc(y, p),
         "brier": brier(y, p),

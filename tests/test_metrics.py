@@ -136,3 +136,20 @@ def test_win_rates_recover_the_best_candidate_by_simulation():
     scores = pd.DataFrame(true[:, None] + rng.normal(0, 0.02, size=(5, 40)), index=list("abcde"))
     wr = M.win_rates(scores)
     assert list(wr.sort_values().index) == list("abcde")
+
+
+def test_per_llm_auc_drops_unevaluated_cells_row_by_row():
+    rng = np.random.default_rng(3)
+    P = rng.random((3, 200))
+    S = (rng.random((3, 200)) < P).astype(float)
+    S[0, :50] = np.nan  # not evaluated: its prediction must not count
+    P[0, :50] = np.nan
+    S[2] = np.where(np.isnan(S[2]), np.nan, 1.0)  # one class left: AUC undefined
+    got = M.per_llm_auc(S, P)
+    assert got.shape == (3,)
+    assert got[0] == pytest.approx(skm.roc_auc_score(S[0, 50:], P[0, 50:]))
+    assert got[1] == pytest.approx(skm.roc_auc_score(S[1], P[1]))
+    assert np.isnan(got[2])
+    assert M.masked_auc(S[0], P[0]) == got[0]
+    with pytest.raises(DataError):
+        M.per_llm_auc(S, P[:, :10])

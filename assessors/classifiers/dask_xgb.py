@@ -18,6 +18,7 @@ import xgboost
 
 from assessors.classifiers.rows import as_row_source, iter_chunks, take
 from assessors.tags import with_capabilities
+from assessors.dask_cluster import dask_client
 
 log = logging.getLogger(__name__)
 
@@ -57,15 +58,6 @@ class DaskXGBClassifier(xgboost.XGBClassifier):
         self.threads_per_worker = threads_per_worker
         self.partition_rows = partition_rows
 
-    def _client(self):
-        from distributed import Client, LocalCluster
-
-        if self.address:
-            return Client(self.address, timeout="30s"), None
-        cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=self.threads_per_worker,
-                               processes=True, host="127.0.0.1", dashboard_address=":0")
-        return Client(cluster), cluster
-
     def _xgb_params(self) -> dict:
         params = xgboost.XGBClassifier.get_params(self)
         for k in _ENGINE_PARAMS:
@@ -83,8 +75,7 @@ class DaskXGBClassifier(xgboost.XGBClassifier):
         n, d = X.shape
         bounds = [(s[0], s[-1] + 1) for s in iter_chunks(np.arange(n), self.partition_rows)]
         chunks = (tuple(b - a for a, b in bounds),)
-        client, cluster = self._client()
-        try:
+        with dask_client(self.address, self.n_workers, self.threads_per_worker) as client:
             src = client.scatter(X, broadcast=True)  # the factored parts, not the n x d rows
             parts = [da.from_delayed(dask.delayed(_block)(src, a, b), shape=(b - a, d), dtype=np.float32)
                      for a, b in bounds]
@@ -99,10 +90,6 @@ class DaskXGBClassifier(xgboost.XGBClassifier):
                 path = Path(tmp) / "model.json"
                 model.save_model(path)
                 self.load_model(path)
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
         log.info("xgboost.dask: %d rows x %d features in %d partitions on %s", n, d, len(bounds),
                  self.address or f"a {self.n_workers}-worker LocalCluster")
         return self

@@ -142,11 +142,10 @@ class GenericAssessor(BaseEstimator):
         return self
 
     def _validation_aucs(self, X_val, S_val, R_val) -> pd.Series:
-        from assessors.metrics import auc
+        from assessors.metrics import per_llm_auc
 
-        P = self.predict_proba(X_val, R_val)
-        keep = ~np.isnan(S_val)  # ungraded cells do not count
-        return pd.Series([auc(S_val[k][keep[k]], P[k][keep[k]]) for k in range(len(S_val))])
+        # ungraded cells do not count
+        return pd.Series(per_llm_auc(S_val, self.predict_proba(X_val, R_val)))
 
     # ------------------------------------------------------------------ predict
     def predict_proba(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ from assessors.core.posterior import (GaussianPrior, check_answers, evidence_lab
                                       logit_moments, probit_predictive, sigmoid)
 from assessors.core.residual import FeatureProjection, Residual, fit_residual
 from assessors.errors import DataError
+from assessors.metrics import per_llm_auc
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,20 @@ class LatentPosterior:
     def __len__(self) -> int:
         return self.theta.shape[1]
 
+
+
+def _early_stopping_scores(S: np.ndarray, p: np.ndarray) -> dict[str, float]:
+    """Mean log loss and minus the mean per-LLM AUC of ``p`` against ``S``, both of shape (k, n).
+
+    ``p`` is clipped to [1e-6, 1 - 1e-6]; NaN cells of ``S`` (not evaluated) do not count.
+    ``val_neg_auc`` is 0 when no LLM has both outcomes.
+    """
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    obs = np.isfinite(S)
+    y = S[obs]
+    loss = -np.mean(y * np.log(p[obs]) + (1 - y) * np.log(1 - p[obs]))
+    aucs = per_llm_auc(S, p)
+    return {"val_loss": loss, "val_neg_auc": -float(np.nanmean(aucs)) if np.isfinite(aucs).any() else 0.0}
 
 class LatentAssessor(BaseEstimator):
     """Latent-ability (IRT) assessor with item parameters from prompt features.
@@ -205,8 +220,6 @@ class LatentAssessor(BaseEstimator):
         """The per-epoch validation function and the training prompts."""
         import torch
 
-        from assessors.metrics import auc
-
         all_prompts = np.arange(len(X))
         if validation is not None and len(validation[1]):
             X_val, S_val, R_val = validation
@@ -214,7 +227,6 @@ class LatentAssessor(BaseEstimator):
             X_ref = torch.from_numpy(self.reference_features_)
             S_val = check_answers(S_val, "validation success")
             R_val = check_answers(R_val, "validation reference answers")
-            obs = np.isfinite(S_val)
 
             def validate(module):
                 with torch.no_grad():
@@ -223,11 +235,7 @@ class LatentAssessor(BaseEstimator):
                     prior = GaussianPrior.fit(module.theta.detach().double().numpy())
                 th, cov = laplace_posterior(a_r, b_r, R_val, prior.mean, prior.precision)
                 p, _ = probit_predictive(*logit_moments(th, cov, a_v, b_v))
-                p = np.clip(p, 1e-6, 1 - 1e-6)
-                yv = S_val[obs]
-                loss = -np.mean(yv * np.log(p[obs]) + (1 - yv) * np.log(1 - p[obs]))
-                aucs = [auc(S_val[k][obs[k]], p[k][obs[k]]) for k in range(len(S_val))]
-                return {"val_loss": loss, "val_neg_auc": -float(np.nanmean(aucs)) if np.isfinite(aucs).any() else 0.0}
+                return _early_stopping_scores(S_val, p)
 
             return validate, all_prompts
         # no validation LLMs: hold out prompts and watch the training LLMs' loss on them
@@ -239,17 +247,12 @@ class LatentAssessor(BaseEstimator):
                             "early stopping needs one of them")
         X_h = torch.from_numpy(X[held])
         S_h = S[:, held]
-        obs = np.isfinite(S_h)
 
         def validate(module):
             with torch.no_grad():
                 a, b = (t.double().numpy() for t in module.items(X_h))
                 th = module.theta.detach().double().numpy()
-            p = np.clip(sigmoid(th @ a.T - b), 1e-6, 1 - 1e-6)
-            yv = S_h[obs]
-            loss = -np.mean(yv * np.log(p[obs]) + (1 - yv) * np.log(1 - p[obs]))
-            aucs = [auc(S_h[k][obs[k]], p[k][obs[k]]) for k in range(len(S_h))]
-            return {"val_loss": loss, "val_neg_auc": -float(np.nanmean(aucs)) if np.isfinite(aucs).any() else 0.0}
+            return _early_stopping_scores(S_h, sigmoid(th @ a.T - b))
 
         return validate, train_prompts
 

@@ -19,7 +19,6 @@ import hashlib
 import logging
 import os
 import socket
-import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -28,6 +27,7 @@ from tqdm.auto import tqdm
 
 from assessors.data.manifest import SOURCES, SourceFile
 from assessors.errors import ChecksumError, DataError, OfflineError
+from assessors.io import atomic_open
 
 log = logging.getLogger("assessors.data")
 
@@ -101,12 +101,10 @@ def fetch_all(name: str, dest: Path, download: bool = True) -> Path:
 
 def fetch(src: SourceFile, path: Path, name: str = "data") -> Path:
     """Download one file to ``path`` atomically, with a progress bar and a sha256 check."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     h = hashlib.sha256()
-    try:
+    with atomic_open(path) as out:  # a failed download or checksum leaves nothing under ``path``
         try:
-            with urllib.request.urlopen(src.url, timeout=TIMEOUT) as resp, os.fdopen(fd, "wb") as out:
+            with urllib.request.urlopen(src.url, timeout=TIMEOUT) as resp:
                 total = int(resp.headers.get("Content-Length") or 0) or None
                 with tqdm(total=total, unit="B", unit_scale=True, desc=path.name, leave=False) as bar:
                     while chunk := resp.read(_CHUNK):
@@ -118,10 +116,6 @@ def fetch(src: SourceFile, path: Path, name: str = "data") -> Path:
         except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as e:
             raise OfflineError(_offline_message(name, path.parent, f"{type(e).__name__}: {e}")) from e
         _check(h.hexdigest(), src.sha256, src.url)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 

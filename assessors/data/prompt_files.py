@@ -8,25 +8,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from assessors.data.prompts import read_prompt_file
 from assessors.errors import DataError
 
-ID_COLUMNS = ("instance_id", "reference_id", "id")
-
-
 def read_prompts(path: str | os.PathLike) -> pd.DataFrame:
-    """Prompts from CSV or JSONL: a ``prompt`` column and an optional id column -> ``id, prompt``."""
-    p = Path(path)
-    if not p.exists():
-        raise DataError(f"{p}: prompts file not found")
-    df = pd.read_json(p, lines=True, dtype=False) if p.suffix in (".jsonl", ".json") \
-        else pd.read_csv(p, dtype=str, keep_default_na=False)
-    if "prompt" not in df.columns:
-        raise DataError(f"{p}: no 'prompt' column (columns: {list(df.columns)})")
-    idc = next((c for c in ID_COLUMNS if c in df.columns), None)
-    ids = df[idc].astype(str) if idc else pd.Series(np.arange(len(df)).astype(str))
-    bad = df["prompt"].isna() | (df["prompt"].astype(str).str.len() == 0)
-    if bad.any():
-        raise DataError(f"{p}: empty prompt in row {int(np.flatnonzero(bad.to_numpy())[0]) + 2}")
+    """Prompts from CSV or JSONL (:func:`assessors.data.prompts.read_prompt_file`) -> ``id, prompt``.
+
+    Without an id column, ids are the row numbers ``"0"``, ``"1"``, ...
+    """
+    df = read_prompt_file(path)
+    ids = df["instance_id"] if "instance_id" in df.columns else pd.Series(np.arange(len(df)).astype(str))
     return pd.DataFrame({"id": ids.to_numpy(), "prompt": df["prompt"].astype(str).to_numpy()})
 
 

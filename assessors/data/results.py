@@ -9,7 +9,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -17,7 +16,9 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from assessors.data.columns import require_columns
 from assessors.errors import DataError
+from assessors.io import atomic_dir
 
 log = logging.getLogger(__name__)
 
@@ -212,9 +213,7 @@ class Results:
         source: str = "<table>",
     ) -> "Results":
         """Build from a long table (see :meth:`to_long`); ``instances`` indexed by id."""
-        for col in ("llm", "instance_id", "success"):
-            if col not in long.columns:
-                raise DataError(f"{source}: missing column {col!r} (have {list(long.columns)})")
+        require_columns(long, ("llm", "instance_id", "success"), source)
         long = long.copy()
         long["instance_id"] = long["instance_id"].astype(str)
         long["llm"] = long["llm"].astype(str)
@@ -265,29 +264,19 @@ class Results:
     def to_parquet(self, path: str | os.PathLike) -> Path:
         """Save to a directory of Parquet files, atomically (a crash leaves no partial dir)."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
         inst = self.instances.reset_index()
         for col in inst.columns:  # mixed object columns would break Arrow type inference
             if inst[col].dtype == object:
                 inst[col] = inst[col].astype("string")
-        inst.to_parquet(tmp / "instances.parquet", index=False)
-        self.to_long().to_parquet(tmp / "cells.parquet", index=False)
-        pd.DataFrame({"llm": self.llms}).to_parquet(tmp / "llms.parquet", index=False)
-        if self.responses is not None:
-            self.responses.to_parquet(tmp / "responses.parquet", index=False)
-        (tmp / "meta.json").write_text(json.dumps({"name": self.name, "meta": self.meta,
-                                                   "has_cost": self.cost is not None,
-                                                   "has_confidence": self.confidence is not None}, default=str))
-        if path.exists():
-            old = path.with_name(path.name + ".old")
-            os.replace(path, old)
-            os.replace(tmp, path)
-            import shutil
-
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
+        with atomic_dir(path) as tmp:
+            inst.to_parquet(tmp / "instances.parquet", index=False)
+            self.to_long().to_parquet(tmp / "cells.parquet", index=False)
+            pd.DataFrame({"llm": self.llms}).to_parquet(tmp / "llms.parquet", index=False)
+            if self.responses is not None:
+                self.responses.to_parquet(tmp / "responses.parquet", index=False)
+            (tmp / "meta.json").write_text(json.dumps({"name": self.name, "meta": self.meta,
+                                                       "has_cost": self.cost is not None,
+                                                       "has_confidence": self.confidence is not None}, default=str))
         return path
 
     @classmethod

@@ -37,7 +37,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from assessors.data.block_checks import block_checks, missing_prompt_check
+from assessors.data.block_checks import block_checks, dataset_blocks, missing_prompt_check
 from assessors.data.results import Results
 from assessors.errors import DataError
 
@@ -135,13 +135,9 @@ def check_results(results: Results, cfg=None, needs_text: bool = True) -> Valida
 
     groups = results.instances["subgroup"].fillna("<none>").astype(str)
     const_llm, const_ds = [], []
-    for g, cols in groups.groupby(groups, sort=True).indices.items():
-        block = S[:, cols]
-        answered = (~np.isnan(block)).sum(1)
-        wins = np.nansum(block, 1)
+    for g, answered, wins, vals in dataset_blocks(S, groups):
         const = (answered >= o["min_cells"]) & ((wins == 0) | (wins == answered))
         const_llm += [(results.llms[i], g, int(wins[i] > 0), int(answered[i])) for i in np.flatnonzero(const)]
-        vals = block[~np.isnan(block)]
         if vals.size >= o["min_cells"] and np.unique(vals).size == 1:
             const_ds.append((g, int(vals[0]), int(vals.size)))
     if const_llm:

@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from assessors.io import atomic_write
+from assessors.io import atomic_open, atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -123,11 +123,8 @@ class EmbeddingCache:
 
     @staticmethod
     def _save(path: Path, keys: list[str], vectors: np.ndarray) -> None:
-        def write(tmp: str) -> None:
-            with open(tmp, "wb") as f:  # a file object: np.savez would append ".npz" to a path
-                np.savez(f, keys=np.asarray(keys), vectors=vectors)
-
-        atomic_write(path, write)
+        with atomic_open(path) as f:  # a file object: np.savez would append ".npz" to a path
+            np.savez(f, keys=np.asarray(keys), vectors=vectors)
 
     def _compact(self) -> None:
         """Merge all shards into one (the merged shard is written before the parts are removed)."""

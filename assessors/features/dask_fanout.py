@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from assessors.tags import capability, with_capabilities
+from assessors.dask_cluster import dask_client
 
 log = logging.getLogger(__name__)
 
@@ -62,15 +63,6 @@ class DaskFanoutFeaturizer(BaseEstimator):
     def identity(self) -> str:
         return self.featurizer.identity()
 
-    def _client(self):
-        from distributed import Client, LocalCluster
-
-        if self.address:
-            return Client(self.address, timeout="30s"), None
-        cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=":0")
-        return Client(cluster), cluster
-
     def transform(self, texts: Sequence[str]) -> np.ndarray:
         """Features of shape (n_texts, dim), float32, the wrapped featurizer's."""
         # success-pattern features take no texts
@@ -83,15 +75,10 @@ class DaskFanoutFeaturizer(BaseEstimator):
         remote = self.featurizer if capability(self.featurizer, "learns_from_texts") else clone(self.featurizer)
         unique = list(dict.fromkeys(texts))
         chunks = [unique[i:i + self.chunk_size] for i in range(0, len(unique), self.chunk_size)]
-        client, cluster = self._client()
-        try:
+        with dask_client(self.address, self.n_workers) as client:
             shipped = client.scatter(remote, broadcast=True)
             futures = [client.submit(_embed_chunk, shipped, chunk, cached, pure=False) for chunk in chunks]
             parts = client.gather(futures)
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
         log.info("embedded %d distinct texts in %d chunks on %s", len(unique), len(chunks),
                  self.address or f"a {self.n_workers}-worker LocalCluster")
         if cached:

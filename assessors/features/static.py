@@ -10,15 +10,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from assessors.data.download import default_cache_dir
 from assessors.errors import ConfigError, OfflineError
 from assessors.features.base import Featurizer
 from assessors.features.sentence_transformer import BUNDLED_MINILM, resolve_model_path
+from assessors.io import atomic_dir
 from assessors.threads import torch_threads
 
 log = logging.getLogger(__name__)
@@ -29,8 +29,7 @@ DIGEST_FILE = "assessors_digest.txt"
 
 def default_model_dir() -> str:
     """``$ASSESSORS_CACHE_DIR/static_models`` (default ``~/.cache/assessors/static_models``)."""
-    root = os.environ.get("ASSESSORS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "assessors")
-    return os.path.join(root, "static_models")
+    return os.path.join(default_cache_dir(), "static_models")
 
 
 def _vectors_digest(model) -> str:
@@ -138,17 +137,10 @@ class StaticEmbeddingFeaturizer(Featurizer):
             raise OfflineError(f"cannot load base_model {self.base_model!r} to distil static embeddings from{hint}: "
                                f"{e}") from e
         # save beside the destination, then rename: a killed run leaves no half-written table
-        tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent))
-        os.chmod(tmp, 0o755)  # mkdtemp makes it private; the table is shared like the embedding cache
-        try:
+        # (a leftover at ``path`` without a digest file is incomplete: atomic_dir replaces it)
+        with atomic_dir(path) as tmp:
             model.save_pretrained(str(tmp))
             (tmp / DIGEST_FILE).write_text(_vectors_digest(model))
-            if path.exists():  # a leftover without a digest file: incomplete, replace it
-                shutil.rmtree(path)
-            os.replace(tmp, path)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
 
     def identity(self) -> str:
         self.model  # noqa: B018 - loads the digest (cheap once distilled)

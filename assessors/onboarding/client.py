@@ -25,6 +25,9 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from assessors.data.columns import require_columns
+from assessors.data.costs import request_cost
+from assessors.data.prompts import empty_prompts
 from assessors.data.results import Results
 from assessors.errors import ConfigError, DataError, OfflineError
 from assessors.io import atomic_write
@@ -44,13 +47,11 @@ def check_prompts(prompts: pd.DataFrame, source: str = "prompts") -> pd.DataFram
     elif df.index.name != "instance_id":
         raise DataError(f"{source}: needs an 'instance_id' column or index (have columns {list(df.columns)})")
     df.index = df.index.astype(str)
-    missing = [c for c in REQUIRED if c not in df.columns]
-    if missing:
-        raise DataError(f"{source}: missing column(s) {missing} (have {list(df.columns)})")
-    bad = df["prompt"].isna() | (df["prompt"].astype(str).str.strip() == "")
+    require_columns(df, REQUIRED, source)
+    bad = empty_prompts(df["prompt"])
     if bad.any():
         raise DataError(f"{source}: empty prompt for instance_id {df.index[bad][0]!r} "
-                        f"(row {int(np.flatnonzero(bad.to_numpy())[0])})")
+                        f"(row {int(np.flatnonzero(bad)[0])})")
     dup = df.index[df.index.duplicated()]
     if len(dup):
         raise DataError(f"{source}: duplicated instance_id {dup[0]!r}")
@@ -269,6 +270,7 @@ class Onboarder:
     def _collect(self, df: pd.DataFrame, done: dict, keys: dict) -> tuple[Results, dict]:
         """Re-grade every journaled answer with the current graders (no re-query needed)."""
         n = len(df)
+        has_cost = self.price_per_1k_prompt is not None or self.price_per_1k_completion is not None
         succ = np.full(n, np.nan, np.float32)
         conf = np.full(n, np.nan, np.float32)
         cost = np.full(n, np.nan, np.float32)
@@ -285,12 +287,11 @@ class Onboarder:
             kinds[kind or "none"] = kinds.get(kind or "none", 0) + 1
             p, q = rec.get("prompt_tokens") or 0, rec.get("completion_tokens") or 0
             ptok, ctok = ptok + p, ctok + q
-            if self.price_per_1k_prompt is not None or self.price_per_1k_completion is not None:
-                cost[j] = (p * (self.price_per_1k_prompt or 0) + q * (self.price_per_1k_completion or 0)) / 1000
+            if has_cost:
+                cost[j] = request_cost(p, q, self.price_per_1k_prompt or 0.0, self.price_per_1k_completion or 0.0)
             lat.append(rec["latency_s"])
             resp.append((iid, rec.get("answer", "")))
         name = self.llm_name or self.model
-        has_cost = self.price_per_1k_prompt is not None or self.price_per_1k_completion is not None
         results = Results(
             instances=df[[c for c in df.columns if c not in ("system_prompt", "shots")]], llms=[name], success=succ[None],
             confidence=conf[None] if self.logprobs else None, cost=cost[None] if has_cost else None,

@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from assessors.data.columns import require_columns
 from assessors.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -56,9 +57,7 @@ def few_shot_variants(prompts: pd.DataFrame, k: int = 3, shots: int = 1, limit: 
     list of DataFrame
         ``k`` tables with the evaluated rows and a ``shots`` column (JSON list of [prompt, answer]).
     """
-    for col in ("instance_id", "prompt", "target", "subgroup"):
-        if col not in prompts.columns:
-            raise DataError(f"prompts: missing column {col!r} (have {list(prompts.columns)})")
+    require_columns(prompts, ("instance_id", "prompt", "target", "subgroup"), "prompts")
     if k < 1 or shots < 0:
         raise ConfigError(f"few_shot_variants: need k >= 1 and shots >= 0, got k={k}, shots={shots}")
     out: list[list[pd.DataFrame]] = [[] for _ in range(k)]

@@ -7,7 +7,6 @@ Every function returns the Figure; :func:`save_figure` writes it atomically.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -17,18 +16,13 @@ from matplotlib.figure import Figure
 from sklearn.metrics import roc_curve
 
 from assessors.errors import DataError
-from assessors.metrics import auc, calibration_bins, ece
+from assessors.io import atomic_open
+from assessors.metrics import auc, calibration_bins, drop_unevaluated, ece
 
 
 def _colors(n: int) -> list:
     cmap = colormaps["tab10" if n <= 10 else "tab20"]
     return [cmap(i % cmap.N) for i in range(n)]
-
-
-def _drop_nan(y, p) -> tuple[np.ndarray, np.ndarray]:
-    y, p = np.asarray(y, dtype=float).ravel(), np.asarray(p, dtype=float).ravel()
-    keep = ~np.isnan(y)
-    return y[keep], p[keep]
 
 
 def auc_by_method_bar(table: pd.DataFrame, main: str | None = None, title: str = "Test AUC per LLM", metric: str = "AUC") -> Figure:
@@ -103,7 +97,7 @@ def roc_curves(curves: dict[str, tuple], title: str = "ROC curves (pooled over t
     fig = Figure(figsize=(5.6, 5.2), layout="constrained")
     ax = fig.add_subplot()
     for (method, (y, p)), color in zip(curves.items(), _colors(len(curves))):
-        y, p = _drop_nan(y, p)
+        y, p = drop_unevaluated(y, p)
         if len(np.unique(y)) < 2:
             ax.plot([], [], color=color, label=f"{method} (one class only: no curve)")
             continue
@@ -138,7 +132,7 @@ def reliability_diagram(curves: dict[str, tuple], n_bins: int = 10, title: str =
     colors = _colors(len(curves))
     width = 1.0 / n_bins * 0.85 / len(curves)
     for k, ((method, (y, p)), color) in enumerate(zip(curves.items(), colors)):
-        y, p = _drop_nan(y, p)
+        y, p = drop_unevaluated(y, p)
         bins = calibration_bins(y, p, n_bins)
         full = bins[bins["count"] > 0]
         share = full["count"] / max(1, bins["count"].sum())
@@ -158,24 +152,13 @@ def reliability_diagram(curves: dict[str, tuple], n_bins: int = 10, title: str =
 
 
 def save_figure(fig: Figure, path: str | os.PathLike, dpi: int = 150) -> Path:
-    """Write ``fig`` to ``path`` atomically (temp file in the same folder, then ``os.replace``).
+    """Write ``fig`` to ``path`` atomically (:func:`assessors.io.atomic_open`).
 
     The format follows the extension (.png, .pdf, .svg). Parent folders are created.
     Returns the final path.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fmt = path.suffix.lstrip(".").lower() or "png"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".{fmt}", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fig.savefig(fh, format=fmt, dpi=dpi, bbox_inches="tight")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file ordinary permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with atomic_open(path) as fh:
+        fig.savefig(fh, format=fmt, dpi=dpi, bbox_inches="tight")
     return path

@@ -6,6 +6,7 @@ from typing import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from assessors.data.costs import request_cost
 from assessors.errors import ConfigError
 
 
@@ -56,9 +57,8 @@ class CostModel(BaseEstimator):
         """Expected cost of each prompt, shape (m,), float64."""
         self.check()
         n_chars = np.fromiter((len(p) for p in prompts), dtype=np.float64, count=len(prompts))
-        tokens_in = n_chars / float(self.chars_per_token)
-        return (float(self.per_item) + (tokens_in * float(self.per_1k_input)
-                                        + float(self.output_tokens) * float(self.per_1k_output)) / 1000.0)
+        return request_cost(n_chars / float(self.chars_per_token), float(self.output_tokens), self.per_1k_input,
+                            self.per_1k_output, self.per_item)
 
     def as_dict(self) -> dict[str, float]:
         self.check()

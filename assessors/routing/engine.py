@@ -8,11 +8,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
+from cachetools import LRUCache
 
 from assessors.errors import ConfigError, DataError
 from assessors.routing.base import Router, Routing
@@ -86,7 +86,7 @@ class Engine:
         if router is not None:
             router.check_params()  # a bad threshold fails at start-up, not on the first request
         self.embed_cache_size = int(embed_cache_size)
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache: LRUCache = LRUCache(maxsize=max(self.embed_cache_size, 1))
         self._cache_lock = threading.Lock()
         # torch / tokenizer state is not re-entrant-safe for concurrent encodes of one model
         self._encode_lock = threading.Lock()
@@ -120,9 +120,7 @@ class Engine:
                 return self.model.featurizer.transform(prompts)
         keys = [hashlib.sha1(p.encode("utf-8")).hexdigest() for p in prompts]
         with self._cache_lock:
-            found = {k: self._cache[k] for k in keys if k in self._cache}
-            for k in found:
-                self._cache.move_to_end(k)
+            found = {k: self._cache[k] for k in keys if k in self._cache}  # a lookup refreshes recency
         todo = list(dict.fromkeys(k for k in keys if k not in found))
         if todo:
             text = dict(zip(keys, prompts))
@@ -131,9 +129,7 @@ class Engine:
             with self._cache_lock:
                 for k, v in zip(todo, new):
                     found[k] = v
-                    self._cache[k] = v
-                while len(self._cache) > self.embed_cache_size:
-                    self._cache.popitem(last=False)
+                    self._cache[k] = v  # evicts the least recently used beyond embed_cache_size
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
     # ----------------------------------------------------------------- scoring

@@ -12,12 +12,13 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+from assessors.io import atomic_open
 
 log = logging.getLogger(__name__)
 
@@ -69,15 +70,8 @@ def memo(cache_dir: str | os.PathLike | None, kind: str, key: str, compute: Call
         if hit is not None:
             return hit
         out = compute()
-        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".npz", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **out)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
+        with atomic_open(path) as fh:
+            np.savez(fh, **out)
     return out
 
 

@@ -80,7 +80,7 @@ class RandomBestOfNSelector(Selector):
             raise ConfigError("RandomBestOfNSelector needs prompt features to fit the assessor")
         if self.n_draws < 1:
             raise ConfigError(f"RandomBestOfNSelector: n_draws must be >= 1, got {self.n_draws}")
-        from assessors.metrics import auc, rank_by_win_rate
+        from assessors.metrics import per_llm_auc, rank_by_win_rate
 
         X = np.asarray(features, dtype=np.float32)
         rng = np.random.default_rng(self.seed)
@@ -117,11 +117,7 @@ class RandomBestOfNSelector(Selector):
             draws.append(idx)
             model = clone(self.assessor).fit(X_fit, S_fit, pos_in_fit[idx])
             P = model.predict_proba(X_val, S_val_cand[:, idx])
-            aucs = []
-            for k in range(len(S_val)):
-                keep = ~np.isnan(S_val[k])
-                aucs.append(auc(S_val[k][keep], P[k][keep]))
-            scores[d] = pd.Series(aucs, dtype=float)
+            scores[d] = pd.Series(per_llm_auc(S_val, P), dtype=float)
         table = pd.DataFrame(scores).T  # draws x validation LLMs
         if table.notna().sum().sum() == 0:
             raise DataError("RandomBestOfNSelector: validation AUC is undefined for every validation LLM (one class only)")

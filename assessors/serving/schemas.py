@@ -5,9 +5,12 @@ those limits are checked in the endpoints because they come from configuration.
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+
+from assessors.routing.costs import CostModel
 
 LLMName = Field(min_length=1, max_length=200, pattern=r"^[\w.\-/:@+]+$",
                 description="LLM name: letters, digits and . - / : @ + _")
@@ -55,14 +58,17 @@ class Strict(UnicodeText):
     model_config = ConfigDict(extra="forbid")
 
 
-class CostSpec(Strict):
-    """Expected cost per request: fixed per item and/or per 1k input/output tokens."""
+def _cost_field(param: inspect.Parameter):
+    # the bounds CostModel checks: every parameter >= 0, chars_per_token > 0 (it divides)
+    bound = {"gt": 0} if param.name == "chars_per_token" else {"ge": 0}
+    return float, Field(param.default, **bound)
 
-    per_item: float = Field(0.0, ge=0)
-    per_1k_input: float = Field(0.0, ge=0)
-    per_1k_output: float = Field(0.0, ge=0)
-    output_tokens: float = Field(0.0, ge=0, description="expected completion tokens")
-    chars_per_token: float = Field(4.0, gt=0)
+
+#: The body of a cost: :class:`~assessors.routing.costs.CostModel`'s parameters and defaults, so
+#: the API and the routing cost model cannot drift apart.
+CostSpec = create_model(
+    "CostSpec", __base__=Strict, __doc__="Expected cost per request: see assessors.routing.costs.CostModel.",
+    **{p.name: _cost_field(p) for p in inspect.signature(CostModel.__init__).parameters.values() if p.name != "self"})
 
 
 class PredictRequest(Strict):

@@ -80,13 +80,9 @@ def select_reference(cfg: DictConfig, S_tr: np.ndarray, ids: list[str], X_tr: np
 
 def per_llm_auc(S: np.ndarray, P: np.ndarray, llms: list[str]) -> pd.Series:
     """AUC of each LLM's predictions; S and P of shape (n_llms, n_instances)."""
-    from assessors.metrics import auc
+    from assessors.metrics import per_llm_auc as aucs
 
-    out = {}
-    for k, llm in enumerate(llms):
-        keep = ~np.isnan(S[k])
-        out[llm] = auc(S[k][keep], P[k][keep])
-    return pd.Series(out, dtype=float)
+    return pd.Series(aucs(S, P), index=list(llms), dtype=float)
 
 
 def run_grid(cfg: DictConfig) -> dict[str, float]:

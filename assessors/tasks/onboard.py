@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 
 from assessors.data.prompt_files import read_prompts, read_reference, write_table
 from assessors.errors import ConfigError, DataError
-from assessors.onboarding.prompts import read_prompts as read_prompt_table
+from assessors.data.prompts import read_prompt_files as read_prompt_table
 from assessors.routing.engine import load_assessor_model
 from assessors.routing.registry import LLMRegistry
 from assessors.routing.setup import plain, trust_hook

@@ -9,7 +9,7 @@ import pandas as pd
 from hydra.utils import instantiate
 
 from assessors.errors import ConfigError
-from assessors.onboarding.prompts import read_prompts
+from assessors.data.prompts import read_prompt_files as read_prompts
 from assessors.onboarding.variants import data_prompts, few_shot_variants, write_variants
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 from sklearn.base import clone
 from tqdm.auto import tqdm
 
-from assessors.metrics import auc
+from assessors.metrics import masked_auc
 from assessors.trust.fit import LLMPart
 from assessors.trust.report import trust_report
 
@@ -26,11 +26,6 @@ FLAG_SETS = {"range": ("range_above", "range_below"), "low_similarity": ("low_si
              "population": ("range_above", "range_below", "low_similarity"),
              "loo_below_ref_only": ("generic_below_reference_only",),
              "any": ("range_above", "range_below", "low_similarity", "generic_below_reference_only")}
-
-
-def _auc(S, P) -> float:
-    keep = ~np.isnan(S)
-    return auc(S[keep], P[keep])
 
 
 def score_llms(generic, specific, T: np.ndarray, train_llms: list[str], part: LLMPart, part_name: str, profile,
@@ -60,7 +55,7 @@ def score_llms(generic, specific, T: np.ndarray, train_llms: list[str], part: LL
         flags.append(rep.flags)
         rows.append({"llm": llm, "part": part_name, **rep.signals(), "reference_only_cv_auc": rep.reference_only_auc,
                      "flags": ",".join(rep.flags), "nearest": rep.nearest[0][0] if rep.nearest else "",
-                     "auc_generic": _auc(S[k], Pg[k]), "auc_reference_only": _auc(S[k], Pr[k]),
+                     "auc_generic": masked_auc(S[k], Pg[k]), "auc_reference_only": masked_auc(S[k], Pr[k]),
                      "test_accuracy": float(np.nanmean(S[k]))})
     return pd.DataFrame(rows), Pg, Pr, S, flags
 

@@ -43,14 +43,14 @@ def loo_reference_predictions(assessor, reference_success) -> np.ndarray:
 
 def loo_reference_auc(assessor, reference_success) -> float:
     """Generic assessor's leave-one-out AUC on the reference items (NaN if one class)."""
-    from assessors.metrics import auc
+    from assessors.metrics import masked_auc
 
     r = np.asarray(reference_success, dtype=np.float32)
     keep = ~np.isnan(r)
     if len(np.unique(r[keep])) < 2:
         return float("nan")
     p = loo_reference_predictions(assessor, r)
-    return auc(r[keep], p[keep])
+    return masked_auc(r, p)
 
 
 class TrustModel(BaseEstimator):

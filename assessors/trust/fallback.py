@@ -62,7 +62,7 @@ class FallbackPolicy(BaseEstimator):
         flags : sequence of length k
             Each LLM's trust-report flags (list of str) or TrustReport.
         """
-        from assessors.metrics import auc
+        from assessors.metrics import masked_auc
 
         P_generic, P_reference, S = (np.asarray(a, dtype=np.float64) for a in (P_generic, P_reference, S))
         if not (P_generic.shape == P_reference.shape == S.shape) or len(flags) != len(S):
@@ -72,10 +72,8 @@ class FallbackPolicy(BaseEstimator):
         self.n_triggered_ = int(on.sum())
         rows = []
         for k in np.flatnonzero(on):
-            keep = ~np.isnan(S[k])
             for w in self.weights:
-                p = (1 - w) * P_generic[k, keep] + w * P_reference[k, keep]
-                rows.append((k, float(w), auc(S[k, keep], p)))
+                rows.append((k, float(w), masked_auc(S[k], (1 - w) * P_generic[k] + w * P_reference[k])))
         table = pd.DataFrame(rows, columns=["llm", "weight", "auc"])
         self.scores_ = table.groupby("weight")["auc"].mean() if len(table) else pd.Series(dtype=float)
         if self.n_triggered_ >= self.min_triggered and self.scores_.notna().any():

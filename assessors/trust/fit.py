@@ -56,14 +56,14 @@ def fit_trust_model(generic, T: np.ndarray, train_llms: list[str], val: LLMPart 
                     **opts) -> TrustModel | None:
     """Fit ``trust_model`` (default :class:`TrustModel`) on the validation LLMs' signals against
     their realised AUC; None without validation LLMs or when no AUC is defined."""
-    from assessors.metrics import auc
+    from assessors.metrics import per_llm_auc
 
     if val is None or not len(val.llms):
         return None
     tm = trust_model if trust_model is not None else TrustModel()
     _, table = reports_for(generic, T, train_llms, val, **opts)
     P = generic.predict_proba(val.X, val.R)
-    y = [auc(val.S[k][~np.isnan(val.S[k])], P[k][~np.isnan(val.S[k])]) for k in range(len(val.S))]
+    y = per_llm_auc(val.S, P)
     if not np.isfinite(y).any():
         return None
     return tm.fit(table, y)

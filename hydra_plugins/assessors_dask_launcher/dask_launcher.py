@@ -22,6 +22,8 @@ from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
+from assessors.dask_cluster import dask_client
+
 log = logging.getLogger(__name__)
 
 
@@ -56,18 +58,6 @@ class DaskLauncher(Launcher):
         self.task_function = task_function
         self.hydra_context = hydra_context
 
-    def _client(self):
-        from distributed import Client, LocalCluster
-
-        if self.address:
-            log.info("Dask: connecting to the scheduler at %s", self.address)
-            return Client(self.address, timeout="30s"), None
-        # loopback only, any free port: a machine-local cluster for this sweep
-        cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=self.threads_per_worker,
-                               memory_limit=self.memory_limit, processes=True, host="127.0.0.1",
-                               dashboard_address=":0")
-        return Client(cluster), cluster
-
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         from distributed import as_completed
         from hydra_plugins.hydra_joblib_launcher._core import execute_job
@@ -77,8 +67,11 @@ class DaskLauncher(Launcher):
         configure_log(self.config.hydra.hydra_logging, self.config.hydra.verbose)
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        client, cluster = self._client()
-        try:
+        if self.address:
+            log.info("Dask: connecting to the scheduler at %s", self.address)
+        # without an address: loopback only, any free port, a machine-local cluster for this sweep
+        with dask_client(self.address, self.n_workers, self.threads_per_worker,
+                         memory_limit=self.memory_limit) as client:
             log.info("Dask launcher: %d jobs on %s (%d workers)", len(job_overrides),
                      self.address or "a LocalCluster", len(client.scheduler_info()["workers"]))
             for idx, overrides in enumerate(job_overrides):
@@ -91,9 +84,5 @@ class DaskLauncher(Launcher):
             for done, fut in enumerate(as_completed(futures), 1):
                 log.info("Dask launcher: %d/%d jobs done (%s)", done, len(futures), fut.status)
             runs = client.gather(futures)
-        finally:
-            client.close()
-            if cluster is not None:
-                cluster.close()
         assert all(isinstance(r, JobReturn) for r in runs)
         return runs

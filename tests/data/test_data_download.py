@@ -39,7 +39,7 @@ def test_download_verified_atomic_and_cached(no_env, monkeypatch, data_dir, tmp_
     dest = locate("fake", cache_dir=tmp_path)
     out = dest / "results" / REL
     assert out.read_bytes() == src.read_bytes()
-    assert not list(out.parent.glob("*.part"))
+    assert not list(out.parent.glob(".*.tmp"))
     monkeypatch.setattr(download, "fetch", lambda *a, **k: pytest.fail("re-downloaded a cached file"))
     assert locate("fake", cache_dir=tmp_path) == dest
 

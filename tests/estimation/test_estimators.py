@@ -8,7 +8,7 @@ from assessors.estimation.benchmark.anchor_points import AnchorPoints
 from assessors.estimation.benchmark.irt import TinyBenchmarksIRT
 from assessors.estimation.benchmark.lasso import LassoCore
 from assessors.estimation.benchmark.pca import PCAImpute
-from assessors.estimation.benchmark.random_sampling import RandomSampling, wilson_interval
+from assessors.estimation.benchmark.random_sampling import RandomSampling
 from assessors.estimation.benchmark.random_sampling_learn import RandomSamplingLearn
 from tests.estimation.conftest import simulate
 
@@ -82,9 +82,12 @@ def test_aipw_ppi_py_agrees_when_core_is_small_share():
     assert np.all(np.abs(wa / wb - 1) < 0.35)
 
 
-def test_wilson_matches_known_value():
-    lo, hi = wilson_interval(np.array([5.0]), np.array([10.0]), 0.05)
-    assert lo[0] == pytest.approx(0.2366, abs=1e-3) and hi[0] == pytest.approx(0.7634, abs=1e-3)
+def test_random_sampling_wilson_interval_matches_known_value():
+    # 5 of 10 observed core cells; the unobserved (NaN) cells count in neither k nor n
+    Y = np.array([[1, 0] * 5 + [np.nan] * 3])
+    est = RandomSampling()._estimate(Y)
+    assert est.point[0] == 0.5
+    assert est.ci_low[0] == pytest.approx(0.2366, abs=1e-3) and est.ci_high[0] == pytest.approx(0.7634, abs=1e-3)
 
 
 @pytest.mark.parametrize("est", [

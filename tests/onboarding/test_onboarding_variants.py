@@ -10,7 +10,7 @@ import pytest
 
 from assessors.data.loaders.table import load_table
 from assessors.errors import DataError
-from assessors.onboarding.prompts import read_prompts
+from assessors.data.prompts import read_prompt_files as read_prompts
 from assessors.onboarding.variants import combine, few_shot_variants, split_chat_prompt
 
 from test_onboarding_client import FakeEndpoint, _onboarder

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from assessors.errors import ConfigError, DataError
+from assessors.data.costs import request_cost
 from assessors.routing.costs import CostModel
 from assessors.routing.registry import DuplicateLLMError, LLMRegistry, UnknownLLMError, reference_vector
 
@@ -42,6 +43,8 @@ def test_cost_model():
     c = CostModel(per_item=0.001, per_1k_input=0.5, per_1k_output=1.5, output_tokens=100)
     # 400 chars = 100 input tokens
     np.testing.assert_allclose(c.expected(["x" * 400, ""]), [0.001 + (100 * 0.5 + 100 * 1.5) / 1000, 0.001 + 0.15])
+    # reported token counts (onboarding) go through the same formula
+    np.testing.assert_allclose(request_cost([100, 0], [100, 300], 0.5, 1.5, 0.001), [0.001 + 0.2, 0.001 + 0.45])
     bad = CostModel(per_item=-1)  # scikit-learn contract: validated on use, not in __init__
     with pytest.raises(ConfigError, match="per_item"):
         bad.expected(["x"])
@@ -52,3 +55,10 @@ def test_cost_model():
     reg.register("b", [1, 0, 1, 0])
     M = reg.cost_matrix(reg.resolve(None), ["x" * 400])
     assert M.shape == (2, 1) and M[1, 0] == 0
+
+
+def test_serving_cost_body_is_the_cost_models_parameters():
+    from assessors.serving.schemas import CostSpec
+
+    assert CostSpec().model_dump() == CostModel().get_params()
+    assert CostModel(**CostSpec(per_1k_input=0.5).model_dump()).get_params()["per_1k_input"] == 0.5

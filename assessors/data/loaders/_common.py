@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from assessors.data.columns import require_columns
 from assessors.errors import DataError
 
 log = logging.getLogger("assessors.data")
@@ -167,9 +168,7 @@ def latest_per_model(frame: pd.DataFrame, path: Path, model_col: str = "model",
                      time_col: str = "timestamp", log_each: bool = True) -> pd.DataFrame:
     """Keep the latest row per model by ``time_col``; the count of older rows dropped is logged
     (``log_each``) and stored in ``frame.attrs["n_dropped"]`` so callers can log one total."""
-    for col in (model_col, time_col):
-        if col not in frame.columns:
-            raise DataError(f"{path}: missing column {col!r}")
+    require_columns(frame, (model_col, time_col), path)
     frame = frame.sort_values([model_col, time_col], kind="stable")
     keep = ~frame.duplicated(model_col, keep="last")
     dropped = int((~keep).sum())

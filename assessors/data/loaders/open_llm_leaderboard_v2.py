@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from assessors.data.columns import require_columns
 from assessors.data.download import locate
 from assessors.data.loaders._common import check_binary, latest_per_model, read_csv, read_text_csv, select
 from assessors.data.results import Results
@@ -147,9 +148,7 @@ def load_open_llm_leaderboard_v2(
 def _read_block(path: Path) -> tuple[pd.DataFrame, int]:
     """One results file as a (LLM x item id) frame of its latest rows, and how many older rows it dropped."""
     frame = read_csv(path, fast=True)
-    for col in ("model", "timestamp"):
-        if col not in frame.columns:
-            raise DataError(f"{path}: missing column {col!r}")
+    require_columns(frame, ("model", "timestamp"), path)
     items = [c for c in frame.columns if c not in ("model", "timestamp")]
     # validate every row in file order (so the error names the real line), before dropping old rows
     values = check_binary(frame[items].to_numpy(), path, frame["model"].tolist(), items)
@@ -210,9 +209,7 @@ def _attach_prompts(inst: pd.DataFrame, path: Path, sub: str, item_ids: list[str
         return inst
     # strict reader: prompts contain quoted newlines, and a truncated last row must be an error
     table = read_text_csv(path, string_columns=("id", "prompt", "target"))
-    for col in ("id", "prompt", "target"):
-        if col not in table.columns:
-            raise DataError(f"{path}: missing column {col!r} (have {list(table.columns)})")
+    require_columns(table, ("id", "prompt", "target"), path)
     dup = table["id"].duplicated()
     if dup.any():
         i = int(np.flatnonzero(dup.to_numpy())[0])

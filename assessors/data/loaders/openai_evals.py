@@ -26,6 +26,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from assessors.data.columns import require_columns
 from assessors.data.download import locate
 from assessors.data.loaders._common import bool_success, check_utf8, read_csv, select
 from assessors.data.results import Results
@@ -184,9 +185,7 @@ def load_kindsofreasoning_table(
     """
     path = Path(path)
     table = _read_table(path)
-    for col in ("prompt", "dataset"):
-        if col not in table.columns:
-            raise DataError(f"{path}: missing column {col!r} (have {list(table.columns)[:12]} ...)")
+    require_columns(table, ("prompt", "dataset"), path)
     succ_cols = [c for c in table.columns if c.startswith("Success_")]
     if not succ_cols:
         raise DataError(f"{path}: no Success_<llm> columns")

@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from assessors.data.columns import require_columns
 from assessors.data.download import locate
 from assessors.data.loaders._common import check_binary, check_lines, read_csv, select
 from assessors.data.results import Results
@@ -87,9 +88,7 @@ def load_routerbench(
             # line cut short with NaN scores ("no score"): check_lines makes that an error first
             check_lines(path)
             frame = read_csv(path, dtype={"sample_id": str, "prompt": str, "eval_name": str})
-            missing = _META - set(frame.columns)
-            if missing:
-                raise DataError(f"{path}: missing column(s) {sorted(missing)}")
+            require_columns(frame, sorted(_META), path)
             first = frame.columns[0]
             frame = frame.rename(columns={first: "row"}) if first.startswith("Unnamed") or first == "" else frame
             frame["routerbench_split"] = sp

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from assessors.data.columns import require_columns
 from assessors.data.loaders._common import check_lines, read_csv
 from assessors.data.results import Results
 from assessors.errors import ConfigError, DataError
@@ -101,9 +102,7 @@ def read_prompts(path: str | Path) -> pd.DataFrame:
     if not _is_parquet(path) and path.exists():
         check_lines(path)
     table = _read_any(path)
-    for col in ("instance_id", "prompt"):
-        if col not in table.columns:
-            raise DataError(f"{path}: missing column {col!r} (have {list(table.columns)})")
+    require_columns(table, ("instance_id", "prompt"), path)
     table["instance_id"] = table["instance_id"].astype(str)
     dup = table["instance_id"].duplicated()
     if dup.any():
@@ -145,9 +144,7 @@ def load_table(results_path: str | Path, prompts_path: str | Path | None = None,
     if format == "wide":
         table = _wide_to_long(table, results_path, [""] if missing_values is None else missing_values, lines)
     else:
-        for col in ("llm", "success"):
-            if col not in table.columns:
-                raise DataError(f"{results_path}: missing column {col!r} (have {list(table.columns)})")
+        require_columns(table, ("llm", "success"), results_path)
         _check_llm_names(table["llm"], results_path, lines)
         table["success"] = _declared_missing(table["success"], missing_values, results_path, _row_where(lines),
                                              "success cell")

@@ -13,16 +13,16 @@ The decision rules shared by all methods (input checks, imputation, caching) liv
 from __future__ import annotations
 
 import abc
-import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Sequence
 
 import numpy as np
+from cachetools import LRUCache
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import ConfigError, DataError
+from assessors.selection.cache import array_digest
 
 
 @dataclass(frozen=True)
@@ -60,20 +60,15 @@ def impute_rows(Y: np.ndarray) -> np.ndarray:
 
 # A tiny process-wide cache for expensive per-source-split work (correlations, IRT fits): the
 # harness fits several core sizes and methods on the same source split.
-_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
-_CACHE_SIZE = 16
+_CACHE: LRUCache = LRUCache(maxsize=16)
 
 
 def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object]) -> object:
     """``fn()`` memoised on (tag, content hash of ``S``, params)."""
-    key = (tag, hashlib.sha1(np.ascontiguousarray(S).tobytes()).hexdigest(), S.shape, params)
+    key = (tag, array_digest(S), params)
     if key in _CACHE:
-        _CACHE.move_to_end(key)
-        return _CACHE[key]
-    val = fn()
-    _CACHE[key] = val
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+        return _CACHE[key]  # refreshes the key's recency
+    val = _CACHE[key] = fn()
     return val
 
 

@@ -2,20 +2,9 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import norm
+from statsmodels.stats.proportion import proportion_confint
 
 from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate
-
-
-def wilson_interval(successes: np.ndarray, n: np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval for binomial proportions (vectorised; arrays of equal shape)."""
-    z = norm.ppf(1 - alpha / 2)
-    n = np.asarray(n, dtype=np.float64)
-    p = np.asarray(successes, dtype=np.float64) / n
-    denom = 1 + z ** 2 / n
-    centre = (p + z ** 2 / (2 * n)) / denom
-    half = z * np.sqrt(p * (1 - p) / n + z ** 2 / (4 * n ** 2)) / denom
-    return centre - half, centre + half
 
 
 class RandomSampling(BenchmarkEstimator):
@@ -32,5 +21,5 @@ class RandomSampling(BenchmarkEstimator):
         obs = ~np.isnan(Y)
         k = np.nansum(Y, axis=1)
         n = obs.sum(1)
-        lo, hi = wilson_interval(k, n, self.alpha)
-        return Estimate(k / n, lo, hi)
+        lo, hi = proportion_confint(k, n, alpha=self.alpha, method="wilson")
+        return Estimate(k / n, np.asarray(lo, dtype=np.float64), np.asarray(hi, dtype=np.float64))

@@ -41,7 +41,7 @@ from scipy.stats import ncx2, norm
 
 from assessors.data.download import default_cache_dir
 from assessors.errors import ConfigError
-from assessors.io import atomic_write
+from assessors.io import atomic_open
 
 log = logging.getLogger(__name__)
 
@@ -174,12 +174,9 @@ def _table_row(kappa: float, alpha: float, cache_dir: str | None = None) -> np.n
         if row.shape == M2_GRID.shape:
             return row
     row = np.array([cva(m, kappa, alpha) for m in M2_GRID])
-    def save(tmp):
-        with open(tmp, "wb") as fh:  # a file object: np.save would append ".npy" to a bare path
-            np.save(fh, row)
-
     try:  # atomic: another process may be filling the same cache
-        atomic_write(path, save)
+        with atomic_open(path) as fh:
+            np.save(fh, row)
     except OSError as err:  # an unwritable cache costs time (the row is recomputed next run), not the result
         log.warning("cannot cache critical values at %s (%s); they will be recomputed next time", path, err)
     return row
