@@ -27,6 +27,15 @@ def tiny(data_dir):
     return fit_tiny(data_dir)
 
 
+@pytest.fixture(scope="session")
+def tiny_latent(data_dir):
+    """The tiny assessor with a small latent-ability model in place of XGBoost."""
+    from assessors.core.latent import LatentAssessor
+
+    return fit_tiny(data_dir, assessor=LatentAssessor(dims=2, hidden_sizes=(16,), n_members=1, max_epochs=10, patience=3,
+                                             residual_dims=8, num_threads=1))
+
+
 @pytest.fixture
 def engine(tiny):
     """A fresh engine (own registry) with 3 held-out LLMs registered from their reference results."""
