@@ -78,13 +78,11 @@ def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
     val, Pg_v, Pr_v, S_v, fl_v = score_llms(cfg, prep, generic, ref_ids, "val", "val", prof, opts)
     test, Pg_t, Pr_t, S_t, fl_t = score_llms(cfg, prep, generic, ref_ids, "test", "test", prof, opts)
 
-    tm = instantiate(te.trust_model).fit(val, val["auc_generic"])
-    band = tm.predict(test)
+    tm, band = expected_band(te.trust_model, val, test, name)
     test["expected_auc"], test["expected_low"], test["expected_high"] = band["estimate"], band["low"], band["high"]
-    chosen = {"trust_model_n_fit": tm.n_fit_, "trust_model_halfwidth": tm.halfwidth_}
+    chosen = {"trust_model_n_fit": tm.n_fit_ if tm else 0, "trust_model_halfwidth": tm.halfwidth_ if tm else np.nan}
     # the same calibration on the LOO reference AUC alone (fewer signals to extrapolate on)
-    tm1 = instantiate(te.trust_model, features=["loo_auc"]).fit(val, val["auc_generic"])
-    band1 = tm1.predict(test)
+    _, band1 = expected_band(te.trust_model, val, test, name, features=["loo_auc"])
     test["expected_loo_auc"], test["expected_loo_low"], test["expected_loo_high"] = (
         band1["estimate"], band1["low"], band1["high"])
     policies = {"policy": instantiate(te.fallback)}
@@ -99,6 +97,22 @@ def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
         part.insert(0, "scenario", name)
     chosen["time_s"] = time.perf_counter() - t0
     return pd.concat([val, test], ignore_index=True), chosen
+
+
+def expected_band(node, val: pd.DataFrame, test: pd.DataFrame, scenario: str = "", **overrides):
+    """``(TrustModel or None, frame estimate/low/high per test LLM)`` fitted on the validation LLMs.
+
+    When no validation LLM has a finite AUC (e.g. every one answered all its validation prompts the
+    same way, as all-zero LLMs do) the band cannot be fitted: a warning says so and the band is NaN.
+    """
+    y = val["auc_generic"].to_numpy(dtype=np.float64)
+    if not np.isfinite(y).any():
+        log.warning("%s: the expected-AUC band cannot be fitted: none of the %d validation LLMs has a finite AUC "
+                    "(each answered every validation prompt the same way, e.g. all zero)", scenario or "trust", len(val))
+        nan = np.full(len(test), np.nan)
+        return None, pd.DataFrame({"estimate": nan, "low": nan, "high": nan}, index=test.index)
+    tm = instantiate(node, **overrides).fit(val, y)
+    return tm, tm.predict(test)
 
 
 def flag_table(test: pd.DataFrame) -> pd.DataFrame:
