@@ -192,14 +192,18 @@ def score(cfg: DictConfig, model=None) -> dict:
     prompts = read_prompts(cfg.prompts)
     names, P, STD = engine.predict_with_spread(prompts["prompt"].tolist())
     trust = _trust_reports(engine)
+    predictors = {e.name: e.predictor_name for e in engine.registry.resolve(names)}
     out = pd.DataFrame({"id": np.tile(prompts["id"].to_numpy(), len(names)),
                         "llm": np.repeat(names, len(prompts)), "p_success": P.ravel()})
-    if STD is not None:  # posterior-predictive spread (assessor=latent)
+    if STD is not None:  # posterior-predictive spread (assessor=latent); NaN where the fallback scored
         out["p_std"] = STD.ravel()
+    # "assessor", or the fallback that an "out of population" trust verdict switched the LLM to
+    out["predictor"] = np.repeat([predictors[n] for n in names], len(prompts))
     path = write_table(out, cfg.out or Path(cfg.paths.outputs) / "predict" / "scores.csv")
     log.info("wrote %d scores (%d prompts x %d LLMs) to %s", len(out), len(prompts), len(names), path)
     return _report({"n_prompts": len(prompts), "llms": names, "out": str(path),
-                    "mean_p_success": {n: float(P[i].mean()) for i, n in enumerate(names)}, "trust": trust})
+                    "mean_p_success": {n: float(P[i].mean()) for i, n in enumerate(names)},
+                    "predictors": predictors, "trust": trust})
 
 
 def calibrate(cfg: DictConfig, engine: Engine) -> dict | None:
@@ -320,6 +324,8 @@ def onboard(cfg: DictConfig, model=None) -> dict:
     reg = LLMRegistry(ref_ids, trust_fn=trust_hook(model, cfg.get("trust")),
                       check=getattr(model.assessor, "check_reference", None))
     entry = reg.register(name, read_reference(path), source=str(path))
+    if entry.trust is not None:
+        log_onboarding_trust(cfg, name, entry.trust)
     return _report({"llm": name, "reference": str(path), **entry.summary(), "onboarding": summary})
 
 
@@ -350,11 +356,28 @@ def onboard_adaptive(cfg: DictConfig, model) -> dict:
     summary = {"strategy": "adaptive", **runner.run(pool, Path(ob.out_dir), X_target=X_target)}
     trust = _plain(cfg.get("trust")) or {}
     if trust.get("enabled", True) and "_target_" not in trust:
-        from assessors.trust.posterior_report import posterior_trust
+        from assessors.trust.posterior_policy import PosteriorTrustPolicy
 
         sel = runner.selector_
-        report = posterior_trust(model.assessor, sel.X_pool_[runner.asked_], runner.answers_, sel.X_target_,
-                                 llm=summary["llm"], seed=int(cfg.seed))
-        summary["trust"] = report.to_dict()
-        print(f"trust report for {summary['llm']}: {report.message}", file=sys.stderr)
+        policy = PosteriorTrustPolicy(fallback=trust.get("fallback", True),
+                                      **{"seed": int(cfg.seed), **(trust.get("posterior") or {})})
+        report, _ = policy.assess(model.assessor, sel.X_pool_[runner.asked_], runner.answers_, sel.X_target_,
+                                  llm=summary["llm"])
+        summary["trust"] = report
+        summary["predictor"] = report["fallback"]["predictor"]
+        print(f"trust report for {summary['llm']}: {report['message']} (predictions: {summary['predictor']})",
+              file=sys.stderr)
+        log_onboarding_trust(cfg, summary["llm"], report)
     return summary
+
+
+def log_onboarding_trust(cfg: DictConfig, llm: str, report: dict) -> None:
+    """Log an onboarded LLM's trust report to the configured tracker (``tracking=none`` turns it off)."""
+    from assessors.tracking import tracker_from_cfg
+    from assessors.trust.posterior_policy import log_posterior_trust
+
+    with tracker_from_cfg(cfg).start_run(f"onboard {llm}", tags={"mode": "onboard", "llm": llm}) as run:
+        if report.get("version") == 2:
+            log_posterior_trust(run, report)
+        else:
+            run.log_dict(report, "trust/report.json")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tiny_assessor import fit_tiny
+from tiny_assessor import fit_degenerate, fit_tiny
 
 API_KEY = "test-key-0123456789abcdef"
 
@@ -34,6 +34,11 @@ def tiny_latent(data_dir):
 
     return fit_tiny(data_dir, assessor=LatentAssessor(dims=2, hidden_sizes=(16,), n_members=1, max_epochs=10, patience=3,
                                              residual_dims=8, num_threads=1))
+
+
+@pytest.fixture(scope="session")
+def degenerate(data_dir):
+    return fit_degenerate(data_dir)
 
 
 @pytest.fixture
