@@ -146,3 +146,23 @@ def test_degenerate_population_is_out_of_population_and_served_by_the_fallback(d
         # fallback predicts its level from its own answers (its ranking from 30 answers is no better: see
         # docs/adaptive_onboarding.md)
         assert np.mean(err_served) < 0.5 * np.mean(err_latent), (err_served, err_latent)
+
+
+def test_the_http_sequence_is_the_selectors_own(tiny_latent, monkeypatch):
+    """One question per round over HTTP asks exactly what AdaptiveSelector.simulate asks offline."""
+    from assessors.onboarding.reference_set import ReferenceSetOnboarding
+
+    model, res, ref_ids = tiny_latent["model"], tiny_latent["results"], tiny_latent["reference_ids"]
+    truth = res.matrix([tiny_latent["test_llms"][3]], ref_ids)[0]
+    sel = ReferenceSetOnboarding(model.assessor, ref_ids, {"budget": 6}).selector
+    offline, _ = sel.simulate(lambda j: float(truth[j]), n_max=6)
+    asked = []
+    with make_client(model, monkeypatch, adaptive={"budget": 6}) as c:
+        for step in range(6):
+            ids = c.post("/v1/llms/seq/next", json={"n": 1, "start": step == 0}).json()["ids"]
+            asked += ids
+            r = c.post("/v1/llms/seq/answers", json={"answers": {ids[0]: float(truth[ref_ids.index(ids[0])])},
+                                                     "create": True})
+            assert r.status_code == 200, r.text
+    assert asked == [ref_ids[j] for j in offline]
+    assert r.json()["stop"]["met"]
