@@ -77,6 +77,10 @@ class PosteriorTrustPolicy:
         Apply the fallback when the verdict is in ``fallback_on`` (False: report only).
     fallback_on : sequence of str
         Verdicts that switch an LLM to the fallback (``out of population``, ``uncertain``, ``ok``).
+    fallback_flags : sequence of str, optional
+        Apply the fallback only when the report also raises one of these flags (e.g. ``[misfit]``:
+        not when the LLM merely extrapolates the training LLMs' accuracy range, where the latent
+        ranking held up on the frontier split; see docs/adaptive_onboarding.md). None: any.
     C : float
         Inverse regularisation of the fallback's logistic regression.
     **report_options
@@ -84,14 +88,15 @@ class PosteriorTrustPolicy:
         ``n_samples``, ``misfit_alpha``, ``max_width``, ``range_margin``, ``seed``).
     """
 
-    def __init__(self, fallback: bool = True, fallback_on: Sequence[str] = (OUT,), C: float = 1.0,
-                 **report_options):
+    def __init__(self, fallback: bool = True, fallback_on: Sequence[str] = (OUT,),
+                 fallback_flags: Sequence[str] | None = None, C: float = 1.0, **report_options):
         allowed = {"level", "n_samples", "misfit_alpha", "max_width", "range_margin", "seed"}
         unknown = sorted(set(report_options) - allowed)
         if unknown:
             raise ConfigError(f"posterior trust report: unknown option(s) {unknown}; allowed: {sorted(allowed)}")
         self.fallback = bool(fallback)
         self.fallback_on = tuple(fallback_on)
+        self.fallback_flags = None if fallback_flags is None else tuple(fallback_flags)
         self.C = float(C)
         self.report_options = report_options
 
@@ -103,7 +108,8 @@ class PosteriorTrustPolicy:
         """
         y = np.asarray(y, dtype=np.float64).ravel()
         rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, **self.report_options)
-        triggered = rep.verdict in self.fallback_on
+        triggered = rep.verdict in self.fallback_on and (
+            self.fallback_flags is None or any(f in rep.flags for f in self.fallback_flags))
         predictor = None
         if self.fallback and triggered and np.isfinite(y).any():
             predictor = ReferenceOnlyPredictor(assessor, X_answered, y, C=self.C)

@@ -63,3 +63,15 @@ def test_onboarding_logs_the_report_v2_to_mlflow(degenerate, compose, tmp_path):
                                                 dst_path=str(tmp_path / "dl"))
     assert json.load(open(local))["message"] == "out of population: use the fallback"
     assert np.isfinite(run["metrics.trust.expected_accuracy"])
+
+
+def test_fallback_flags_restrict_the_fallback_to_chosen_flags(degenerate):
+    from assessors.trust.posterior_policy import make_posterior_trust_fn
+
+    d = degenerate
+    vec = d["results"].matrix([d["new"][2]], d["reference_ids"])[0]
+    rep, pred = make_posterior_trust_fn(d["model"], fallback_flags=["misfit"])(vec)
+    assert "misfit" in rep["flags"] and pred is not None and rep["fallback"]["applied"]
+    rep, pred = make_posterior_trust_fn(d["model"], fallback_flags=["accuracy_below_training"])(vec)
+    assert rep["verdict"] == "out of population" and pred is None
+    assert rep["fallback"] == {"enabled": True, "triggered": False, "applied": False, "predictor": "latent"}
