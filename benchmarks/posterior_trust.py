@@ -15,6 +15,11 @@ what happened on the test prompts:
 
     nice python benchmarks/posterior_trust.py --seeds 0
     nice python benchmarks/posterior_trust.py --seeds 0 -- llm_split=frontier
+    nice python benchmarks/posterior_trust.py --seeds 0 --degenerate   # the all-zero population
+
+``--degenerate`` rebuilds the split from the shared data: the test LLMs are the strongest, the
+training and validation LLMs the rest, and every validation LLM and all but the strongest
+``--keep`` fraction of training LLMs have their results set to 0 (LLMs that failed every item).
 """
 from __future__ import annotations
 
@@ -31,6 +36,34 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def degenerate_prepare(keep: float) -> None:
+    """Patch ``assessors.pipeline.prepare`` to build the degenerate population (see the module docstring)."""
+    import adaptive_onboarding
+
+    import assessors.pipeline as pipeline
+
+    real = pipeline.prepare
+    adaptive_onboarding.MODEL_CACHE = None  # the cache key does not know about the patch
+
+    def prepare(cfg):
+        prep = real(cfg)
+        res = prep.results
+        names = prep.llms["train"] + prep.llms["val"] + prep.llms["test"]
+        order = sorted(names, key=lambda n: float(np.nanmean(res.success[res.llms.index(n)])))
+        n_test, n_val = len(prep.llms["test"]), len(prep.llms["val"])
+        rest = order[:-n_test]
+        rng = np.random.default_rng(int(cfg.seed))
+        val = sorted(rng.choice(rest, n_val, replace=False).tolist())
+        train = [n for n in rest if n not in val]  # weakest first
+        n_keep = int(round(keep * len(train)))
+        for n in train[:len(train) - n_keep] + val:
+            res.success[res.llms.index(n)] = np.where(np.isnan(res.success[res.llms.index(n)]), np.nan, 0.0)
+        prep.llms = {"train": train, "val": val, "test": order[-n_test:]}
+        return prep
+
+    pipeline.prepare = prepare
 
 
 def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
@@ -82,11 +115,15 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--questions", type=int, default=100)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--degenerate", action="store_true", help="most training and every validation LLM all-zero")
+    ap.add_argument("--keep", type=float, default=0.2, help="with --degenerate: training LLMs kept (the strongest)")
     ap.add_argument("overrides", nargs="*")
     a = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if a.degenerate:
+        degenerate_prepare(a.keep)
     runs = [run_seed(s, a.overrides, a.questions) for s in a.seeds]
-    summary = {"overrides": a.overrides, "questions": a.questions,
+    summary = {"overrides": a.overrides, "questions": a.questions, "degenerate": a.degenerate and {"keep": a.keep},
                "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                         text=True).stdout.strip(),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": f"{os.cpu_count()} cores, shared",

@@ -163,7 +163,21 @@ class Engine:
 
     def score(self, X: np.ndarray, entries: Sequence) -> np.ndarray:
         """P(success) of shape (k, m) from features X (m, d) for resolved registry ``entries``."""
-        return np.atleast_2d(self.model.assessor.predict_proba(X, self.registry.reference_matrix(entries)))
+        P = np.atleast_2d(self.model.assessor.predict_proba(X, self.registry.reference_matrix(entries)))
+        return self._replaced(X, entries, P, None)[0]
+
+    @staticmethod
+    def _replaced(X, entries, P, STD):
+        """Rows of LLMs with their own predictor (the trust fallback) scored by it; their spread is NaN."""
+        own = [i for i, e in enumerate(entries) if e.predictor is not None]
+        if own:
+            P = np.array(P, dtype=np.float32)
+            STD = None if STD is None else np.array(STD, dtype=np.float32)
+            for i in own:
+                P[i] = entries[i].predictor(X)
+                if STD is not None:
+                    STD[i] = np.nan
+        return P, STD
 
     def score_with_spread(self, X: np.ndarray, entries: Sequence) -> tuple[np.ndarray, np.ndarray | None]:
         """``(P, STD)`` of shape (k, m) each; STD is None when the assessor gives no spread."""
@@ -171,7 +185,7 @@ class Engine:
         if dist is None:
             return self.score(X, entries), None
         P, STD, _ = dist(X, self.registry.reference_matrix(entries))
-        return np.atleast_2d(P), np.atleast_2d(STD)
+        return self._replaced(X, entries, np.atleast_2d(P), np.atleast_2d(STD))
 
     def decide(self, prompts: Sequence[str], names: Sequence[str], P: np.ndarray,
                router: Router | None = None) -> Routing:

@@ -40,6 +40,9 @@ class RegisteredLLM:
         Where the reference results came from (``training``, a file, ``api``).
     trust : dict or None
         Trust report computed at registration (``LLMRegistry.trust_fn``), None without one.
+    predictor : callable or None
+        ``predictor(X (m, d)) -> P(success) (m,)`` that replaces the assessor for this LLM (the
+        fallback its trust verdict asked for), None to use the assessor.
     """
 
     name: str
@@ -48,6 +51,7 @@ class RegisteredLLM:
     source: str = "api"
     trust: dict | None = None
     meta: dict = field(default_factory=dict)
+    predictor: Callable[[np.ndarray], np.ndarray] | None = None
 
     @property
     def n_answered(self) -> int:
@@ -60,7 +64,12 @@ class RegisteredLLM:
     def summary(self) -> dict[str, Any]:
         return {"name": self.name, "source": self.source, "n_reference": int(self.reference.size),
                 "n_answered": self.n_answered, "reference_accuracy": self.reference_accuracy,
-                "cost": self.cost.as_dict(), "trust": self.trust}
+                "cost": self.cost.as_dict(), "trust": self.trust, "predictor": self.predictor_name}
+
+    @property
+    def predictor_name(self) -> str:
+        """``assessor``, or the name of the predictor that replaces it (e.g. ``reference_only``)."""
+        return "assessor" if self.predictor is None else str(getattr(self.predictor, "name", "fallback"))
 
 
 def reference_vector(values: Mapping[str, float] | Sequence[float] | np.ndarray, reference_ids: Sequence[str],
@@ -105,6 +114,8 @@ class LLMRegistry:
     trust_fn : callable or None
         ``trust_fn(reference (n_ref,)) -> dict``, called once per registration; its result is
         stored as ``RegisteredLLM.trust`` and returned with the LLM (the hook for trust reports).
+        It may return ``(dict, predictor)``: a predictor that is not None replaces the assessor for
+        that LLM (``RegisteredLLM.predictor``, the fallback of the posterior trust verdict).
     min_answered : int
         Fewest answered reference items accepted.
     check : callable or None
@@ -136,7 +147,11 @@ class LLMRegistry:
             cost = CostModel(**dict(cost))
         cost.check()
         trust = self.trust_fn(r) if self.trust_fn is not None else None
-        entry = RegisteredLLM(name=name, reference=r, cost=cost, source=source, trust=trust, meta=dict(meta or {}))
+        trust, predictor = trust if isinstance(trust, tuple) else (trust, None)
+        if isinstance(trust, dict) and "llm" in trust:
+            trust = {**trust, "llm": name}
+        entry = RegisteredLLM(name=name, reference=r, cost=cost, source=source, trust=trust, meta=dict(meta or {}),
+                              predictor=predictor)
         with self._lock:
             if name in self._llms and not overwrite:
                 raise DuplicateLLMError(f"LLM {name!r} is already registered (pass overwrite=true to replace it)")

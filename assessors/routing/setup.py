@@ -28,9 +28,13 @@ def trust_hook(model, trust: Mapping | None):
         return None
     if "_target_" in trust:
         return instantiate(trust)
-    opts = {k: v for k, v in trust.items() if k != "enabled"}
     if not trust.get("enabled", True):
         return None
+    if hasattr(model.assessor, "posterior"):  # a latent assessor: report v2, whose verdict drives the fallback
+        from assessors.trust.posterior_policy import make_posterior_trust_fn
+
+        return make_posterior_trust_fn(model, fallback=trust.get("fallback", True), **(trust.get("posterior") or {}))
+    opts = {k: v for k, v in trust.items() if k not in ("enabled", "fallback", "posterior")}
     from assessors.trust.report import make_trust_fn
 
     return make_trust_fn(model, **opts)

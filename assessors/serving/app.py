@@ -1,6 +1,7 @@
 """FastAPI app factory: ``create_app(settings, engine=None)``.
 
 Endpoints: ``POST /v1/predict``, ``POST /v1/route`` (batched), ``GET/POST /v1/llms``,
+``POST /v1/llms/{name}/next`` and ``/answers`` (adaptive onboarding), ``GET /v1/llms/{name}/trust``,
 ``GET /v1/reference``, ``GET /health``, the OpenAPI spec (``/openapi.json``, ``/docs``), and an
 OpenAI-compatible ``POST /v1/chat/completions`` with ``model="router"`` that routes and forwards
 to the chosen LLM's configured upstream. Nothing is loaded at import time.
@@ -27,7 +28,7 @@ from assessors.serving.auth import APIKeyChecker
 from assessors.serving.batcher import FairBatcher
 from assessors.serving.errors import install_error_handlers
 from assessors.serving.limits import BodySizeLimit
-from assessors.serving.routers import llms, meta, proxy, scoring
+from assessors.serving.routers import llms, meta, onboarding, proxy, scoring
 from assessors.serving.settings import ServerSettings
 
 log = logging.getLogger("assessors.serving")
@@ -93,7 +94,8 @@ def create_app(settings: ServerSettings | dict | None = None, engine: Engine | N
     st.upstream_clients = proxy.UpstreamClients(settings.upstreams)
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.limits.max_body_bytes)
-    for r in (meta.router, llms.router, scoring.router, proxy.router):
+    # onboarding before llms: its /v1/llms/{name}/trust must not match GET /v1/llms/{name:path}
+    for r in (meta.router, onboarding.router, llms.router, scoring.router, proxy.router):
         app.include_router(r)
     return app
 

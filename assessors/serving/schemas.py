@@ -78,13 +78,17 @@ class PredictRequest(Strict):
 
 class PromptScores(BaseModel):
     p_success: dict[str, float]
-    p_std: Optional[dict[str, float]] = Field(None, description="posterior-predictive spread of p_success "
-                                              "(assessors that give one, e.g. assessor=latent)")
+    p_std: Optional[dict[str, Optional[float]]] = Field(
+        None, description="posterior-predictive spread of p_success (assessors that give one, e.g. "
+                          "assessor=latent); null for an LLM scored by its fallback")
 
 
 class PredictResponse(BaseModel):
     llms: list[str]
     results: list[PromptScores]
+    predictors: Optional[dict[str, str]] = Field(
+        None, description="LLMs not scored by the assessor, and what scored them (e.g. reference_only, the "
+                          "fallback of an 'out of population' trust verdict)")
 
 
 class RouteRequest(PredictRequest):
@@ -127,6 +131,8 @@ class LLMInfo(BaseModel):
     reference_accuracy: Optional[float]
     cost: dict[str, float]
     trust: Optional[dict[str, Any]] = Field(None, description="trust report computed at registration, if enabled")
+    predictor: str = Field("assessor", description="what scores this LLM: the assessor, or the fallback its trust "
+                           "verdict asked for (reference_only)")
 
 
 class LLMList(BaseModel):

@@ -64,6 +64,8 @@ class ServerSettings(_Cfg):
     batching: Batching = Field(default_factory=Batching)
     workers: int = Field(1, ge=1, description="uvicorn worker processes; each loads its own model and registry")
     embed_cache_size: int = Field(10_000, ge=0)
+    adaptive: dict[str, Any] = Field(default_factory=dict, description="AdaptiveSelector settings of "
+                                     "POST /v1/llms/{name}/next (latent assessors)")
     upstreams: dict[str, Upstream] = Field(default_factory=dict)
     log_level: str = "info"
     # what the engine is built from when the app factory loads it itself (see assessors.routing.setup.build_engine)

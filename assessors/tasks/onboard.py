@@ -78,6 +78,8 @@ def onboard_reference(cfg: DictConfig, model) -> dict:
     reg = LLMRegistry(ref_ids, trust_fn=trust_hook(model, cfg.get("trust")),
                       check=getattr(model.assessor, "check_reference", None))
     entry = reg.register(name, read_reference(path), source=str(path))
+    if entry.trust is not None:
+        log_onboarding_trust(cfg, name, entry.trust)
     return {"llm": name, "reference": str(path), **entry.summary(), "onboarding": summary}
 
 
@@ -105,11 +107,28 @@ def onboard_adaptive(cfg: DictConfig, model) -> dict:
     summary = {"strategy": "adaptive", **runner.run(pool, Path(ob.out_dir), X_target=X_target)}
     trust = plain(cfg.get("trust")) or {}
     if trust.get("enabled", True) and "_target_" not in trust:
-        from assessors.trust.posterior_report import posterior_trust
+        from assessors.trust.posterior_policy import PosteriorTrustPolicy
 
         sel = runner.selector_
-        rep = posterior_trust(model.assessor, sel.X_pool_[runner.asked_], runner.answers_, sel.X_target_,
-                              llm=summary["llm"], seed=int(cfg.seed))
-        summary["trust"] = rep.to_dict()
-        print(f"trust report for {summary['llm']}: {rep.message}", file=sys.stderr)
+        policy = PosteriorTrustPolicy(fallback=trust.get("fallback", True),
+                                      **{"seed": int(cfg.seed), **(trust.get("posterior") or {})})
+        rep, _ = policy.assess(model.assessor, sel.X_pool_[runner.asked_], runner.answers_, sel.X_target_,
+                               llm=summary["llm"])
+        summary["trust"] = rep
+        summary["predictor"] = rep["fallback"]["predictor"]
+        print(f"trust report for {summary['llm']}: {rep['message']} (predictions: {summary['predictor']})",
+              file=sys.stderr)
+        log_onboarding_trust(cfg, summary["llm"], rep)
     return summary
+
+
+def log_onboarding_trust(cfg: DictConfig, llm: str, report: dict) -> None:
+    """Log an onboarded LLM's trust report to the configured tracker (``tracking=none`` turns it off)."""
+    from assessors.tracking import tracker_from_cfg
+    from assessors.trust.posterior_policy import log_posterior_trust
+
+    with tracker_from_cfg(cfg).start_run(f"onboard {llm}", tags={"mode": "onboard", "llm": llm}) as run:
+        if report.get("version") == 2:
+            log_posterior_trust(run, report)
+        else:
+            run.log_dict(report, "trust/report.json")

@@ -23,11 +23,15 @@ def run(cfg: DictConfig, model=None) -> dict:
     prompts = read_prompts(cfg.prompts)
     names, P, STD = engine.predict_with_spread(prompts["prompt"].tolist())
     trust = trust_reports(engine)
+    predictors = {e.name: e.predictor_name for e in engine.registry.resolve(names)}
     out = pd.DataFrame({"id": np.tile(prompts["id"].to_numpy(), len(names)),
                         "llm": np.repeat(names, len(prompts)), "p_success": P.ravel()})
-    if STD is not None:  # posterior-predictive spread (assessor=latent)
+    if STD is not None:  # posterior-predictive spread (assessor=latent); NaN where the fallback scored
         out["p_std"] = STD.ravel()
+    # "assessor", or the fallback that an "out of population" trust verdict switched the LLM to
+    out["predictor"] = np.repeat([predictors[n] for n in names], len(prompts))
     path = write_table(out, cfg.out or Path(cfg.paths.outputs) / "predict" / "scores.csv")
     log.info("wrote %d scores (%d prompts x %d LLMs) to %s", len(out), len(prompts), len(names), path)
     return report({"n_prompts": len(prompts), "llms": names, "out": str(path),
-                   "mean_p_success": {n: float(P[i].mean()) for i, n in enumerate(names)}, "trust": trust})
+                   "mean_p_success": {n: float(P[i].mean()) for i, n in enumerate(names)},
+                   "predictors": predictors, "trust": trust})

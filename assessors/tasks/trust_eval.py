@@ -19,7 +19,8 @@ from omegaconf import OmegaConf
 from assessors.tasks.prepare import Prepared, fit_generic, prepare
 from assessors.tasks.wrapper import task_wrapper
 from assessors.threads import budgeted, fit_threads
-from assessors.trust.evaluate import FLAG_SETS, _auc, flag_table, scatter, score_llms, summarise
+from assessors.metrics import masked_auc
+from assessors.trust.evaluate import FLAG_SETS, flag_table, scatter, score_llms, summarise
 from assessors.trust.fit import LLMPart
 from assessors.trust.report import training_profile
 
@@ -30,17 +31,31 @@ def _part(prep: Prepared, name: str, ref_ids: list[str]) -> LLMPart:
     return LLMPart(prep.llms[name], prep.results.matrix(prep.llms[name], ref_ids), prep.X[name], prep.S(name, name))
 
 
-def _expected(te, val: pd.DataFrame, test: pd.DataFrame) -> dict:
+def _expected(te, val: pd.DataFrame, test: pd.DataFrame, scenario: str = "") -> dict:
     """Fit the trust model on validation LLMs; add its expected AUC bands to ``test``."""
-    tm = instantiate(te.trust_model).fit(val, val["auc_generic"])
-    band = tm.predict(test)
+    tm, band = expected_band(te.trust_model, val, test, scenario)
     test["expected_auc"], test["expected_low"], test["expected_high"] = band["estimate"], band["low"], band["high"]
     # the same calibration on the LOO reference AUC alone (fewer signals to extrapolate on)
-    tm1 = instantiate(te.trust_model, features=["loo_auc"]).fit(val, val["auc_generic"])
-    band1 = tm1.predict(test)
+    _, band1 = expected_band(te.trust_model, val, test, scenario, features=["loo_auc"])
     test["expected_loo_auc"], test["expected_loo_low"], test["expected_loo_high"] = (
         band1["estimate"], band1["low"], band1["high"])
-    return {"trust_model_n_fit": tm.n_fit_, "trust_model_halfwidth": tm.halfwidth_}
+    return {"trust_model_n_fit": tm.n_fit_ if tm else 0, "trust_model_halfwidth": tm.halfwidth_ if tm else np.nan}
+
+
+def expected_band(node, val: pd.DataFrame, test: pd.DataFrame, scenario: str = "", **overrides):
+    """``(TrustModel or None, frame estimate/low/high per test LLM)`` fitted on the validation LLMs.
+
+    When no validation LLM has a finite AUC (e.g. every one answered all its validation prompts the
+    same way, as all-zero LLMs do) the band cannot be fitted: a warning says so and the band is NaN.
+    """
+    y = val["auc_generic"].to_numpy(dtype=np.float64)
+    if not np.isfinite(y).any():
+        log.warning("%s: the expected-AUC band cannot be fitted: none of the %d validation LLMs has a finite AUC "
+                    "(each answered every validation prompt the same way, e.g. all zero)", scenario or "trust", len(val))
+        nan = np.full(len(test), np.nan)
+        return None, pd.DataFrame({"estimate": nan, "low": nan, "high": nan}, index=test.index)
+    tm = instantiate(node, **overrides).fit(val, y)
+    return tm, tm.predict(test)
 
 
 def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
@@ -58,12 +73,12 @@ def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
                                             "val", prof, opts)
     test, Pg_t, Pr_t, S_t, fl_t = score_llms(generic, specific, T, prep.llms["train"], _part(prep, "test", ref_ids),
                                              "test", prof, opts)
-    chosen = _expected(te, val, test)
+    chosen = _expected(te, val, test, name)
     policies = {"policy": instantiate(te.fallback)}
     policies.update({f"policy_{k}": instantiate(te.fallback, triggers=list(v)) for k, v in FLAG_SETS.items()})
     for col, pol in policies.items():
         pol.fit(Pg_v, Pr_v, S_v, fl_v)
-        test[f"auc_{col}"] = [_auc(S_t[k], pol.blend(Pg_t[k], Pr_t[k], fl_t[k])) for k in range(len(test))]
+        test[f"auc_{col}"] = [masked_auc(S_t[k], pol.blend(Pg_t[k], Pr_t[k], fl_t[k])) for k in range(len(test))]
         test[f"weight_{col}"] = [pol.weight_for(f) for f in fl_t]
         chosen[f"{col}_weight"] = pol.weight_
         chosen[f"{col}_chosen_by"] = pol.chosen_by_

@@ -99,7 +99,9 @@ class TrustModel(BaseEstimator):
         y = np.asarray(auc, dtype=np.float64)
         keep = ~np.isnan(y)
         if keep.sum() < 1:
-            raise DataError("TrustModel.fit: no validation LLM with a finite AUC")
+            raise DataError(f"TrustModel.fit: the expected-AUC band cannot be fitted: none of the {len(y)} validation "
+                            "LLMs has a finite AUC (each answered its validation prompts all one way, e.g. all zero); "
+                            "use validation LLMs with both outcomes, or report without an expected-AUC band")
         sig = signals.iloc[np.flatnonzero(keep)]
         raw = sig[list(self.features)].to_numpy(dtype=np.float64)
         with np.errstate(invalid="ignore"):

@@ -194,18 +194,9 @@ def fallback_predict(assessor, X_answered, y, X_target, C: float = 1.0) -> np.nd
     """The "reference only" fallback: P(success) (m,) from a logistic regression on the LLM's own answers.
 
     Features are the assessor's whitened prompt projection (the residual's); with one class
-    answered, the answered rate (clipped away from 0 and 1) everywhere.
+    answered, the answered rate (clipped away from 0 and 1) everywhere. See
+    :class:`~assessors.trust.posterior_policy.ReferenceOnlyPredictor`.
     """
-    from sklearn.linear_model import LogisticRegression
+    from assessors.trust.posterior_policy import ReferenceOnlyPredictor
 
-    y = np.asarray(y, dtype=np.float64).ravel()
-    obs = np.isfinite(y)
-    X_target = np.asarray(X_target, dtype=np.float32)
-    if obs.sum() == 0:
-        raise ValueError("fallback needs at least one answered item")
-    yo = y[obs]
-    if len(np.unique(yo)) < 2:
-        return np.full(len(X_target), float(np.clip((yo.sum() + 0.5) / (len(yo) + 1), 0.01, 0.99)))
-    Phi = assessor.project(np.asarray(X_answered, dtype=np.float32)[obs])
-    clf = LogisticRegression(C=C, max_iter=1000).fit(Phi, yo)
-    return clf.predict_proba(assessor.project(X_target))[:, 1]
+    return ReferenceOnlyPredictor(assessor, X_answered, y, C=C)(X_target)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tiny_assessor import fit_tiny
+from tiny_assessor import fit_degenerate, fit_tiny
 
 API_KEY = "test-key-0123456789abcdef"
 
@@ -25,6 +25,20 @@ def wait_ready(c, timeout: float = 60.0) -> dict:
 @pytest.fixture(scope="session")
 def tiny(data_dir):
     return fit_tiny(data_dir)
+
+
+@pytest.fixture(scope="session")
+def tiny_latent(data_dir):
+    """The tiny assessor with a small latent-ability model in place of XGBoost."""
+    from assessors.core.latent import LatentAssessor
+
+    return fit_tiny(data_dir, assessor=LatentAssessor(dims=2, hidden_sizes=(16,), n_members=1, max_epochs=10, patience=3,
+                                             residual_dims=8, num_threads=1))
+
+
+@pytest.fixture(scope="session")
+def degenerate(data_dir):
+    return fit_degenerate(data_dir)
 
 
 @pytest.fixture

@@ -4,17 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tiny_assessor import fit_tiny
-
 API_KEY = "test-key-latent-0123456789"
-
-
-@pytest.fixture(scope="module")
-def tiny_latent(data_dir):
-    from assessors.core.latent import LatentAssessor
-
-    return fit_tiny(data_dir, assessor=LatentAssessor(dims=2, hidden_sizes=(16,), n_members=1, max_epochs=10, patience=3,
-                                             residual_dims=8, num_threads=1))
 
 
 @pytest.fixture

@@ -15,6 +15,17 @@ def info(entry) -> S.LLMInfo:
     return S.LLMInfo(**entry.summary())
 
 
+def check_runtime_registration(name: str, engine, settings) -> None:
+    """409 with several worker processes (a registration would reach one of them); 413 when the registry is full."""
+    if settings.workers > 1:
+        # each worker process holds its own registry: a registration would reach one of them only
+        raise APIError(f"runtime registration is off with server.workers={settings.workers} (each worker keeps its "
+                       "own registry); register LLMs in the configuration (llms / known_llms) instead",
+                       status=409, type="registry_per_process")
+    if name not in engine.registry and len(engine.registry) >= settings.limits.max_registered:
+        raise LimitError(f"the registry is full ({settings.limits.max_registered} LLMs)")
+
+
 @router.get("", response_model=S.LLMList)
 async def list_llms(engine=Depends(deps.engine)):
     return S.LLMList(llms=[info(e) for e in engine.registry.resolve(None)])
@@ -23,13 +34,7 @@ async def list_llms(engine=Depends(deps.engine)):
 @router.post("", response_model=S.LLMInfo, status_code=201)
 async def register(req: S.RegisterRequest, engine=Depends(deps.engine), settings=Depends(deps.settings)):
     """Register an LLM from its reference results (no retraining)."""
-    if settings.workers > 1:
-        # each worker process holds its own registry: a registration would reach one of them only
-        raise APIError(f"runtime registration is off with server.workers={settings.workers} (each worker keeps its "
-                       "own registry); register LLMs in the configuration (llms / known_llms) instead",
-                       status=409, type="registry_per_process")
-    if req.name not in engine.registry and len(engine.registry) >= settings.limits.max_registered:
-        raise LimitError(f"the registry is full ({settings.limits.max_registered} LLMs)")
+    check_runtime_registration(req.name, engine, settings)
     ref = req.reference
     if isinstance(ref, list):
         ref = [float("nan") if v is None else v for v in ref]

@@ -37,10 +37,15 @@ async def scores(request: Request, engine, prompts: list[str], llms: Optional[li
 async def predict(req: S.PredictRequest, request: Request, engine=Depends(deps.engine)):
     """P(success) of every requested LLM on every prompt."""
     names, P, STD = await scores(request, engine, req.prompts, req.llms)
-    return S.PredictResponse(llms=names, results=[
+    own = {n: e.predictor_name for n, e in zip(names, engine.resolve(names)) if e.predictor is not None}
+    return S.PredictResponse(llms=names, predictors=own or None, results=[
         S.PromptScores(p_success={n: float(P[i, j]) for i, n in enumerate(names)},
-                       p_std=None if STD is None else {n: float(STD[i, j]) for i, n in enumerate(names)})
+                       p_std=None if STD is None else {n: _finite(STD[i, j]) for i, n in enumerate(names)})
         for j in range(len(req.prompts))])
+
+
+def _finite(x) -> float | None:
+    return float(x) if x == x else None
 
 
 @router.post("/route", response_model=S.RouteResponse)

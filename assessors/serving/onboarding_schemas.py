@@ -1,0 +1,55 @@
+"""Request/response bodies of adaptive onboarding and the trust report (``/v1/llms/{name}/...``)."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import BaseModel, Field
+
+from assessors.serving.schemas import CostSpec, LLMInfo, Strict
+
+
+class NextRequest(Strict):
+    n: int = Field(1, ge=1, le=100, description="how many prompts to propose")
+    candidates: Optional[list[str]] = Field(None, min_length=1, description="reference ids to choose from "
+                                            "(default: every reference prompt not answered yet)")
+    start: bool = Field(False, description="the LLM is not registered yet: propose its first prompts under the prior")
+
+
+class PosteriorInfo(BaseModel):
+    expected_accuracy: float = Field(description="posterior-predictive accuracy on the reference prompts")
+    low: float = Field(description="90% band of the expected accuracy")
+    high: float
+    width: float = Field(description="high - low: what the stopping rule compares with stop_width")
+    n_answered: int
+
+
+class StopInfo(BaseModel):
+    met: bool = Field(description="the budget is reached or the band is narrow and stable: stop asking")
+    reason: Optional[str] = None
+
+
+class NextResponse(BaseModel):
+    llm: str
+    ids: list[str] = Field(description="reference ids to ask next, most informative first (empty: nothing left)")
+    posterior: PosteriorInfo
+    stop: StopInfo
+
+
+class AnswersRequest(Strict):
+    answers: dict[str, Optional[float]] = Field(min_length=1, description="{reference id: 0 or 1} graded answers "
+                                                "(null: not answered)")
+    create: bool = Field(False, description="register the LLM if it is not registered yet")
+    cost: Optional[CostSpec] = Field(None, description="cost model when creating (default: free)")
+
+
+class AnswersResponse(BaseModel):
+    llm: LLMInfo
+    posterior: PosteriorInfo
+    stop: StopInfo
+
+
+class TrustResponse(BaseModel):
+    llm: str
+    predictor: str = Field(description="what scores this LLM: the assessor, or the fallback its verdict asked for")
+    trust: dict[str, Any] = Field(description="the trust report computed at registration (version 2, with verdict "
+                                  "and fallback, for assessors with a posterior)")
