@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from assessors.data.prompts import read_prompt_file
+from assessors.data.prompts import ID_COLUMNS, read_prompt_file
 from assessors.errors import DataError
+
 
 def read_prompts(path: str | os.PathLike) -> pd.DataFrame:
     """Prompts from CSV or JSONL (:func:`assessors.data.prompts.read_prompt_file`) -> ``id, prompt``.
