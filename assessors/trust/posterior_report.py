@@ -195,8 +195,8 @@ def fallback_predict(assessor, X_answered, y, X_target, C: float = 1.0) -> np.nd
 
     Features are the assessor's whitened prompt projection (the residual's); with one class
     answered, the answered rate (clipped away from 0 and 1) everywhere. See
-    :class:`~assessors.trust.posterior_policy.ReferenceOnlyPredictor`.
+    :class:`~assessors.trust.reference_only.ReferenceOnlyPredictor`.
     """
-    from assessors.trust.posterior_policy import ReferenceOnlyPredictor
+    from assessors.trust.reference_only import ReferenceOnlyPredictor
 
     return ReferenceOnlyPredictor(assessor, X_answered, y, C=C)(X_target)

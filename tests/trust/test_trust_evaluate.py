@@ -49,10 +49,10 @@ def test_expected_band_without_a_finite_validation_auc_is_nan_not_a_crash(caplog
 def test_trust_eval_when_every_validation_llm_is_all_zero(compose, monkeypatch, tmp_path):
     """The degenerate population (most training and every validation LLM all-zero, the test LLMs the
     strongest) runs to the end: no band is fitted, the strong LLMs are flagged out of population."""
-    import assessors.pipeline as pipeline
-    from assessors.trust.evaluate import run
+    import assessors.tasks.trust_eval as trust_eval
+    from assessors.tasks.trust_eval import run
 
-    real_prepare = pipeline.prepare
+    real_prepare = trust_eval.prepare
 
     def degenerate(cfg):
         prep = real_prepare(cfg)
@@ -64,7 +64,7 @@ def test_trust_eval_when_every_validation_llm_is_all_zero(compose, monkeypatch, 
             res.success[res.llms.index(name)] = 0.0
         return prep
 
-    monkeypatch.setattr(pipeline, "prepare", degenerate)
+    monkeypatch.setattr(trust_eval, "prepare", degenerate)
     cfg = compose(["experiment=trust_frontier", "tracking=none", "~trust_eval.scenarios.frontier",
                    "~trust_eval.scenarios.kor", "trust_eval.scenarios.random.data.subtasks=[bbh_navigate,bbh_snarks]",
                    "~specific.classifiers.xgboost", "selector.size=30"])
