@@ -50,7 +50,7 @@ def test_per_llm_fits_get_their_share(compose, monkeypatch, llm_jobs):
     """fit_per_llm builds each specific assessor with fit_threads(llm_jobs) threads per XGBoost fit."""
     import numpy as np
 
-    from assessors import pipeline
+    from assessors.tasks import train as pipeline
     from assessors.core.specific import SpecificAssessor
 
     seen = []

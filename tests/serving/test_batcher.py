@@ -23,8 +23,10 @@ class Recorder:
         self.score_calls = 0
         self.gate = threading.Event()
         self.gate.set()
+        self.entered = threading.Event()  # set once the encoder holds its first batch
 
     def embed(self, prompts):
+        self.entered.set()
         self.gate.wait(10)
         self.batches.append(list(prompts))
         return np.array([[float(p.rsplit("-", 1)[1])] for p in prompts], np.float32)
@@ -36,6 +38,15 @@ class Recorder:
 
 def run(coro):
     return asyncio.run(coro)
+
+
+async def held(rec: Recorder) -> None:
+    """Wait until the encoder holds its first batch (a fixed sleep is not enough on a loaded machine)."""
+    for _ in range(1000):
+        if rec.entered.is_set():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the encoder never received a batch")
 
 
 def test_results_match_each_request_and_share_one_classifier_call():
@@ -67,7 +78,7 @@ def test_round_robin_a_big_batch_cannot_starve_a_single_prompt():
         b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=8, quantum=4)
         b.start()
         heavy = [b.submit("heavy", [f"h-{i}" for i in range(30)], [Entry("a")]) for _ in range(3)]
-        await asyncio.sleep(0.05)  # the first batch (heavy prompts) is now held in the encoder
+        await held(rec)  # the first batch (heavy prompts) is now held in the encoder
         light = b.submit("light", ["l-0"], [Entry("a")])
         rec.gate.set()
         await light
@@ -90,7 +101,7 @@ def test_queue_full_raises_with_retry_after():
         b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=4, queue_max_prompts=10, client_max_prompts=6)
         b.start()
         f1 = b.submit("a", [f"a-{i}" for i in range(6)], [Entry("x")])
-        await asyncio.sleep(0.05)  # 4 taken into the held batch, 2 still queued
+        await held(rec)  # 4 taken into the held batch, 2 still queued
         with pytest.raises(QueueFull, match="this client") as e1:
             b.submit("a", [f"a-{i}" for i in range(5)], [Entry("x")])
         f2 = b.submit("b", [f"b-{i}" for i in range(6)], [Entry("x")])
