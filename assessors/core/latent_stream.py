@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import torch
 from assessors.classifiers.mlp import _KeepBest, _quiet_lightning, pl
 from assessors.core.latent import LatentAssessor
 from assessors.core.latent_net import LatentIRTModule, weights_of
-from assessors.core.posterior import GaussianPrior
+from assessors.core.posterior import GaussianPrior, check_answers
 from assessors.core.residual import FeatureProjection
 from assessors.data.semisynthetic import MISSING, open_answers
 from assessors.errors import DataError
@@ -203,18 +204,26 @@ class StreamingLatentAssessor(LatentAssessor):
         Parameters
         ----------
         X : ndarray of shape (n_prompts, d)
-        answers : path
+        answers : path or ndarray
             A generated directory or an ``answers.npy``: uint8 (n_prompts, n_llms), 0/1 and
-            ``255`` for not evaluated. Read memory-mapped, a block of prompts at a time.
+            ``255`` for not evaluated, read memory-mapped a block of prompts at a time. Or, as for
+            :class:`LatentAssessor`, success of shape (n_llms, n_prompts) with NaN = missing: it is
+            written to a temporary file in that format first (so ``train.py`` can use this class).
         ref_index : ndarray of shape (n_ref,)
             Positions of the reference prompts in ``X``.
-        validation : None
-            Not supported: early stopping uses held-out prompts.
+        validation : tuple, optional
+            Not used: early stopping watches held-out prompts (logged when given).
         """
         if validation is not None:
-            raise DataError("StreamingLatentAssessor stops early on held-out prompts; validation LLMs are not supported")
+            log.info("streaming latent assessor: early stopping on %.0f%% held-out prompts; the %d validation "
+                     "LLMs are not used", 100 * float(self.validation_fraction), len(validation[1]))
         if self.monitor != "loss":
             raise DataError("StreamingLatentAssessor monitors the held-out log loss; set monitor='loss'")
+        if isinstance(answers, np.ndarray):
+            with tempfile.TemporaryDirectory(prefix="latent-stream-") as tmp:
+                S = check_answers(answers, "training success")
+                np.save(Path(tmp) / "answers.npy", np.where(np.isfinite(S), S, MISSING).T.astype(np.uint8))
+                return self.fit(X, Path(tmp) / "answers.npy", ref_index)
         path = Path(answers)
         path = path / "answers.npy" if path.is_dir() else path
         A = open_answers(path)

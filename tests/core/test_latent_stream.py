@@ -88,8 +88,32 @@ def test_bad_inputs_are_clear_errors(sim, tmp_path):
     np.save(tmp_path / "f.npy", np.zeros((600, 3), dtype=np.float32))
     with pytest.raises(DataError, match="uint8"):
         StreamingLatentAssessor(**FAST).fit(X, tmp_path / "f.npy", np.arange(10))
-    with pytest.raises(DataError, match="validation LLMs are not supported"):
-        StreamingLatentAssessor(**FAST).fit(X, out, np.arange(10), validation=(X, X, X))
+    with pytest.raises(DataError, match="graded answers must be 0, 1 or missing"):
+        StreamingLatentAssessor(**FAST).fit(X, np.full((3, 600), 0.5), np.arange(10))
+
+
+def test_an_in_memory_success_matrix_is_streamed_through_a_temporary_file(sim, single):
+    X, bank, out = sim
+    S = np.asarray(open_answers(out)).T.astype(np.float32)  # (LLMs, prompts), as train.py passes it
+    S[0, :7] = np.nan
+    model = StreamingLatentAssessor(**FAST).fit(X, S, np.arange(0, 600, 10))
+    held = np.random.default_rng(0).permutation(600)[:60]  # the fit's held-out prompts (seed 0)
+    assert model.n_pairs_ == np.isfinite(np.delete(S, held, axis=1)).sum() < single.n_pairs_
+    assert min(_recovery(model, X, bank, out)) > 0.9
+
+
+@pytest.mark.slow
+def test_train_py_runs_with_assessor_latent_stream(compose):
+    from assessors.pipeline import train_assessors
+
+    cfg = compose(["assessor=latent_stream", "features=success_pattern",
+                   "data.subtasks=[bbh_navigate,bbh_snarks,bbh_web_of_lies]", "selector.size=30",
+                   "llm_split.n_train=30", "llm_split.n_val=6", "llm_split.n_test=6", "assessor.hidden_sizes=[16]",
+                   "assessor.max_epochs=8", "assessor.residual_dims=8", "compare.specific=false",
+                   "compare.random_selector=false", "classifier.param_grid.n_estimators=[30]",
+                   "classifier.param_grid.max_depth=[2]", "plots=false"])
+    summary = train_assessors(cfg)
+    assert summary["auc/generic"] > 0.6
 
 
 @pytest.mark.slow
