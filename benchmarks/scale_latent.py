@@ -11,6 +11,7 @@
    the correlation of each LLM's fitted and true mean success probability on the held-out prompts.
 
 Usage: python benchmarks/scale_latent.py [--llms 1000 10000] [--max-epochs 60] [--bank-only]
+       [--strategy ddp_spawn --devices 2]
 """
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def build_bank(work: Path, seed: int = 0) -> dict:
             "epochs": model.members_[0]["epochs"], "real_llm_acc_sd": round(float(acc.std()), 4)}
 
 
-def train(data_dir: Path, features: Path, bank_path: Path, max_epochs: int, batch_prompts: int, seed: int) -> dict:
+def train(data_dir: Path, features: Path, bank_path: Path, max_epochs: int, batch_prompts: int, seed: int,
+          strategy: str = "auto", devices: int = 1) -> dict:
     """One streaming fit (run in a subprocess for its own peak RSS)."""
     from assessors.core.latent_stream import StreamingLatentAssessor
     from assessors.data.semisynthetic import ItemBank, open_answers
@@ -74,7 +76,7 @@ def train(data_dir: Path, features: Path, bank_path: Path, max_epochs: int, batc
     A = open_answers(data_dir)
     t0, c0 = time.perf_counter(), cpu_s()
     model = StreamingLatentAssessor(n_members=1, residual=False, max_epochs=max_epochs, batch_prompts=batch_prompts,
-                                    seed=seed).fit(X, data_dir, np.arange(100))
+                                    seed=seed, strategy=strategy, devices=devices).fit(X, data_dir, np.arange(100))
     fit_s, fit_cpu = time.perf_counter() - t0, cpu_s() - c0
     # the held-out prompts the fit used, and the generator's own loss on them
     held = np.sort(np.random.default_rng(seed).permutation(len(X))[:int(round(len(X) * 0.1))])
@@ -94,7 +96,10 @@ def train(data_dir: Path, features: Path, bank_path: Path, max_epochs: int, batc
             "heldout_loss": round(member["best"], 4), "generator_loss": round(oracle, 4),
             "llm_mean_p_corr": round(float(np.corrcoef(p_fit.mean(1), p_true.mean(1))[0, 1]), 4),
             "item_mean_p_corr": round(float(np.corrcoef(p_fit.mean(0), p_true.mean(0))[0, 1]), 4),
+            "strategy": strategy, "devices": devices,
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            # DDP spawn: the largest of the spawned ranks (each holds its own copy of the model)
+            "peak_rss_children_mb": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
             "answers_mb": round(A.nbytes / 2 ** 20, 1)}
 
 
@@ -104,13 +109,15 @@ def main():
     ap.add_argument("--max-epochs", type=int, default=60)
     ap.add_argument("--batch-prompts", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--strategy", default="auto", help="Lightning strategy: auto (one process) or ddp_spawn")
+    ap.add_argument("--devices", type=int, default=1, help="DDP processes (with --strategy ddp_spawn)")
     ap.add_argument("--work", type=Path, default=WORK)
     ap.add_argument("--bank-only", action="store_true", help="(re)build the item bank and stop")
     ap.add_argument("--train", type=Path, help=argparse.SUPPRESS)  # internal: one fit in this process
     args = ap.parse_args()
     if args.train:
         print(json.dumps(train(args.train, args.work / "features.npy", args.work / "bank.npz", args.max_epochs,
-                               args.batch_prompts, args.seed)), flush=True)
+                               args.batch_prompts, args.seed, args.strategy, args.devices)), flush=True)
         return
     if args.bank_only or not (args.work / "bank.npz").exists():
         print(json.dumps(build_bank(args.work, args.seed)), flush=True)
@@ -126,7 +133,8 @@ def main():
         print(json.dumps({"stage": "generate", "n_llms": n, "seconds": round(time.perf_counter() - t0, 1),
                           "bytes": (out / "answers.npy").stat().st_size}), flush=True)
         cmd = [sys.executable, __file__, "--train", str(out), "--work", str(args.work), "--max-epochs",
-               str(args.max_epochs), "--batch-prompts", str(args.batch_prompts), "--seed", str(args.seed)]
+               str(args.max_epochs), "--batch-prompts", str(args.batch_prompts), "--seed", str(args.seed),
+               "--strategy", args.strategy, "--devices", str(args.devices)]
         subprocess.run(cmd, check=True)
 
 
