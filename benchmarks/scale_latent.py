@@ -10,7 +10,7 @@
    loss against the generator's own (the loss of the true probabilities on the same pairs), and
    the correlation of each LLM's fitted and true mean success probability on the held-out prompts.
 
-Usage: python benchmarks/scale_latent.py [--llms 1000 10000] [--max-epochs 60] [--bank-only]
+Usage: python benchmarks/scale_latent.py [--llms 1000 10000] [--max-epochs 60] [--bank-only] [--marginals]
        [--strategy ddp_spawn --devices 2]
 """
 from __future__ import annotations
@@ -66,6 +66,30 @@ def build_bank(work: Path, seed: int = 0) -> dict:
             "epochs": model.members_[0]["epochs"], "real_llm_acc_sd": round(float(acc.std()), 4)}
 
 
+def marginals(work: Path, n_llms: int = 1000, seed: int = 0) -> dict:
+    """Per-LLM and per-item accuracy of ``n_llms`` generated LLMs against the real default data."""
+    import tempfile
+
+    from assessors.data.loaders.open_llm_leaderboard_v2 import load_open_llm_leaderboard_v2
+    from assessors.data.semisynthetic import ItemBank, generate, open_answers
+
+    real = load_open_llm_leaderboard_v2(root=os.environ.get("ASSESSORS_DATA_DIR", ROOT.parent / "shared" / "data"))
+    bank = ItemBank.load(work / "bank.npz")
+    S = real.success[:, real.instance_index(list(bank.instance_ids))]
+    with tempfile.TemporaryDirectory() as tmp:
+        G = open_answers(generate(bank, n_llms, Path(tmp) / "g", seed=seed)).T.astype(np.float64)
+    out = {"stage": "marginals", "real_llms": len(real.llms), "generated_llms": n_llms}
+    for name, M in (("real", S), ("generated", G)):
+        acc, item = np.nanmean(M, 1), np.nanmean(M, 0)
+        out[name] = {"llm_acc_q10_q50_q90": np.round(np.quantile(acc, [0.1, 0.5, 0.9]), 3).tolist(),
+                     "llm_acc_sd": round(float(acc.std()), 3), "item_acc_mean": round(float(item.mean()), 3),
+                     "item_acc_sd": round(float(item.std()), 3)}
+    ri, gi = np.nanmean(S, 0), G.mean(0)
+    out["item_acc_corr"] = round(float(np.corrcoef(ri, gi)[0, 1]), 3)
+    out["item_acc_mean_abs_gap"] = round(float(np.abs(ri - gi).mean()), 3)
+    return out
+
+
 def train(data_dir: Path, features: Path, bank_path: Path, max_epochs: int, batch_prompts: int, seed: int,
           strategy: str = "auto", devices: int = 1) -> dict:
     """One streaming fit (run in a subprocess for its own peak RSS)."""
@@ -113,11 +137,15 @@ def main():
     ap.add_argument("--devices", type=int, default=1, help="DDP processes (with --strategy ddp_spawn)")
     ap.add_argument("--work", type=Path, default=WORK)
     ap.add_argument("--bank-only", action="store_true", help="(re)build the item bank and stop")
+    ap.add_argument("--marginals", action="store_true", help="compare 1,000 generated LLMs with the real data and stop")
     ap.add_argument("--train", type=Path, help=argparse.SUPPRESS)  # internal: one fit in this process
     args = ap.parse_args()
     if args.train:
         print(json.dumps(train(args.train, args.work / "features.npy", args.work / "bank.npz", args.max_epochs,
                                args.batch_prompts, args.seed, args.strategy, args.devices)), flush=True)
+        return
+    if args.marginals:
+        print(json.dumps(marginals(args.work, seed=args.seed)), flush=True)
         return
     if args.bank_only or not (args.work / "bank.npz").exists():
         print(json.dumps(build_bank(args.work, args.seed)), flush=True)
