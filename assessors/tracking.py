@@ -227,9 +227,10 @@ class MlflowTracker:
         if self.tracking_uri is None:
             Path(self.db_path).parent.mkdir(parents=True, exist_ok=True)
         else:
-            from assessors.tracking_server import check_reachable
+            from assessors.tracking_server import bound_client_retries, check_reachable
 
             check_reachable(self.tracking_uri)  # fail now, naming the URI, not after minutes of retries
+            bound_client_retries()  # and, if it goes down later, after seconds
         mlflow.set_tracking_uri(self.uri)
         with store_lock(self):
             ensure_experiment(mlflow, self.experiment,
