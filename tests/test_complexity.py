@@ -38,8 +38,6 @@ PENDING_TASKS_SPLIT: frozenset[str] = frozenset({
 NOT_YET_SPLIT: frozenset[str] = frozenset({
     "assessors/data/loaders/open_llm_leaderboard_v2.py:load_open_llm_leaderboard_v2",
     "assessors/data/loaders/score_matrix.py:load_score_matrix",
-    "assessors/data/loaders/openai_evals.py:load_openai_evals",
-    "assessors/data/loaders/openai_evals.py:load_kindsofreasoning_table",
     "assessors/trust/posterior_report.py:posterior_trust",
     "assessors/estimation/benchmark/base.py:BenchmarkEstimator.fit",
     "assessors/serving/batcher.py:FairBatcher._run",
