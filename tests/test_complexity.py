@@ -38,9 +38,6 @@ PENDING_TASKS_SPLIT: frozenset[str] = frozenset({
 NOT_YET_SPLIT: frozenset[str] = frozenset({
     "assessors/data/loaders/open_llm_leaderboard_v2.py:load_open_llm_leaderboard_v2",
     "assessors/data/loaders/score_matrix.py:load_score_matrix",
-    "assessors/estimation/benchmark/base.py:BenchmarkEstimator.fit",
-    "assessors/serving/batcher.py:FairBatcher._run",
-    "assessors/estimation/harness.py:evaluate_benchmark",
     "assessors/data/loaders/table.py:load_table",
     "assessors/core/generic.py:GenericAssessor.fit",
     "assessors/data/split_base.py:check_parts",
