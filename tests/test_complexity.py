@@ -38,9 +38,7 @@ PENDING_TASKS_SPLIT: frozenset[str] = frozenset({
 NOT_YET_SPLIT: frozenset[str] = frozenset({
     "assessors/data/loaders/open_llm_leaderboard_v2.py:load_open_llm_leaderboard_v2",
     "assessors/data/loaders/score_matrix.py:load_score_matrix",
-    "assessors/data/loaders/table.py:load_table",
     "assessors/core/generic.py:GenericAssessor.fit",
-    "assessors/data/split_base.py:check_parts",
 })
 ALLOWED = PENDING_TASKS_SPLIT | NOT_YET_SPLIT
 
