@@ -38,7 +38,6 @@ PENDING_TASKS_SPLIT: frozenset[str] = frozenset({
 NOT_YET_SPLIT: frozenset[str] = frozenset({
     "assessors/data/loaders/open_llm_leaderboard_v2.py:load_open_llm_leaderboard_v2",
     "assessors/data/loaders/score_matrix.py:load_score_matrix",
-    "assessors/core/generic.py:GenericAssessor.fit",
 })
 ALLOWED = PENDING_TASKS_SPLIT | NOT_YET_SPLIT
 
