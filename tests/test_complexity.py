@@ -111,11 +111,11 @@ def over_limits(source: str, path: str = "<string>") -> list[Finding]:
             if not f.exempt and (f.lines > MAX_LINES or f.complexity > MAX_COMPLEXITY)]
 
 
-def package_offenders() -> list[Finding]:
-    """Every function in ``assessors/`` over a limit without an exemption, largest first."""
+def package_offenders(package: Path = PACKAGE) -> list[Finding]:
+    """Every function in ``package`` over a limit without an exemption, largest first."""
     found = []
-    for file in sorted(PACKAGE.rglob("*.py")):
-        rel = file.relative_to(PACKAGE.parent).as_posix()
+    for file in sorted(package.rglob("*.py")):
+        rel = file.relative_to(package.parent).as_posix()
         found += over_limits(file.read_text(), rel)
     return sorted(found, key=lambda f: (-f.complexity, -f.lines))
 
@@ -173,5 +173,19 @@ def test_exemption_needs_the_marker_and_a_reason():
     assert len(over_limits(with_doc("long, but simple"), "m.py")) == 1
 
 
-def test_small_functions_pass():
-    assert over_limits("def f(x):\n    return x if x else 0\n") == []
+def test_functions_at_the_limits_pass():
+    at_length = "def f(x):\n" + "".join(f"    x = x + {i}\n" for i in range(MAX_LINES - 2)) + "    return x\n"
+    at_complexity = "def g(x):\n" + "".join(
+        f"    if x == {i}:\n        return {i}\n" for i in range(MAX_COMPLEXITY - 1)) + "    return -1\n"
+    assert [(f.lines, f.complexity) for f in measure(at_length + at_complexity)] == [
+        (MAX_LINES, 1), (2 * MAX_COMPLEXITY, MAX_COMPLEXITY)]
+    assert over_limits(at_length + at_complexity) == []
+
+
+def test_package_scan_finds_an_offender_in_a_subpackage(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "mod.py").write_text("class C:\n    pass\n\n\n" + BRANCHY)
+    (found,) = package_offenders(pkg)
+    assert found.key == "pkg/sub/mod.py:branchy" and found.lineno == 5
