@@ -34,6 +34,7 @@ def block_checks(results: Results, groups: pd.Series, o: dict, add) -> None:
     if few_ds:
         add("few_cells_dataset", few_ds, f"{len(few_ds)} dataset(s) with fewer than {o['min_dataset_cells']} answered "
             "cells: " + ", ".join(f"{g} ({c} cells)" for g, c in few_ds[:n]))
+    item_order_check(results, add)
     answered = (~np.isnan(S)).sum(1)
     few_llm = [(results.llms[i], int(answered[i])) for i in np.flatnonzero(answered < o["min_llm_cells"])]
     if few_llm:
@@ -54,3 +55,13 @@ def missing_prompt_check(results: Results, groups: pd.Series, add) -> list[str]:
         + ", ".join(f"{g} ({c} of {t}" + (f"; no file {files[g]}" if g in files else "") + ")"
                     for g, c, t in items[:10]))
     return results.instances.index[missing].tolist()
+
+
+def item_order_check(results: Results, add) -> None:
+    """LLMs the loader dropped because their rows' item order could not be told from the data."""
+    report = results.meta.get("item_order") or {}
+    gone = report.get("excluded", {})
+    if gone:
+        add("item_order_undetermined", sorted(gone), f"{len(gone)} LLM(s) left out at load time because the item "
+            "order of their rows cannot be told from the data (see assessors.data.item_order): "
+            + ", ".join(f"{m} ({why})" for m, why in sorted(gone.items())))

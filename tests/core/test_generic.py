@@ -40,13 +40,14 @@ def test_all_train_baseline_on_collapsed_rows_is_the_pairwise_fit(prep):
     li, ii, y = observed_pairs(S)
     assert len(y) > 20 * len(X)  # the collapse is worth it: many LLMs per instance
     pairwise = LogisticRegression(C=0.5, tol=1e-10, max_iter=5000).fit(X[ii], y)
-    # float32 features: lbfgs stops at slightly different points on the two (equivalent) problems;
-    # unweighted rows would change the effective regularisation ~n_llms-fold, far outside this
-    np.testing.assert_allclose(base.classifier_.coef_, pairwise.coef_, rtol=1e-2, atol=1e-3)
+    # Compared by their predictions: with collinear float32 features lbfgs stops at different
+    # coefficients on the two (equivalent) problems, but the fitted probabilities agree. Unweighted
+    # rows would change the effective regularisation ~n_llms-fold, far outside this tolerance.
+    np.testing.assert_allclose(base.classifier_.predict_proba(X)[:, 1], pairwise.predict_proba(X)[:, 1], atol=2e-3)
     P = base.predict_proba(prep.X["test"], np.zeros((3, 0), np.float32))
     assert P.shape == (3, len(prep.X["test"]))
     np.testing.assert_array_equal(P[0], P[2])  # one prediction for every LLM
-    np.testing.assert_allclose(P[0], pairwise.predict_proba(prep.X["test"])[:, 1], atol=1e-3)
+    np.testing.assert_allclose(P[0], pairwise.predict_proba(prep.X["test"])[:, 1], atol=2e-3)
     assert np.ptp(P[0]) > 0.1
 
 

@@ -24,7 +24,8 @@ import pandas as pd
 from assessors.data.download import locate
 from assessors.data.loaders._common import check_binary, latest_per_model, read_csv, read_text_csv, select
 from assessors.data.results import Results
-from assessors.errors import DataError
+from assessors.data.item_order import align_rows, header_ranks
+from assessors.errors import ConfigError, DataError
 
 log = logging.getLogger("assessors.data")
 
@@ -52,6 +53,7 @@ def load_open_llm_leaderboard_v2(
     mmlu_pro: bool = False,
     prompts: bool = True,
     download: bool = True,
+    item_order: str = "detect",
 ) -> Results:
     """Load per-item Open LLM Leaderboard v2 results, keeping the latest row per model.
 
@@ -71,6 +73,12 @@ def load_open_llm_leaderboard_v2(
         Read the prompt files (``prompt`` and ``target`` columns).
     download : bool
         Allow downloading when no local copy is found.
+    item_order : {"detect", "as_written"}
+        The files name their columns in the order a two-process evaluation writes them, but rows
+        written by 1, 4 or 8 processes hold other items under those names. ``"detect"`` (default)
+        finds each (LLM, benchmark) row's process count from the data and re-keys it
+        (:mod:`assessors.data.item_order`); LLMs whose order cannot be told apart are dropped, by
+        name. ``"as_written"`` trusts the column names for every row.
 
     Returns
     -------
@@ -89,29 +97,27 @@ def load_open_llm_leaderboard_v2(
         patterns.append("mmlu_pro")
     chosen = select(sorted(files), patterns, "subtask", res_dir)
 
-    blocks: list[tuple[str, pd.DataFrame, Path]] = []
-    n_old = 0
+    blocks, n_old = [], 0
     for sub in chosen:
-        path = files[sub]
-        frame = read_csv(path, fast=True)
-        for col in ("model", "timestamp"):
-            if col not in frame.columns:
-                raise DataError(f"{path}: missing column {col!r}")
-        items = [c for c in frame.columns if c not in ("model", "timestamp")]
-        # validate every row in file order (so the error names the real line), before dropping old rows
-        values = check_binary(frame[items].to_numpy(), path, frame["model"].tolist(), items)
-        frame = frame[["model", "timestamp"]].assign(_row=np.arange(len(frame)))
-        frame = latest_per_model(frame, path, log_each=False)
-        n_old += frame.attrs.get("n_dropped", 0)
-        block = pd.DataFrame(values[frame["_row"].to_numpy()], index=frame["model"].astype(str).to_numpy(),
-                             columns=[str(c) for c in items])
-        dup = block.columns[block.columns.duplicated()]
-        if len(dup):
-            raise DataError(f"{path}: duplicated item id column(s) {list(dup[:5])}")
-        blocks.append((sub, block, path))
+        block, dropped = _read_block(files[sub])
+        blocks.append((sub, block, files[sub]))
+        n_old += dropped
 
     log.info("%s: kept the latest row per model; dropped %d older rows in %d file(s)", NAME, n_old, len(blocks))
     llms = sorted(set().union(*(set(f.index.astype(str)) for _, f, _ in blocks)))
+    order_report: dict = {}
+    if item_order == "detect":
+        # a row's process count belongs to the (LLM, benchmark) run: detect it on all the benchmark's files
+        benches = {_benchmark(p) for _, _, p in blocks}
+        extra = [(sub, _read_block(p)[0], p) for sub, p in files.items()
+                 if sub not in chosen and _benchmark(p) in benches]
+        aligned, order_report = _align_item_order(blocks + extra, llms)
+        blocks = aligned[:len(blocks)]
+        gone = order_report["excluded"]
+        llms = [m for m in llms if m not in gone]
+        blocks = [(sub, f.loc[~f.index.isin(list(gone))], p) for sub, f, p in blocks]
+    elif item_order != "as_written":
+        raise ConfigError(f"item_order={item_order!r}: use 'detect' or 'as_written'")
     mats, inst_frames, no_prompt_file = [], [], {}
     for sub, frame, path in blocks:
         missing = len(llms) - len(frame)
@@ -134,7 +140,68 @@ def load_open_llm_leaderboard_v2(
     log.info("%s: loaded %d LLMs x %d instances from %d subtask file(s) (%d NaN cells)", NAME, len(llms),
              success.shape[1], len(blocks), int(np.isnan(success).sum()))
     return Results(instances=instances, llms=llms, success=success, name=NAME,
-                   meta={"subtasks": chosen, "root": str(base), "missing_prompt_files": no_prompt_file})
+                   meta={"subtasks": chosen, "root": str(base), "missing_prompt_files": no_prompt_file,
+                         "item_order": order_report})
+
+
+def _read_block(path: Path) -> tuple[pd.DataFrame, int]:
+    """One results file as a (LLM x item id) frame of its latest rows, and how many older rows it dropped."""
+    frame = read_csv(path, fast=True)
+    for col in ("model", "timestamp"):
+        if col not in frame.columns:
+            raise DataError(f"{path}: missing column {col!r}")
+    items = [c for c in frame.columns if c not in ("model", "timestamp")]
+    # validate every row in file order (so the error names the real line), before dropping old rows
+    values = check_binary(frame[items].to_numpy(), path, frame["model"].tolist(), items)
+    frame = frame[["model", "timestamp"]].assign(_row=np.arange(len(frame)))
+    frame = latest_per_model(frame, path, log_each=False)
+    block = pd.DataFrame(values[frame["_row"].to_numpy()], index=frame["model"].astype(str).to_numpy(),
+                         columns=[str(c) for c in items])
+    dup = block.columns[block.columns.duplicated()]
+    if len(dup):
+        raise DataError(f"{path}: duplicated item id column(s) {list(dup[:5])}")
+    return block, frame.attrs.get("n_dropped", 0)
+
+
+def _benchmark(path: Path) -> str:
+    return _RESULTS_RE.match(path.name)["bench"]
+
+
+def _align_item_order(blocks: list[tuple[str, pd.DataFrame, Path]], llms: list[str]):
+    """Re-key every (LLM, benchmark) row to its column names; see :mod:`assessors.data.item_order`.
+
+    Returns the re-keyed blocks and a report: per benchmark, each LLM's detected process count,
+    and the LLMs excluded because their order could not be told apart.
+    """
+    report: dict = {"benchmarks": {}, "excluded": {}}
+    out = list(blocks)
+    for bench in dict.fromkeys(_benchmark(p) for _, _, p in blocks):
+        idx = [k for k, (_, _, p) in enumerate(blocks) if _benchmark(p) == bench]
+        frames = [blocks[k][1].reindex(llms) for k in idx]
+        aligned = align_rows([f.to_numpy(dtype=float) for f in frames], [f.columns for f in frames])
+        if aligned is None:
+            log.info("%s: column names are not a process order; rows used as written", bench)
+            continue
+        values, det = aligned
+        present = [f.notna().any(axis=1).to_numpy() for f in frames]
+        have = np.logical_or.reduce(present)
+        ranks = {m: int(r) for m, r, h in zip(llms, det.ranks, have) if h}
+        report["benchmarks"][bench] = {"column_ranks": header_ranks(frames[0].columns), "ranks": ranks}
+        for m, st, h in zip(llms, det.status, have):
+            if h and st == "undetermined":
+                report["excluded"][m] = f"{bench}: item order undetermined"
+        for k, v, f in zip(idx, values, frames):
+            sub, _, path = blocks[k]
+            out[k] = (sub, pd.DataFrame(v, index=f.index, columns=f.columns).loc[f.notna().any(axis=1)], path)
+        moved = {m: r for m, r in ranks.items() if r not in (0, header_ranks(frames[0].columns))}
+        if moved:
+            log.warning("%s: re-keyed %d of %d LLMs whose rows were written by another number of processes "
+                        "than the column names assume: %s", bench, len(moved), len(ranks),
+                        ", ".join(f"{m} ({r})" for m, r in sorted(moved.items())))
+    if report["excluded"]:
+        log.warning("%s: dropped %d LLM(s) whose item order cannot be told from the data: %s", NAME,
+                    len(report["excluded"]), "; ".join(f"{m} ({why})" for m, why in report["excluded"].items()))
+    return out, report
 
 
 def _attach_prompts(inst: pd.DataFrame, path: Path, sub: str, item_ids: list[str]) -> pd.DataFrame:

@@ -26,7 +26,8 @@ import pandas as pd
 from assessors.data.download import locate
 from assessors.data.loaders._common import check_binary
 from assessors.data.results import Results
-from assessors.errors import DataError
+from assessors.data.item_order import align_rows
+from assessors.errors import ConfigError, DataError
 
 log = logging.getLogger("assessors.data")
 
@@ -34,7 +35,8 @@ NAME = "score_matrices"
 
 
 def load_score_matrix(name: str, root: str | Path | None = None, cache_dir: str | Path | None = None,
-                      download: bool = True, items: Results | None = None, min_agreement: float = 0.99) -> Results:
+                      download: bool = True, items: Results | None = None, min_agreement: float = 0.99,
+                      item_order: str = "detect") -> Results:
     """Load ``score_matrices/<name>.npz``.
 
     Parameters
@@ -49,6 +51,11 @@ def load_score_matrix(name: str, root: str | Path | None = None, cache_dir: str 
         the rows of LLMs present in both are read.
     min_agreement : float
         Share of items on which an LLM present in both sources must agree to confirm the order.
+    item_order : {"detect", "as_written"}
+        With ``items`` whose ids are a data-parallel process order (the leaderboard's), ``"detect"``
+        finds the process count that wrote each row by comparing it with ``items``' per-item success
+        rates, and re-keys it (:mod:`assessors.data.item_order`); rows whose order cannot be told
+        apart are dropped by name. ``"as_written"`` takes the columns to be ``items`` as they stand.
 
     Returns
     -------
@@ -99,10 +106,41 @@ def load_score_matrix(name: str, root: str | Path | None = None, cache_dir: str 
                             f"({items.meta.get('subtasks', '')}); the columns must be exactly those items, in "
                             "order: select the matching files")
         instances = items.instances.copy()
+        if item_order == "detect":
+            success, llms, meta["item_order"] = _align_to(success, llms, items, path)
+        elif item_order != "as_written":
+            raise ConfigError(f"item_order={item_order!r}: use 'detect' or 'as_written'")
         meta["item_order_check"] = check_item_order(success, llms, items, path, min_agreement)
-    log.info("score_matrix %s: %d models x %d items%s%s", name, n_models, n_items,
+    log.info("score_matrix %s: %d models x %d items%s%s", name, len(llms), n_items,
              "" if models is not None else " (anonymous models)", "" if items is None else f", items of {items.name}")
     return Results(instances=instances, llms=llms, success=success, name=f"score_matrix:{name}", meta=meta)
+
+
+def _align_to(success: np.ndarray, llms: list[str], items: Results, path: Path):
+    """Re-key each row to ``items``' columns, subgroup by subgroup; drop undetermined rows by name."""
+    groups = items.instances["subgroup"].to_numpy()
+    cols = [np.flatnonzero(groups == g) for g in dict.fromkeys(groups)]
+    ids = [[str(i).rsplit("/", 1)[-1] for i in items.instances.index[c]] for c in cols]
+    with np.errstate(all="ignore"):
+        ref = [np.nanmean(items.success[:, c], axis=0) for c in cols]
+    aligned = align_rows([success[:, c] for c in cols], ids, reference=ref)
+    if aligned is None:
+        log.info("%s: %s's item ids are not a process order; rows used as written", path.name, items.name)
+        return success, llms, {}
+    values, det = aligned
+    out = np.empty_like(success, dtype=float)
+    for c, v in zip(cols, values):
+        out[:, c] = v
+    keep = np.array([st != "undetermined" for st in det.status])
+    counts = {int(r): int((det.ranks == r).sum()) for r in np.unique(det.ranks[keep])}
+    log.warning("%s: rows re-keyed to %s's item order by the process count that wrote them (rows per "
+                "count: %s)", path.name, items.name, counts)
+    dropped = [m for m, k in zip(llms, keep) if not k]
+    if dropped:
+        log.warning("%s: dropped %d row(s) whose item order cannot be told from the data: %s", path.name,
+                    len(dropped), ", ".join(dropped))
+    report = {"ranks": dict(zip(llms, det.ranks.tolist())), "excluded": {m: "item order undetermined" for m in dropped}}
+    return out[keep].astype(np.float32), [m for m, k in zip(llms, keep) if k], report
 
 
 def _key(llm: str) -> str:
