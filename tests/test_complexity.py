@@ -33,13 +33,7 @@ PENDING_TASKS_SPLIT: frozenset[str] = frozenset({
     "assessors/grid/report.py:build_report",
 })
 
-# TEMPORARY: loaders whose item-order handling is being rewritten in a change not merged yet; split
-# them on top of that change. Remove an entry when its function is split; the list must end empty.
-NOT_YET_SPLIT: frozenset[str] = frozenset({
-    "assessors/data/loaders/open_llm_leaderboard_v2.py:load_open_llm_leaderboard_v2",
-    "assessors/data/loaders/score_matrix.py:load_score_matrix",
-})
-ALLOWED = PENDING_TASKS_SPLIT | NOT_YET_SPLIT
+ALLOWED = PENDING_TASKS_SPLIT
 
 
 @dataclass(frozen=True)
@@ -127,8 +121,8 @@ def test_no_function_over_the_limits():
         f"in the docstring with '{EXEMPT_MARKER} <reason>'):\n" + "\n".join(map(str, offenders)))
 
 
-def test_temporary_lists_name_only_real_offenders():
-    """The temporary lists shrink as functions are split: a stale entry fails here."""
+def test_temporary_list_names_only_real_offenders():
+    """The temporary list shrinks as functions are split: a stale entry fails here."""
     keys = {f.key for f in package_offenders()}
     assert not ALLOWED - keys, sorted(ALLOWED - keys)
 
