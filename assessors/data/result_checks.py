@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from assessors.data.block_checks import dataset_blocks
 from assessors.data.results import Results
 
 
@@ -19,13 +20,8 @@ def constant_checks(results: Results, groups: pd.Series, o: dict, add) -> None:
     where every answered cell has the same success (a grading failure?)."""
     n, S = o["max_names"], results.success
     const_llm, const_ds = [], []
-    for g, cols in groups.groupby(groups, sort=True).indices.items():
-        block = S[:, cols]
-        answered = (~np.isnan(block)).sum(1)
-        wins = np.nansum(block, 1)
-        const = (answered >= o["min_cells"]) & ((wins == 0) | (wins == answered))
+    for g, answered, wins, _, const, vals in dataset_blocks(S, groups, o["min_cells"]):
         const_llm += [(results.llms[i], g, int(wins[i] > 0), int(answered[i])) for i in np.flatnonzero(const)]
-        vals = block[~np.isnan(block)]
         if vals.size >= o["min_cells"] and np.unique(vals).size == 1:
             const_ds.append((g, int(vals[0]), int(vals.size)))
     if const_llm:
