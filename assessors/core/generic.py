@@ -87,17 +87,7 @@ class GenericAssessor(BaseEstimator):
             Validation instances, validation LLMs' success on them and on the reference
             set; used to pick the classifier by average win rate.
         """
-        X = np.asarray(X, dtype=np.float32)
-        S = np.asarray(S, dtype=np.float32)
-        ref_index = np.asarray(ref_index, dtype=int)
-        self.reference_features_ = X[ref_index]
-        R = S[:, ref_index]
-        fill = np.nanmean(np.where(np.isnan(R).all(0, keepdims=True), 0.5, R), axis=0)
-        self.reference_fill_ = np.nan_to_num(fill, nan=0.5).astype(np.float32)
-        keep = np.setdiff1d(np.arange(X.shape[0]), ref_index)
-        rows, y = self._rows(X[keep], R, S[:, keep])
-        if len(np.unique(y)) < 2:
-            raise DataError(f"generic assessor: training labels are all {y[0]!r}; nothing to learn")
+        rows, y = self._training_rows(X, S, ref_index)
         candidates = self.classifier.candidates()
         if validation is None:
             # nothing to choose with: fit only the first candidate instead of all of them
@@ -113,6 +103,29 @@ class GenericAssessor(BaseEstimator):
             rows = PairRows(rows.inst, rows.ref, np.zeros(len(idx), np.int64), idx, "none")
             log.info("all-train baseline: %d pairs collapsed to %d weighted rows", n_pairs, len(idx))
             candidates = [(name, _no_row_subsampling(est)) for name, est in candidates]
+        fitted, scores = self._fit_candidates(candidates, rows, y, fit_kw, validation)
+        self._choose(fitted, scores)
+        return self
+
+    def _training_rows(self, X, S, ref_index) -> tuple[PairRows, np.ndarray]:
+        """Training pairs (all LLMs x the non-reference instances) and their labels; stores the
+        reference features and the fill for missing reference cells."""
+        X = np.asarray(X, dtype=np.float32)
+        S = np.asarray(S, dtype=np.float32)
+        ref_index = np.asarray(ref_index, dtype=int)
+        self.reference_features_ = X[ref_index]
+        R = S[:, ref_index]
+        fill = np.nanmean(np.where(np.isnan(R).all(0, keepdims=True), 0.5, R), axis=0)
+        self.reference_fill_ = np.nan_to_num(fill, nan=0.5).astype(np.float32)
+        keep = np.setdiff1d(np.arange(X.shape[0]), ref_index)
+        rows, y = self._rows(X[keep], R, S[:, keep])
+        if len(np.unique(y)) < 2:
+            raise DataError(f"generic assessor: training labels are all {y[0]!r}; nothing to learn")
+        return rows, y
+
+    def _fit_candidates(self, candidates, rows: PairRows, y, fit_kw: dict, validation) -> tuple[list, dict]:
+        """Fit each candidate classifier; with validation data and a choice to make, score each
+        (a Series of per-validation-LLM AUCs). Returns ``[(name, fitted)]`` and ``{name: scores}``."""
         dense = None if _is_streaming(candidates) else rows.to_array()
         fitted, scores = [], {}
         for name, est in candidates:
@@ -121,6 +134,10 @@ class GenericAssessor(BaseEstimator):
             if validation is not None and len(candidates) > 1:
                 self.classifier_ = est
                 scores[name] = self._validation_aucs(*validation)
+        return fitted, scores
+
+    def _choose(self, fitted: list, scores: dict) -> None:
+        """Keep the candidate with the best validation win rate (the first without usable scores)."""
         table = pd.DataFrame(scores).T
         if scores and not table.notna().to_numpy().any():
             # every validation LLM is constant on the validation instances: no AUC to choose by
@@ -139,7 +156,6 @@ class GenericAssessor(BaseEstimator):
             self.selection_ = None
         self.classifier_name_ = best
         self.classifier_ = dict(fitted)[best]
-        return self
 
     def _validation_aucs(self, X_val, S_val, R_val) -> pd.Series:
         from assessors.metrics import per_llm_auc

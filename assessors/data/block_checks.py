@@ -11,32 +11,26 @@ import pandas as pd
 from assessors.data.results import Results
 
 
-def dataset_blocks(S: np.ndarray, groups: pd.Series):
-    """Per dataset (in sorted order): its name, per-LLM answered and won counts, and its answered cells.
+def dataset_blocks(S: np.ndarray, groups: pd.Series, min_cells: int):
+    """Per dataset (subgroup), in name order: ``(name, answered, wins, rated, constant, values)``.
 
-    Parameters
-    ----------
-    S : ndarray of shape (n_llms, n_instances)
-        Success, NaN = not evaluated.
-    groups : pandas.Series of shape (n_instances,)
-        Dataset of each instance.
-
-    Yields
-    ------
-    name, answered (n_llms,), wins (n_llms,), values (n_answered_cells,)
+    ``answered`` and ``wins`` count each LLM's answered and successful cells (n_llms,); ``rated``
+    marks LLMs with at least ``min_cells`` answered, ``constant`` the rated ones whose success is
+    constant; ``values`` are the dataset's answered cells, flattened.
     """
     for g, cols in groups.groupby(groups, sort=True).indices.items():
         block = S[:, cols]
-        yield g, (~np.isnan(block)).sum(1), np.nansum(block, 1), block[~np.isnan(block)]
+        answered = (~np.isnan(block)).sum(1)
+        wins = np.nansum(block, 1)
+        rated = answered >= min_cells
+        yield g, answered, wins, rated, rated & ((wins == 0) | (wins == answered)), block[~np.isnan(block)]
 
 
 def block_checks(results: Results, groups: pd.Series, o: dict, add) -> None:
     """Mostly constant datasets, LLMs and datasets with too few answered cells."""
     n, S = o["max_names"], results.success
     mostly, few_ds = [], []
-    for g, answered, wins, vals in dataset_blocks(S, groups):
-        rated = answered >= o["min_cells"]
-        const = rated & ((wins == 0) | (wins == answered))
+    for g, _, _, rated, const, vals in dataset_blocks(S, groups, o["min_cells"]):
         if vals.size < o["min_dataset_cells"]:
             few_ds.append((g, int(vals.size)))
         elif rated.sum() >= 2 and const.sum() >= o["constant_share"] * rated.sum() and np.unique(vals).size > 1:

@@ -66,14 +66,7 @@ def check_parts(parts: dict, universe: Sequence[str], who: str, kind: str) -> di
     out = {p: [str(x) for x in parts[p]] for p in PARTS}
     known = set(universe)
     for p in PARTS:
-        if not out[p]:
-            raise ConfigError(f"{who}: the {p} part is empty ({', '.join(f'{q}={len(out[q])}' for q in PARTS)} "
-                              f"{kind}s of {len(known)})")
-        unknown = [x for x in out[p] if x not in known]
-        if unknown:
-            raise ConfigError(f"{who}: unknown {kind} name(s) in {p}: {unknown[:5]}")
-        if len(set(out[p])) != len(out[p]):
-            raise ConfigError(f"{who}: duplicated {kind} names in {p}")
+        _check_part(out, p, known, who, kind)
     for i, a in enumerate(PARTS):
         for b in PARTS[i + 1:]:
             both = set(out[a]) & set(out[b])
@@ -83,6 +76,18 @@ def check_parts(parts: dict, universe: Sequence[str], who: str, kind: str) -> di
     if unused:
         log.info("%s: %d of %d %ss are in no part", who, unused, len(known), kind)
     return out
+
+
+def _check_part(out: dict[str, list[str]], p: str, known: set, who: str, kind: str) -> None:
+    """Part ``p`` of a split: non-empty, known names, no name twice."""
+    if not out[p]:
+        raise ConfigError(f"{who}: the {p} part is empty ({', '.join(f'{q}={len(out[q])}' for q in PARTS)} "
+                          f"{kind}s of {len(known)})")
+    unknown = [x for x in out[p] if x not in known]
+    if unknown:
+        raise ConfigError(f"{who}: unknown {kind} name(s) in {p}: {unknown[:5]}")
+    if len(set(out[p])) != len(out[p]):
+        raise ConfigError(f"{who}: duplicated {kind} names in {p}")
 
 
 def match(names: Sequence[str], patterns: Sequence[str] | str | None, who: str, what: str) -> list[str]:

@@ -30,14 +30,14 @@ Standalone: ``python train.py experiment=validate data=...``.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from assessors.data.block_checks import block_checks, dataset_blocks, missing_prompt_check
+from assessors.data.block_checks import block_checks, missing_prompt_check
+from assessors.data.result_checks import constant_checks, duplicate_llm_checks, duplicate_prompt_check, missing_checks
 from assessors.data.results import Results
 from assessors.errors import DataError
 
@@ -124,76 +124,39 @@ def check_results(results: Results, cfg=None, needs_text: bool = True) -> Valida
     are an issue; success-pattern features need none).
     """
     o = _opts(cfg)
-    n = o["max_names"]
-    S = results.success
-    rep = ValidationReport(results.name, *S.shape)
-    full: dict[str, list] = {}
-
-    def add(check: str, items: list, msg: str) -> None:
-        full[check] = items
-        rep.issues.append(Issue(check, len(items), _named(items, n), msg + _more(len(items), n)))
-
+    rep = ValidationReport(results.name, *results.success.shape)
+    found = _Collector(rep, o["max_names"])
     groups = results.instances["subgroup"].fillna("<none>").astype(str)
-    const_llm, const_ds = [], []
-    for g, answered, wins, vals in dataset_blocks(S, groups):
-        const = (answered >= o["min_cells"]) & ((wins == 0) | (wins == answered))
-        const_llm += [(results.llms[i], g, int(wins[i] > 0), int(answered[i])) for i in np.flatnonzero(const)]
-        if vals.size >= o["min_cells"] and np.unique(vals).size == 1:
-            const_ds.append((g, int(vals[0]), int(vals.size)))
-    if const_llm:
-        add("constant_llm", const_llm, f"{len(const_llm)} (LLM, dataset) pairs with constant success, e.g. "
-            + ", ".join(f"{m} on {g} = {v} ({c} items)" for m, g, v, c in const_llm[:n]))
-    if const_ds:
-        add("constant_dataset", const_ds, f"{len(const_ds)} dataset(s) where every LLM has the same success "
-            "(a grading failure?): " + ", ".join(f"{g} = {v} on all {c} cells" for g, v, c in const_ds[:n]))
-    block_checks(results, groups, o, add)
+    constant_checks(results, groups, o, found.add)
+    block_checks(results, groups, o, found.add)
+    duplicate_llm_checks(results, o, found.add)
+    missing_checks(results, o, found.add)
+    duplicate_prompt_check(results, o, found.add)
+    no_text = (missing_prompt_check(results, groups, found.add)
+               if needs_text and results.instances["prompt"].notna().any() else [])
+    rep.flagged = _flagged(found.full, no_text)
+    return rep
 
-    base = {}
-    for m in results.llms:
-        base.setdefault(re.sub(r"#\d+$", "", m), []).append(m)
-    conflicts = [tuple(v) for v in base.values() if len(v) > 1]
-    if conflicts:
-        add("conflicting_duplicates", conflicts, f"{len(conflicts)} LLM name(s) listed with conflicting results "
-            "(kept as name#k, one of them is probably a re-run): " + ", ".join("/".join(c) for c in conflicts[:n]))
 
-    answered = ~np.isnan(S)
-    keyed = {}
-    total = np.nansum(S, 1)
-    # constant rows (all 0 / all 1) are equal to each other trivially and already reported above
-    varied = (total > 0) & (total < answered.sum(1))
-    for i in np.flatnonzero((answered.sum(1) >= o["identical_min_cells"]) & varied):
-        keyed.setdefault(np.where(answered[i], S[i], -1).tobytes(), []).append(results.llms[i])
-    same = [tuple(v) for v in keyed.values() if len(v) > 1]
-    if same:
-        add("identical_llms", same, f"{len(same)} group(s) of differently named LLMs with identical results "
-            "(same model twice? it leaks across an LLM split): " + ", ".join(" = ".join(s) for s in same[:n]))
+class _Collector:
+    """The ``add(check, items, message)`` callback of the checks: an :class:`Issue` in the report
+    naming the first ``n`` offenders, and the complete offender list in ``full``."""
 
-    miss_l = 1 - answered.mean(1)
-    bad_l = [(results.llms[i], round(float(miss_l[i]), 3)) for i in np.flatnonzero(miss_l > o["max_missing_llm"])]
-    if bad_l:
-        add("missing_llm", bad_l, f"{len(bad_l)} LLM(s) with more than {o['max_missing_llm']:.0%} missing cells: "
-            + ", ".join(f"{m} ({f:.0%})" for m, f in bad_l[:n]))
-    miss_i = 1 - answered.mean(0)
-    ids = results.instance_ids
-    bad_i = [(ids[j], round(float(miss_i[j]), 3)) for j in np.flatnonzero(miss_i > o["max_missing_instance"])]
-    if bad_i:
-        add("missing_instance", bad_i, f"{len(bad_i)} instance(s) with more than {o['max_missing_instance']:.0%} "
-            "missing cells, e.g. " + ", ".join(f"{i} ({f:.0%})" for i, f in bad_i[:n]))
+    def __init__(self, rep: ValidationReport, n: int):
+        self.rep, self.n, self.full = rep, n, {}
 
-    prompts = results.instances["prompt"].dropna().astype(str)
-    dup = prompts[prompts.duplicated(keep=False)]
-    if len(dup):
-        grp = [tuple(v) for v in dup.groupby(dup).groups.values()]
-        add("duplicate_prompts", [tuple(map(str, g)) for g in grp], f"{len(grp)} prompt text(s) shared by "
-            f"{len(dup)} instance ids (they can land on both sides of a split), e.g. "
-            + ", ".join("/".join(map(str, g[:3])) for g in grp[:n]))
-    no_text = missing_prompt_check(results, groups, add) if needs_text and results.instances["prompt"].notna().any() else []
+    def add(self, check: str, items: list, msg: str) -> None:
+        self.full[check] = items
+        self.rep.issues.append(Issue(check, len(items), _named(items, self.n), msg + _more(len(items), self.n)))
+
+
+def _flagged(full: dict[str, list], no_text: list) -> dict[str, list]:
+    """The blocks a run leaves out: datasets, LLMs and instances flagged by the block checks."""
     datasets = [str(x[0]) for c in ("constant_dataset", "mostly_constant_dataset", "few_cells_dataset")
                 for x in full.get(c, [])]
-    rep.flagged = {k: v for k, v in {"datasets": sorted(set(datasets)),
-                                     "llms": [m for m, _ in full.get("few_cells_llm", [])],
-                                     "instances": [str(i) for i in no_text]}.items() if v}
-    return rep
+    return {k: v for k, v in {"datasets": sorted(set(datasets)),
+                              "llms": [m for m, _ in full.get("few_cells_llm", [])],
+                              "instances": [str(i) for i in no_text]}.items() if v}
 
 
 def check_leakage(X_train, X_test, train_ids: Sequence[str], test_ids: Sequence[str],

@@ -50,7 +50,6 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
     trials_per_method : dict name -> int, optional
         Fewer trials for expensive methods (e.g. the IRT ones).
     """
-    from sklearn.base import clone
     from tqdm.auto import tqdm
 
     S = np.asarray(S, dtype=np.float64)
@@ -66,24 +65,32 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
             continue
         src, tgt = model_split(acc, split, trial, target_fraction)
         core = np.sort(np.random.default_rng(10_000 + trial).choice(n_items, size=size, replace=False))
-        Ssrc = S[src]
         for mname, proto in estimators.items():
             if trials_per_method and trial >= int(trials_per_method.get(mname, trials)):
                 continue
-            est = clone(proto).set_params(core_size=size, seed=trial)
-            t0 = time.perf_counter()
-            est.fit(Ssrc, features, core_index=None if est.selects_core else core,
-                    source_llms=[llms[i] for i in src])
-            t1 = time.perf_counter()
-            out = est.estimate(S[tgt][:, est.core_index_], target_llms=[llms[i] for i in tgt])
-            t2 = time.perf_counter()
+            est, out, fit_s, estimate_s = _fit_and_estimate(proto, S, llms, src, tgt, core, size, trial, features)
             lo = out.ci_low if out.ci_low is not None else np.full(tgt.size, np.nan)
             hi = out.ci_high if out.ci_high is not None else np.full(tgt.size, np.nan)
-            for j, ti in enumerate(tgt):
-                rows.append((name, split, size, trial, mname, llms[ti], acc[ti], out.point[j], lo[j], hi[j],
-                             est.core_index_.size, t1 - t0, (t2 - t1) / tgt.size))
+            rows += [(name, split, size, trial, mname, llms[ti], acc[ti], out.point[j], lo[j], hi[j],
+                      est.core_index_.size, fit_s, estimate_s) for j, ti in enumerate(tgt)]
     return pd.DataFrame(rows, columns=["benchmark", "split", "size", "trial", "method", "llm", "true", "point",
                                        "ci_low", "ci_high", "core_n", "fit_s", "estimate_s"])
+
+
+def _fit_and_estimate(proto, S: np.ndarray, llms: list[str], src: np.ndarray, tgt: np.ndarray, core: np.ndarray,
+                      size: int, trial: int, features):
+    """Fit a clone of ``proto`` (core size ``size``, seed ``trial``) on the source rows and estimate
+    the targets from their core items. Returns the fitted estimator, its Estimate, the fit seconds
+    and the estimate seconds per target."""
+    from sklearn.base import clone
+
+    est = clone(proto).set_params(core_size=size, seed=trial)
+    t0 = time.perf_counter()
+    est.fit(S[src], features, core_index=None if est.selects_core else core, source_llms=[llms[i] for i in src])
+    t1 = time.perf_counter()
+    out = est.estimate(S[tgt][:, est.core_index_], target_llms=[llms[i] for i in tgt])
+    t2 = time.perf_counter()
+    return est, out, t1 - t0, (t2 - t1) / tgt.size
 
 
 def source_similarity(S: np.ndarray, split: str, trial: int, target_fraction: float = 0.25) -> pd.Series:

@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -146,74 +147,107 @@ class AdaptiveOnboarding:
         sel = self.selector.fit(self.assessor, X_pool, X_target)
         state = {"pinned": pinned, "sequence": [], "history": [], "stop_reason": None}
         self._write(out, state)
-        asked: list[int] = []
-        answers: list[float] = []
-        history: list[dict] = []
-        failed = n_queried = 0
-        summary: dict = {}
+        prog = _Progress()
         t0 = time.perf_counter()
         bar = tqdm(total=int(sel.budget), desc=f"adaptive onboarding {pinned['llm']}", unit="q",
                    disable=not self.onboarder.show_progress)
         try:
-            while True:
-                n_ok = int(np.isfinite(answers).sum()) if answers else 0
-                stop, reason = sel.should_stop(n_ok, history)
-                if stop:
-                    break
-                batch = sel.next(asked, answers, n=min(int(sel.batch_size), int(sel.budget) - n_ok))
-                if len(batch) == 0:
-                    reason = "candidate pool exhausted"
-                    break
-                ids = [df.index[j] for j in asked + batch.tolist()]
-                try:
-                    results, summary = ob.run(df.loc[ids].reset_index(), out, http_client=http_client)
-                    n_queried += summary["n_queried"]
-                except OfflineError:
-                    if not asked:
-                        raise
-                    results = None
-                if results is not None:
-                    row = dict(zip(results.instance_ids, results.success[0]))
-                    new = [float(row.get(df.index[j], np.nan)) for j in batch]
-                else:
-                    new = [np.nan] * len(batch)
-                asked += batch.tolist()
-                answers += new
-                if np.isfinite(new).any():
-                    failed = 0
-                else:
-                    failed += 1
-                    if failed >= int(self.max_failed_batches):
-                        raise OfflineError(
-                            f"{ob.base_url}: {failed} batches in a row got no answer (see {out / 'journal.jsonl'} "
-                            f"for the errors); the {n_ok} answers so far are journaled, rerun to resume")
-                post = sel.posterior(asked, answers)
-                est = sel.estimate(post)
-                est["n"] = int(np.isfinite(answers).sum())
-                history.append(est)
-                state.update(sequence=[[df.index[j], None if not np.isfinite(v) else v] for j, v in zip(asked, answers)],
-                             history=history)
-                self._write(out, state)
-                bar.update(int(np.isfinite(new).sum()))
+            reason = self._ask_until_stop(sel, ob, df, out, prog, state, bar, http_client)
         finally:
             bar.close()
         state["stop_reason"] = reason
         self._write(out, state)
-        self.selector_, self.asked_, self.answers_ = sel, np.asarray(asked, dtype=int), np.asarray(answers, dtype=float)
+        self.selector_, self.asked_, self.answers_ = (sel, np.asarray(prog.asked, dtype=int),
+                                                      np.asarray(prog.answers, dtype=float))
+        return self._finish(sel, df, out, pinned["llm"], prog, reason, t0)
+
+    def _ask_until_stop(self, sel, ob, df: pd.DataFrame, out: Path, prog: "_Progress", state: dict, bar,
+                        http_client) -> str:
+        """Ask batch after batch, updating the estimate and the manifest, until the selector stops
+        or the pool runs out; returns why it stopped."""
+        while True:
+            n_ok = prog.n_answered
+            stop, reason = sel.should_stop(n_ok, prog.history)
+            if stop:
+                return reason
+            batch = sel.next(prog.asked, prog.answers, n=min(int(sel.batch_size), int(sel.budget) - n_ok))
+            if len(batch) == 0:
+                return "candidate pool exhausted"
+            new = self._ask_batch(ob, df, batch, prog, out, http_client)
+            prog.asked += batch.tolist()
+            prog.answers += new
+            self._count_failure(new, prog, ob.base_url, out, n_ok)
+            est = sel.estimate(sel.posterior(prog.asked, prog.answers))
+            est["n"] = int(np.isfinite(prog.answers).sum())
+            prog.history.append(est)
+            state.update(sequence=[[df.index[j], None if not np.isfinite(v) else v]
+                                   for j, v in zip(prog.asked, prog.answers)], history=prog.history)
+            self._write(out, state)
+            bar.update(int(np.isfinite(new).sum()))
+
+    @staticmethod
+    def _ask_batch(ob, df: pd.DataFrame, batch: np.ndarray, prog: "_Progress", out: Path, http_client) -> list[float]:
+        """Success of each prompt in ``batch`` (NaN when unanswered), through the journaling onboarder.
+
+        Every prompt asked so far goes along: the onboarder answers those from its journal.
+        """
+        ids = [df.index[j] for j in prog.asked + batch.tolist()]
+        try:
+            results, prog.summary = ob.run(df.loc[ids].reset_index(), out, http_client=http_client)
+            prog.n_queried += prog.summary["n_queried"]
+        except OfflineError:
+            if not prog.asked:
+                raise
+            return [np.nan] * len(batch)
+        row = dict(zip(results.instance_ids, results.success[0]))
+        return [float(row.get(df.index[j], np.nan)) for j in batch]
+
+    def _count_failure(self, new: list[float], prog: "_Progress", base_url: str, out: Path, n_ok: int) -> None:
+        """Reset the count of unanswered batches on any answer; stop after ``max_failed_batches``."""
+        if np.isfinite(new).any():
+            prog.failed = 0
+            return
+        prog.failed += 1
+        if prog.failed >= int(self.max_failed_batches):
+            raise OfflineError(
+                f"{base_url}: {prog.failed} batches in a row got no answer (see {out / 'journal.jsonl'} "
+                f"for the errors); the {n_ok} answers so far are journaled, rerun to resume")
+
+    @staticmethod
+    def _finish(sel, df: pd.DataFrame, out: Path, llm: str, prog: "_Progress", reason: str, t0: float) -> dict:
+        """Write ``answers.csv`` and return the run's summary (see :meth:`run`)."""
+        asked, answers, summary = prog.asked, prog.answers, prog.summary
         seq = pd.DataFrame({"order": np.arange(len(asked)), "instance_id": [df.index[j] for j in asked],
                             "success": answers})
         atomic_write(out / "answers.csv", lambda tmp: seq.to_csv(tmp, index=False))
-        last = history[-1] if history else sel.estimate(sel.posterior([], []))
-        log.info("adaptive onboarding of %s stopped after %d questions: %s", pinned["llm"], len(asked), reason)
-        return {"llm": pinned["llm"], "n_asked": len(asked), "n_answered": int(np.isfinite(answers).sum()) if answers else 0,
+        last = prog.history[-1] if prog.history else sel.estimate(sel.posterior([], []))
+        log.info("adaptive onboarding of %s stopped after %d questions: %s", llm, len(asked), reason)
+        return {"llm": llm, "n_asked": len(asked), "n_answered": prog.n_answered,
                 "stop_reason": reason, "expected_accuracy": last["accuracy"],
                 "expected_accuracy_band_90": [last["low"], last["high"]],
                 "answered_accuracy": float(np.nanmean(answers)) if np.isfinite(answers).any() else None,
                 "seconds": round(time.perf_counter() - t0, 3), "answers": str(out / "answers.csv"),
                 "manifest": str(out / MANIFEST),
-                "n_queried": n_queried,
+                "n_queried": prog.n_queried,
                 **{k: summary.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens", "mean_latency_s")}}
 
     @staticmethod
     def _write(out: Path, state: dict) -> None:
         atomic_write(out / MANIFEST, lambda tmp: Path(tmp).write_text(json.dumps(state, indent=1, default=float)))
+
+
+@dataclass
+class _Progress:
+    """What one adaptive run has asked so far: pool positions and their success (NaN: no answer),
+    the estimate after each batch, unanswered batches in a row, and the onboarder's last summary."""
+
+    asked: list[int] = field(default_factory=list)
+    answers: list[float] = field(default_factory=list)
+    history: list[dict] = field(default_factory=list)
+    failed: int = 0
+    n_queried: int = 0
+    summary: dict = field(default_factory=dict)
+
+    @property
+    def n_answered(self) -> int:
+        return int(np.isfinite(self.answers).sum()) if self.answers else 0

@@ -18,6 +18,7 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -224,18 +225,41 @@ class Onboarder:
         done = journal.load()
         msgs = {iid: self._messages(row) for iid, row in df.iterrows()}
         keys = {iid: self._key(m) for iid, m in msgs.items()}
+        finished, todo = self._resume(df, done, keys)
+        log.info("onboarding %s at %s: %d items, %d already in %s", self.model, self.base_url,
+                 len(df), len(finished), journal.path)
+        client = self._client(http_client) if todo else None
+        t0 = time.perf_counter()
+        n_queried, n_err = self._query_all(client, df, todo, msgs, keys, journal, done, len(finished), on_item)
+        seconds = time.perf_counter() - t0
+        results, summary = self._collect(df, done, keys)
+        summary.update(n_queried=n_queried, n_resumed=len(finished), n_request_errors=n_err,
+                       seconds=round(seconds, 3), journal=str(journal.path))
+        if summary["n_answered"] == 0:
+            first = next((r["error"] for r in done.values() if r.get("error")), "no answers")
+            raise OfflineError(f"onboarding got no answers from {self.base_url} (first error: {first})")
+        results.meta["onboarding"] = summary
+        results.to_parquet(out / "results")
+        atomic_write(out / "summary.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2)))
+        return results, summary
+
+    @staticmethod
+    def _resume(df: pd.DataFrame, done: dict, keys: dict) -> tuple[set, list]:
+        """Items whose journal record answers the current request, and the items still to query."""
         finished = {i for i, r in done.items() if i in keys and r.get("key") == keys[i] and not r.get("error")}
         todo = [i for i in df.index if i not in finished]
         stale = sum(1 for i in todo if i in done and not done[i].get("error"))
         if stale:
             log.warning("%d journal records were made with a different prompt or settings: re-querying them", stale)
-        log.info("onboarding %s at %s: %d items, %d already in %s", self.model, self.base_url,
-                 len(df), len(finished), journal.path)
-        client = self._client(http_client) if todo else None
-        t0 = time.perf_counter()
+        return finished, todo
+
+    def _query_all(self, client, df: pd.DataFrame, todo: list, msgs: dict, keys: dict, journal: Journal,
+                   done: dict, n_finished: int, on_item: Callable[[dict], None] | None) -> tuple[int, int]:
+        """Query ``todo`` on the thread pool; grade, journal and record (in ``done``) each answer as
+        it arrives. Returns ``(n_queried, n_request_errors)``; the journal is closed at the end."""
         n_queried = n_err = 0
         pool = ThreadPoolExecutor(max_workers=max(1, int(self.concurrency)))
-        bar = tqdm(total=len(df), initial=len(finished), desc=f"onboarding {self.llm_name or self.model}",
+        bar = tqdm(total=len(df), initial=n_finished, desc=f"onboarding {self.llm_name or self.model}",
                    disable=not self.show_progress, unit="item")
         try:
             futs = [pool.submit(self._query, client, i, msgs[i], keys[i]) for i in todo]
@@ -255,61 +279,78 @@ class Onboarder:
             pool.shutdown(wait=False, cancel_futures=True)
             bar.close()
             journal.close()
-        seconds = time.perf_counter() - t0
-        results, summary = self._collect(df, done, keys)
-        summary.update(n_queried=n_queried, n_resumed=len(finished), n_request_errors=n_err,
-                       seconds=round(seconds, 3), journal=str(journal.path))
-        if summary["n_answered"] == 0:
-            first = next((r["error"] for r in done.values() if r.get("error")), "no answers")
-            raise OfflineError(f"onboarding got no answers from {self.base_url} (first error: {first})")
-        results.meta["onboarding"] = summary
-        results.to_parquet(out / "results")
-        atomic_write(out / "summary.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2)))
-        return results, summary
+        return n_queried, n_err
 
     def _collect(self, df: pd.DataFrame, done: dict, keys: dict) -> tuple[Results, dict]:
         """Re-grade every journaled answer with the current graders (no re-query needed)."""
-        n = len(df)
-        has_cost = self.price_per_1k_prompt is not None or self.price_per_1k_completion is not None
-        succ = np.full(n, np.nan, np.float32)
-        conf = np.full(n, np.nan, np.float32)
-        cost = np.full(n, np.nan, np.float32)
-        kinds: dict[str, int] = {}
-        ptok = ctok = 0
-        lat, resp = [], []
+        t = self._regrade(df, done, keys)
+        name = self.llm_name or self.model
+        results = Results(
+            instances=df[[c for c in df.columns if c not in ("system_prompt", "shots")]], llms=[name],
+            success=t.success[None], confidence=t.confidence[None] if self.logprobs else None,
+            cost=t.cost[None] if self._priced else None,
+            responses=pd.DataFrame([(name, i, a) for i, a in t.responses], columns=["llm", "instance_id", "response"]),
+            name=f"onboarding:{name}",
+        )
+        return results, self._summary(name, t)
+
+    @property
+    def _priced(self) -> bool:
+        return self.price_per_1k_prompt is not None or self.price_per_1k_completion is not None
+
+    def _regrade(self, df: pd.DataFrame, done: dict, keys: dict) -> "_Tally":
+        """Grade each item whose journal record answers the current request; tally tokens and costs."""
+        t = _Tally.empty(len(df))
         for j, (iid, row) in enumerate(df.iterrows()):
             rec = done.get(iid)
             if rec is None or rec.get("error") or rec.get("key") != keys[iid]:
                 continue
-            succ[j], c, kind = self._grade(rec, row)
+            t.success[j], c, kind = self._grade(rec, row)
             if c is not None:
-                conf[j] = c
-            kinds[kind or "none"] = kinds.get(kind or "none", 0) + 1
+                t.confidence[j] = c
+            kind = kind or "none"
+            t.kinds[kind] = t.kinds.get(kind, 0) + 1
             p, q = rec.get("prompt_tokens") or 0, rec.get("completion_tokens") or 0
-            ptok, ctok = ptok + p, ctok + q
-            if has_cost:
-                cost[j] = request_cost(p, q, self.price_per_1k_prompt or 0.0, self.price_per_1k_completion or 0.0)
-            lat.append(rec["latency_s"])
-            resp.append((iid, rec.get("answer", "")))
-        name = self.llm_name or self.model
-        results = Results(
-            instances=df[[c for c in df.columns if c not in ("system_prompt", "shots")]], llms=[name], success=succ[None],
-            confidence=conf[None] if self.logprobs else None, cost=cost[None] if has_cost else None,
-            responses=pd.DataFrame([(name, i, a) for i, a in resp], columns=["llm", "instance_id", "response"]),
-            name=f"onboarding:{name}",
-        )
-        answered = int(np.isfinite(succ).sum())
-        summary = {
+            t.prompt_tokens, t.completion_tokens = t.prompt_tokens + p, t.completion_tokens + q
+            if self._priced:
+                t.cost[j] = request_cost(p, q, self.price_per_1k_prompt or 0.0, self.price_per_1k_completion or 0.0)
+            t.latencies.append(rec["latency_s"])
+            t.responses.append((iid, rec.get("answer", "")))
+        return t
+
+    def _summary(self, name: str, t: "_Tally") -> dict:
+        """Item counts, accuracy, token totals, latency, confidence kinds and cost of one run."""
+        n, answered = len(t.success), int(np.isfinite(t.success).sum())
+        return {
             "llm": name, "model": self.model, "base_url": self.base_url,
             "n_items": n, "n_answered": answered, "n_missing": n - answered,
-            "accuracy": float(np.nanmean(succ)) if answered else None,
-            "prompt_tokens": int(ptok), "completion_tokens": int(ctok), "total_tokens": int(ptok + ctok),
-            "mean_latency_s": float(np.mean(lat)) if lat else None,
-            "confidence_kinds": kinds,
-            "mean_confidence": float(np.nanmean(conf)) if np.isfinite(conf).any() else None,
-            "cost": float(np.nansum(cost)) if has_cost else None,
+            "accuracy": float(np.nanmean(t.success)) if answered else None,
+            "prompt_tokens": int(t.prompt_tokens), "completion_tokens": int(t.completion_tokens),
+            "total_tokens": int(t.prompt_tokens + t.completion_tokens),
+            "mean_latency_s": float(np.mean(t.latencies)) if t.latencies else None,
+            "confidence_kinds": t.kinds,
+            "mean_confidence": float(np.nanmean(t.confidence)) if np.isfinite(t.confidence).any() else None,
+            "cost": float(np.nansum(t.cost)) if self._priced else None,
         }
-        return results, summary
+
+
+@dataclass
+class _Tally:
+    """Per-item grades of one onboarding run (arrays of shape (n_items,), NaN where not answered)
+    and its running totals."""
+
+    success: np.ndarray
+    confidence: np.ndarray
+    cost: np.ndarray
+    kinds: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latencies: list = field(default_factory=list)
+    responses: list = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, n: int) -> "_Tally":
+        return cls(*(np.full(n, np.nan, np.float32) for _ in range(3)))
 
 
 def _shots(value) -> list[tuple[str, str]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -50,7 +51,7 @@ def warm_up(engine: Engine) -> None:
 
 def create_app(settings: ServerSettings | dict | None = None, engine: Engine | None = None,
                engine_factory: Callable[[ServerSettings], Engine] | None = None) -> FastAPI:
-    """Build the app.
+    """Build the app: its state, the error handlers, the body-size limit and the routers.
 
     Parameters
     ----------
@@ -63,35 +64,10 @@ def create_app(settings: ServerSettings | dict | None = None, engine: Engine | N
     """
     settings = ServerSettings.model_validate(settings or {})
     checker = APIKeyChecker.from_settings(settings.auth.enabled, settings.auth.api_keys_env, settings.host)
-    if engine is None and engine_factory is None:
-        from assessors.serving.engine import engine_from_settings as engine_factory
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI):
-        b = app.state.batcher
-        # events bound to this server's loop
-        app.state.loaded, app.state.ready, app.state.startup_error = asyncio.Event(), asyncio.Event(), None
-        b.start()
-        task = asyncio.get_running_loop().create_task(_start(app, engine_factory))
-        try:
-            yield
-        finally:
-            task.cancel()
-            await b.stop()
-            await app.state.upstream_clients.aclose()
-
     app = FastAPI(title="assessors", version="1", description=__doc__, lifespan=lifespan,
                   responses={401: {"model": S.ErrorResponse}, 413: {"model": S.ErrorResponse},
                              422: {"model": S.ErrorResponse}})
-    st = app.state
-    st.settings, st.checker, st.engine = settings, checker, engine
-    st.loaded, st.ready, st.startup_error, st.warmup_token = asyncio.Event(), asyncio.Event(), None, None
-    b = settings.batching
-    # the engine is looked up at call time: it may be loaded at start-up, and tests patch its methods
-    st.batcher = FairBatcher(lambda prompts: st.engine.embed(prompts), lambda X, entries: st.engine.score_with_spread(X, entries),
-                             window_ms=b.window_ms, max_prompts=b.max_prompts, quantum=b.quantum,
-                             queue_max_prompts=b.queue_max_prompts, client_max_prompts=b.client_max_prompts)
-    st.upstream_clients = proxy.UpstreamClients(settings.upstreams)
+    init_state(app.state, settings, checker, engine, engine_factory)
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.limits.max_body_bytes)
     # onboarding before llms: its /v1/llms/{name}/trust must not match GET /v1/llms/{name:path}
@@ -100,11 +76,52 @@ def create_app(settings: ServerSettings | dict | None = None, engine: Engine | N
     return app
 
 
+def init_state(st, settings: ServerSettings, checker: APIKeyChecker, engine: Engine | None,
+               engine_factory: Callable[[ServerSettings], Engine] | None) -> None:
+    """Everything the dependencies (``serving/deps.py``) and the lifespan read from ``app.state``."""
+    st.settings, st.checker, st.engine, st.engine_factory = settings, checker, engine, engine_factory
+    st.loaded, st.ready, st.startup_error, st.warmup_token = asyncio.Event(), asyncio.Event(), None, None
+    b = settings.batching
+    # the engine is looked up at call time: it may be loaded at start-up, and tests patch its methods
+    st.batcher = FairBatcher(functools.partial(_embed, st), functools.partial(_score, st),
+                             window_ms=b.window_ms, max_prompts=b.max_prompts, quantum=b.quantum,
+                             queue_max_prompts=b.queue_max_prompts, client_max_prompts=b.client_max_prompts)
+    st.upstream_clients = proxy.UpstreamClients(settings.upstreams)
+
+
+def _embed(st, prompts: list[str]):
+    """The batcher's encode step, on the engine current in ``st`` (loaded at start-up or given)."""
+    return st.engine.embed(prompts)
+
+
+def _score(st, X, entries):
+    """The batcher's scoring step, on the engine current in ``st``."""
+    return st.engine.score_with_spread(X, entries)
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: FastAPI):
+    """Start the batcher and, in the background, load and warm up the engine; stop both at shutdown."""
+    st = app.state
+    # events bound to this server's loop
+    st.loaded, st.ready, st.startup_error = asyncio.Event(), asyncio.Event(), None
+    st.batcher.start()
+    task = asyncio.get_running_loop().create_task(_start(app, st.engine_factory))
+    try:
+        yield
+    finally:
+        task.cancel()
+        await st.batcher.stop()
+        await st.upstream_clients.aclose()
+
+
 async def _start(app: FastAPI, engine_factory) -> None:
     """Load the engine (if not given) and warm it up on the encoder thread; then mark ready."""
     st = app.state
     try:
         if st.engine is None:
+            if engine_factory is None:
+                from assessors.serving.engine import engine_from_settings as engine_factory
             st.engine = await st.batcher.run_in_worker(engine_factory, st.settings)
         await st.batcher.run_in_worker(warm_up, st.engine)
         st.loaded.set()  # requests may use the engine from now on (the route warm-up below does)

@@ -240,6 +240,10 @@ class FairBatcher:
             row += b - a
         complete = list({id(j): j for j, _, _ in live if j.next == len(j.prompts)
                          and sum(len(p) for p in j.parts) == len(j.prompts)}.values())
+        return self._score_complete(complete)
+
+    def _score_complete(self, complete: list[Job]) -> list[tuple[Job, tuple]]:
+        """``(job, (names, P (k, m), STD (k, m) or None))`` for each fully embedded job."""
         # one classifier call per distinct LLM set: concurrent requests usually share it
         groups: dict[tuple[str, ...], list[Job]] = collections.defaultdict(list)
         for job in complete:

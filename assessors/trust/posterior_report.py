@@ -123,35 +123,73 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
     n_ans = int(np.isfinite(y).sum())
     acc = assessor.predictive_accuracy(X_target, post, level=level, seed=seed)
     p_pred, _ = assessor.predict_posterior(X_target, post)
-    p_pred = p_pred[0]
-    M = post.theta.shape[0]
-    per = max(1, n_samples // M)
-    thetas = _samples(assessor, post, 0, per, rng)
-    params_t = list(zip(*assessor.item_parameters(X_target)))  # per member: (a (m, D), b (m,))
-    res_t = res_a = None
-    if post.residual is not None and post.residual.tau.any():
-        res_t = post.residual.w[0] @ assessor.project(X_target).T
-        res_a = post.residual.w[0] @ assessor.project(X_answered).T if len(X_answered) else None
-    # expected AUC: outcomes drawn from abilities drawn from the posterior, scored by the prediction
+    # the draws below share one generator, in this order: abilities, outcomes for the AUC, replicates for the misfit
+    thetas = _samples(assessor, post, 0, max(1, n_samples // post.theta.shape[0]), rng)
+    params_t = list(zip(*assessor.item_parameters(X_target)))
+    res_t, res_a = _residual_logits(assessor, post, X_target, X_answered)
+    exp_auc, auc_band = _expected_auc(assessor, params_t, thetas, res_t, p_pred[0], level, rng)
+    ppp = _misfit_pvalue(assessor, X_answered, y, thetas, res_a, rng)
+    (rng_lo, rng_hi), maha, maha_max = _training_extent(assessor, post, params_t)
+    mean_acc = float(acc["mean"][0])
+    width = float(acc["high"][0] - acc["low"][0])
+    flags = []
+    if mean_acc > rng_hi + range_margin:
+        flags.append("accuracy_above_training")
+    if mean_acc < rng_lo - range_margin:
+        flags.append("accuracy_below_training")
+    if maha > maha_max:
+        flags.append("ability_beyond_training")
+    if np.isfinite(ppp) and ppp < misfit_alpha:
+        flags.append("misfit")
+    if n_ans == 0:
+        flags.append("prior_only")
+    verdict, more = _verdict(flags, width, n_ans, max_width)
+    return PosteriorTrust(llm=llm, n_answered=n_ans, expected_accuracy=mean_acc,
+                          accuracy_band=(float(acc["low"][0]), float(acc["high"][0])), expected_auc=exp_auc,
+                          auc_band=auc_band, misfit_pvalue=ppp, accuracy_range_training=(rng_lo, rng_hi),
+                          mahalanobis=maha, mahalanobis_max_training=maha_max,
+                          flags=flags, verdict=verdict, more_questions=more)
+
+
+def _residual_logits(assessor, post, X_target, X_answered):
+    """The LLM's residual logit shift on the target (m,) and answered (n,) prompts; None without a residual."""
+    if post.residual is None or not post.residual.tau.any():
+        return None, None
+    res_t = post.residual.w[0] @ assessor.project(X_target).T
+    res_a = post.residual.w[0] @ assessor.project(X_answered).T if len(X_answered) else None
+    return res_t, res_a
+
+
+def _expected_auc(assessor, params_t, thetas, res_t, p_pred, level: float, rng) -> tuple[float, tuple]:
+    """Mean AUC of the prediction ``p_pred`` (m,) and its band: outcomes drawn from abilities drawn
+    from the posterior, scored by the prediction."""
     P_true = sigmoid(_logits(assessor, params_t, thetas, res_t))
     Y_rep = rng.random(P_true.shape) < P_true
     aucs = rank_auc(Y_rep, p_pred)
     lo, hi = (1 - level) / 2, 1 - (1 - level) / 2
     auc_ok = aucs[np.isfinite(aucs)]
-    exp_auc = float(auc_ok.mean()) if len(auc_ok) else float("nan")
-    auc_band = (float(np.quantile(auc_ok, lo)), float(np.quantile(auc_ok, hi))) if len(auc_ok) else (np.nan, np.nan)
-    # misfit: posterior predictive p-value of the answers' log-likelihood
-    ppp = float("nan")
+    if not len(auc_ok):
+        return float("nan"), (np.nan, np.nan)
+    return float(auc_ok.mean()), (float(np.quantile(auc_ok, lo)), float(np.quantile(auc_ok, hi)))
+
+
+def _misfit_pvalue(assessor, X_answered, y, thetas, res_a, rng) -> float:
+    """Posterior predictive p-value of the answers' log-likelihood (NaN without answers)."""
     obs = np.isfinite(y)
-    if n_ans:
-        params_a = list(zip(*assessor.item_parameters(X_answered[obs])))
-        Z = _logits(assessor, params_a, thetas, None if res_a is None else res_a[obs])
-        Pa = sigmoid(Z)
-        ll = lambda Yb: (Yb * np.log(Pa + 1e-12) + (1 - Yb) * np.log(1 - Pa + 1e-12)).sum(1)  # noqa: E731
-        ll_obs = ll(np.broadcast_to(y[obs], Pa.shape))
-        ll_rep = ll((rng.random(Pa.shape) < Pa).astype(float))
-        ppp = float(np.mean(ll_rep <= ll_obs))
-    # extrapolation: expected accuracy and distance against the training LLMs, member by member
+    if not obs.any():
+        return float("nan")
+    Z = _logits(assessor, list(zip(*assessor.item_parameters(X_answered[obs]))), thetas, None if res_a is None else res_a[obs])
+    Pa = sigmoid(Z)
+    ll = lambda Yb: (Yb * np.log(Pa + 1e-12) + (1 - Yb) * np.log(1 - Pa + 1e-12)).sum(1)  # noqa: E731
+    ll_obs = ll(np.broadcast_to(y[obs], Pa.shape))
+    ll_rep = ll((rng.random(Pa.shape) < Pa).astype(float))
+    return float(np.mean(ll_rep <= ll_obs))
+
+
+def _training_extent(assessor, post, params_t) -> tuple[tuple[float, float], float, float]:
+    """Against the training LLMs, member by member (then averaged): the range of their expected
+    accuracy on the target, the new LLM's Mahalanobis distance from the prior, and the largest
+    training LLM's."""
     train_acc, maha, maha_max = [], [], []
     for m, (th_tr, prior, (a, b)) in enumerate(zip(assessor.training_abilities(), assessor.ability_priors(), params_t)):
         train_acc.append(sigmoid(th_tr @ a.T - b).mean(1))
@@ -161,33 +199,19 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
         dn = post.theta[m, 0] - prior.mean
         maha.append(float(np.sqrt(dn @ prec @ dn)))
     train_acc = np.mean(train_acc, 0)
-    rng_lo, rng_hi = float(train_acc.min()), float(train_acc.max())
-    flags = []
-    mean_acc = float(acc["mean"][0])
-    if mean_acc > rng_hi + range_margin:
-        flags.append("accuracy_above_training")
-    if mean_acc < rng_lo - range_margin:
-        flags.append("accuracy_below_training")
-    if np.mean(maha) > np.mean(maha_max):
-        flags.append("ability_beyond_training")
-    if np.isfinite(ppp) and ppp < misfit_alpha:
-        flags.append("misfit")
-    width = float(acc["high"][0] - acc["low"][0])
-    if n_ans == 0:
-        flags.append("prior_only")
-    verdict, more = OK, 0
+    return (float(train_acc.min()), float(train_acc.max())), float(np.mean(maha)), float(np.mean(maha_max))
+
+
+def _verdict(flags: list[str], width: float, n_ans: int, max_width: float) -> tuple[str, int]:
+    """OUT on misfit or extrapolation; UNCERTAIN (with the answers still needed) on a wide band or
+    no answers; else OK."""
     if any(f in flags for f in ("misfit", "accuracy_above_training", "accuracy_below_training", "ability_beyond_training")):
-        verdict = OUT
-    elif width > max_width or n_ans == 0:
-        verdict = UNCERTAIN
+        return OUT, 0
+    if width > max_width or n_ans == 0:
         n0 = max(n_ans, 1)
         # a band of sampling width shrinks like 1/sqrt(n): answers needed for max_width, minus those given
-        more = int(max(5, np.ceil(n0 * ((width / max_width) ** 2 - 1))))
-    return PosteriorTrust(llm=llm, n_answered=n_ans, expected_accuracy=mean_acc,
-                          accuracy_band=(float(acc["low"][0]), float(acc["high"][0])), expected_auc=exp_auc,
-                          auc_band=auc_band, misfit_pvalue=ppp, accuracy_range_training=(rng_lo, rng_hi),
-                          mahalanobis=float(np.mean(maha)), mahalanobis_max_training=float(np.mean(maha_max)),
-                          flags=flags, verdict=verdict, more_questions=more)
+        return UNCERTAIN, int(max(5, np.ceil(n0 * ((width / max_width) ** 2 - 1))))
+    return OK, 0
 
 
 def fallback_predict(assessor, X_answered, y, X_target, C: float = 1.0) -> np.ndarray:

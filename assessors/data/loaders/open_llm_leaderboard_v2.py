@@ -108,32 +108,13 @@ def load_open_llm_leaderboard_v2(
     llms = sorted(set().union(*(set(f.index.astype(str)) for _, f, _ in blocks)))
     order_report: dict = {}
     if item_order == "detect":
-        # a row's process count belongs to the (LLM, benchmark) run: detect it on all the benchmark's files
-        benches = {_benchmark(p) for _, _, p in blocks}
-        extra = [(sub, _read_block(p)[0], p) for sub, p in files.items()
-                 if sub not in chosen and _benchmark(p) in benches]
-        aligned, order_report = _align_item_order(blocks + extra, llms)
-        blocks = aligned[:len(blocks)]
-        gone = order_report["excluded"]
-        llms = [m for m in llms if m not in gone]
-        blocks = [(sub, f.loc[~f.index.isin(list(gone))], p) for sub, f, p in blocks]
+        blocks, llms, order_report = _detect_item_order(blocks, llms, files, chosen)
     elif item_order != "as_written":
         raise ConfigError(f"item_order={item_order!r}: use 'detect' or 'as_written'")
     mats, inst_frames, no_prompt_file = [], [], {}
     for sub, frame, path in blocks:
-        missing = len(llms) - len(frame)
-        if missing:
-            log.info("%s: %d of %d LLMs have no row in this file (NaN cells)", path.name, missing, len(llms))
-        frame = frame.reindex(llms)
-        mats.append(frame.to_numpy(dtype=np.float32))
-        item_ids = frame.columns.tolist()
-        inst = pd.DataFrame({"subgroup": sub, "prompt": np.nan, "target": np.nan},
-                            index=pd.Index([f"{sub}/{i}" for i in item_ids], name="instance_id"))
-        if prompts and sub != "mmlu_pro":
-            prompt_file = base / "prompts" / f"{sub}_prompts.csv"
-            if not prompt_file.exists():
-                no_prompt_file[sub] = str(prompt_file)
-            inst = _attach_prompts(inst, prompt_file, sub, item_ids)
+        mat, inst = _subtask(sub, frame, path, llms, base, prompts, no_prompt_file)
+        mats.append(mat)
         inst_frames.append(inst)
 
     instances = pd.concat(inst_frames)
@@ -143,6 +124,40 @@ def load_open_llm_leaderboard_v2(
     return Results(instances=instances, llms=llms, success=success, name=NAME,
                    meta={"subtasks": chosen, "root": str(base), "missing_prompt_files": no_prompt_file,
                          "item_order": order_report})
+
+
+def _detect_item_order(blocks: list, llms: list[str], files: dict, chosen: list[str]):
+    """Re-key the chosen blocks' rows and drop the LLMs whose order is undetermined.
+
+    A row's process count belongs to the (LLM, benchmark) run, so it is detected on all the
+    benchmark's files, chosen or not. Returns the blocks, the LLMs kept and the order report.
+    """
+    benches = {_benchmark(p) for _, _, p in blocks}
+    extra = [(sub, _read_block(p)[0], p) for sub, p in files.items()
+             if sub not in chosen and _benchmark(p) in benches]
+    aligned, order_report = _align_item_order(blocks + extra, llms)
+    gone = order_report["excluded"]
+    blocks = [(sub, f.loc[~f.index.isin(list(gone))], p) for sub, f, p in aligned[:len(blocks)]]
+    return blocks, [m for m in llms if m not in gone], order_report
+
+
+def _subtask(sub: str, frame: pd.DataFrame, path: Path, llms: list[str], base: Path, prompts: bool,
+             no_prompt_file: dict) -> tuple[np.ndarray, pd.DataFrame]:
+    """One subtask's success (n_llms, n_items), rows in ``llms`` order (NaN for LLMs it lacks), and
+    its instances (with prompts when asked; a missing prompt file is recorded in ``no_prompt_file``)."""
+    missing = len(llms) - len(frame)
+    if missing:
+        log.info("%s: %d of %d LLMs have no row in this file (NaN cells)", path.name, missing, len(llms))
+    frame = frame.reindex(llms)
+    item_ids = frame.columns.tolist()
+    inst = pd.DataFrame({"subgroup": sub, "prompt": np.nan, "target": np.nan},
+                        index=pd.Index([f"{sub}/{i}" for i in item_ids], name="instance_id"))
+    if prompts and sub != "mmlu_pro":
+        prompt_file = base / "prompts" / f"{sub}_prompts.csv"
+        if not prompt_file.exists():
+            no_prompt_file[sub] = str(prompt_file)
+        inst = _attach_prompts(inst, prompt_file, sub, item_ids)
+    return frame.to_numpy(dtype=np.float32), inst
 
 
 def _read_block(path: Path) -> tuple[pd.DataFrame, int]:
@@ -175,32 +190,42 @@ def _align_item_order(blocks: list[tuple[str, pd.DataFrame, Path]], llms: list[s
     report: dict = {"benchmarks": {}, "excluded": {}}
     out = list(blocks)
     for bench in dict.fromkeys(_benchmark(p) for _, _, p in blocks):
-        idx = [k for k, (_, _, p) in enumerate(blocks) if _benchmark(p) == bench]
-        frames = [blocks[k][1].reindex(llms) for k in idx]
-        aligned = align_rows([f.to_numpy(dtype=float) for f in frames], [f.columns for f in frames])
-        if aligned is None:
-            log.info("%s: column names are not a process order; rows used as written", bench)
-            continue
-        values, det = aligned
-        present = [f.notna().any(axis=1).to_numpy() for f in frames]
-        have = np.logical_or.reduce(present)
-        ranks = {m: int(r) for m, r, h in zip(llms, det.ranks, have) if h}
-        report["benchmarks"][bench] = {"column_ranks": header_ranks(frames[0].columns), "ranks": ranks}
-        for m, st, h in zip(llms, det.status, have):
-            if h and st == "undetermined":
-                report["excluded"][m] = f"{bench}: item order undetermined"
-        for k, v, f in zip(idx, values, frames):
-            sub, _, path = blocks[k]
-            out[k] = (sub, pd.DataFrame(v, index=f.index, columns=f.columns).loc[f.notna().any(axis=1)], path)
-        moved = {m: r for m, r in ranks.items() if r not in (0, header_ranks(frames[0].columns))}
-        if moved:
-            log.warning("%s: re-keyed %d of %d LLMs whose rows were written by another number of processes "
-                        "than the column names assume: %s", bench, len(moved), len(ranks),
-                        ", ".join(f"{m} ({r})" for m, r in sorted(moved.items())))
+        _align_benchmark(bench, blocks, llms, out, report)
     if report["excluded"]:
         log.warning("%s: dropped %d LLM(s) whose item order cannot be told from the data: %s", NAME,
                     len(report["excluded"]), "; ".join(f"{m} ({why})" for m, why in report["excluded"].items()))
     return out, report
+
+
+def _align_benchmark(bench: str, blocks: list, llms: list[str], out: list, report: dict) -> None:
+    """Re-key one benchmark's blocks in ``out`` and add its process counts and exclusions to ``report``."""
+    idx = [k for k, (_, _, p) in enumerate(blocks) if _benchmark(p) == bench]
+    frames = [blocks[k][1].reindex(llms) for k in idx]
+    aligned = align_rows([f.to_numpy(dtype=float) for f in frames], [f.columns for f in frames])
+    if aligned is None:
+        log.info("%s: column names are not a process order; rows used as written", bench)
+        return
+    values, det = aligned
+    ranks = _record_order(bench, llms, det, frames, report)
+    for k, v, f in zip(idx, values, frames):
+        sub, _, path = blocks[k]
+        out[k] = (sub, pd.DataFrame(v, index=f.index, columns=f.columns).loc[f.notna().any(axis=1)], path)
+    moved = {m: r for m, r in ranks.items() if r not in (0, header_ranks(frames[0].columns))}
+    if moved:
+        log.warning("%s: re-keyed %d of %d LLMs whose rows were written by another number of processes "
+                    "than the column names assume: %s", bench, len(moved), len(ranks),
+                    ", ".join(f"{m} ({r})" for m, r in sorted(moved.items())))
+
+
+def _record_order(bench: str, llms: list[str], det, frames: list[pd.DataFrame], report: dict) -> dict[str, int]:
+    """Add one benchmark's detected process counts (of the LLMs it has rows for) and its
+    undetermined LLMs to ``report``; return the counts."""
+    have = np.logical_or.reduce([f.notna().any(axis=1).to_numpy() for f in frames])
+    ranks = {m: int(r) for m, r, h in zip(llms, det.ranks, have) if h}
+    report["benchmarks"][bench] = {"column_ranks": header_ranks(frames[0].columns), "ranks": ranks}
+    report["excluded"].update({m: f"{bench}: item order undetermined"
+                               for m, st, h in zip(llms, det.status, have) if h and st == "undetermined"})
+    return ranks
 
 
 def _attach_prompts(inst: pd.DataFrame, path: Path, sub: str, item_ids: list[str]) -> pd.DataFrame:

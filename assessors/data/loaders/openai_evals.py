@@ -132,24 +132,15 @@ def load_openai_evals(
     llms = select(sorted(set().union(*(set(v) for v in files.values()))), models, "model", base)
 
     inst_rows: dict[str, dict] = {}
-    cells, resp = [], []
+    cells: list[tuple] = []
+    resp: list[tuple] | None = [] if responses else None
     n_conflict = 0
     for ds in ds_names:
         for llm in llms:
             if llm not in files[ds]:
                 log.info("%s: no log for model %s (its cells are NaN)", base / ds, llm)
                 continue
-            frame = read_evals_log(files[ds][llm])
-            for r in frame.itertuples(index=False):
-                iid = r.sample_id if str(r.sample_id).startswith(f"{ds}.") else f"{ds}/{r.sample_id}"
-                cur = inst_rows.get(iid)
-                if cur is None or (r.is_chat and not cur["is_chat"]):
-                    inst_rows[iid] = {"prompt": r.prompt, "is_chat": r.is_chat, "subgroup": ds, "target": r.expected}
-                elif r.is_chat and cur["prompt"] != r.prompt:
-                    n_conflict += 1
-                cells.append((llm, iid, r.correct))
-                if responses:
-                    resp.append((llm, iid, r.response))
+            n_conflict += _merge_log(read_evals_log(files[ds][llm]), ds, llm, inst_rows, cells, resp)
     if n_conflict:
         log.warning("%s: %d (model, sample) pairs had a chat prompt differing from the first one seen; "
                     "the first is used", base, n_conflict)
@@ -163,6 +154,27 @@ def load_openai_evals(
     res.meta = {"datasets": ds_names, "root": str(base)}
     log.info("%s: loaded %d LLMs x %d instances from %d dataset(s)", NAME, *res.shape, len(ds_names))
     return res
+
+
+def _merge_log(frame: pd.DataFrame, ds: str, llm: str, inst_rows: dict[str, dict], cells: list,
+               resp: list | None) -> int:
+    """Add one model's log on one dataset: its instances (a chat prompt wins over a pre-rendered
+    string), its ``(llm, instance_id, correct)`` cells and, when ``resp`` is a list, its responses.
+
+    Returns the number of chat prompts that differ from the one already recorded (the first is kept).
+    """
+    n_conflict = 0
+    for r in frame.itertuples(index=False):
+        iid = r.sample_id if str(r.sample_id).startswith(f"{ds}.") else f"{ds}/{r.sample_id}"
+        cur = inst_rows.get(iid)
+        if cur is None or (r.is_chat and not cur["is_chat"]):
+            inst_rows[iid] = {"prompt": r.prompt, "is_chat": r.is_chat, "subgroup": ds, "target": r.expected}
+        elif r.is_chat and cur["prompt"] != r.prompt:
+            n_conflict += 1
+        cells.append((llm, iid, r.correct))
+        if resp is not None:
+            resp.append((llm, iid, r.response))
+    return n_conflict
 
 
 def load_kindsofreasoning_table(
@@ -189,17 +201,28 @@ def load_kindsofreasoning_table(
     succ_cols = [c for c in table.columns if c.startswith("Success_")]
     if not succ_cols:
         raise DataError(f"{path}: no Success_<llm> columns")
-    all_llms = [c[len("Success_"):] for c in succ_cols]
-    llms = select(all_llms, models, "model", path)
+    llms = select([c[len("Success_"):] for c in succ_cols], models, "model", path)
     ds = select(list(dict.fromkeys(table["dataset"].astype(str))), datasets, "dataset", path)
     keep = table["dataset"].astype(str).isin(ds)
     if (~keep).any():
         log.info("%s: %d rows of unselected datasets not loaded", path.name, int((~keep).sum()))
     line = np.arange(len(table)) + 1  # 1-based record number after the header (prompts span several lines)
     table, line = table[keep.to_numpy()], line[keep.to_numpy()]
-
     k = table.groupby("dataset", sort=False).cumcount().astype(str)
     ids = (table["dataset"].astype(str) + "/" + k).tolist()
+    res = Results(instances=_kor_instances(table, ids), llms=llms, success=_kor_success(table, llms, line, path),
+                  name="kindsofreasoning", meta={"path": str(path), "datasets": ds})
+    if responses:
+        ans = [(llm, iid, a) for llm in llms if f"Answer_{llm}" in table.columns
+               for iid, a in zip(ids, table[f"Answer_{llm}"].to_numpy(dtype=object))]
+        res.responses = pd.DataFrame(ans, columns=["llm", "instance_id", "response"])
+    log.info("kindsofreasoning: loaded %d LLMs x %d instances from %s", *res.shape, path.name)
+    return res
+
+
+def _kor_instances(table: pd.DataFrame, ids: list[str]) -> pd.DataFrame:
+    """Instance table of the KindsOfReasoning rows: chat-rendered prompt, dataset, target, the
+    ``system_prompt`` and split columns."""
     system = table["system_prompt"] if "system_prompt" in table.columns else pd.Series(np.nan, index=table.index)
     has_sys = system.notna() & (system.astype(str).str.len() > 0)
     user = table["prompt"].astype(str)
@@ -210,19 +233,17 @@ def load_kindsofreasoning_table(
     for col in ("system_prompt", *[c for c in KOR_SPLIT_COLUMNS if c in table.columns]):
         if col in table.columns:
             instances[col] = table[col].to_numpy(dtype=object)
+    return instances
+
+
+def _kor_success(table: pd.DataFrame, llms: list[str], line: np.ndarray, path: Path) -> np.ndarray:
+    """float32 (n_llms, n_rows) from the ``Success_<llm>`` columns; a bad cell names its record."""
     success = np.full((len(llms), len(table)), np.nan, dtype=np.float32)
     for i, llm in enumerate(llms):
         col = table[f"Success_{llm}"]
         for j, v in enumerate(col.to_numpy(dtype=object)):
             success[i, j] = bool_success(v, f"{path}: record {line[j]}, column 'Success_{llm}'")
-    res = Results(instances=instances, llms=llms, success=success, name="kindsofreasoning",
-                  meta={"path": str(path), "datasets": ds})
-    if responses:
-        ans = [(llm, iid, a) for llm in llms if f"Answer_{llm}" in table.columns
-               for iid, a in zip(ids, table[f"Answer_{llm}"].to_numpy(dtype=object))]
-        res.responses = pd.DataFrame(ans, columns=["llm", "instance_id", "response"])
-    log.info("kindsofreasoning: loaded %d LLMs x %d instances from %s", *res.shape, path.name)
-    return res
+    return success
 
 
 def _read_table(path: Path) -> pd.DataFrame:

@@ -78,32 +78,55 @@ def load_routerbench(
     available = sorted(p.stem for p in base.glob("*.csv"))
     ds_avail = sorted({s.rsplit("_", 1)[0] for s in available if "_" in s})
     chosen_ds = select(ds_avail, datasets, "dataset", base)
-    frames = []
-    for ds in chosen_ds:
-        for sp in splits:
-            path = base / f"{ds}_{sp}.csv"
-            if not path.exists():
-                raise DataError(f"{path}: not found (available: {available})")
-            # C engine: prompts and responses hold quoted newlines, quotes and commas. It fills a
-            # line cut short with NaN scores ("no score"): check_lines makes that an error first
-            check_lines(path)
-            frame = read_csv(path, dtype={"sample_id": str, "prompt": str, "eval_name": str})
-            require_columns(frame, sorted(_META), path)
-            first = frame.columns[0]
-            frame = frame.rename(columns={first: "row"}) if first.startswith("Unnamed") or first == "" else frame
-            frame["routerbench_split"] = sp
-            frame["_file"] = path.name
-            frame["_line"] = np.arange(len(frame)) + 2
-            frames.append(frame)
-    cols = frames[0].columns
-    for f in frames[1:]:
-        if list(f.columns) != list(cols):
-            raise DataError(f"{f['_file'].iloc[0]}: columns differ from {frames[0]['_file'].iloc[0]}")
+    frames = [_read_file(base / f"{ds}_{sp}.csv", sp, available) for ds in chosen_ds for sp in splits]
+    cols = _common_columns(frames)
     table = pd.concat(frames, ignore_index=True)
     llms = [c for c in cols if "|" not in c and c not in _META | {"row", "routerbench_split", "_file", "_line"}]
     if not llms:
         raise DataError(f"{base}: no model score columns found")
+    instances = _instances(table, _instance_ids(table, base))
+    success, cost = _scores_and_costs(table, llms, base)
+    n_nan = int(np.isnan(success).sum())
+    if n_nan:
+        log.info("%s: %d cells have no score (NaN)", NAME, n_nan)
+    res = Results(instances=instances, llms=llms, success=success, cost=cost, name=NAME,
+                  meta={"datasets": chosen_ds, "splits": list(splits), "root": str(base)})
+    if responses:
+        res.responses = _responses(table, llms, instances.index)
+    log.info("%s: loaded %d LLMs x %d instances", NAME, *res.shape)
+    return res
 
+
+def _read_file(path: Path, split: str, available: list[str]) -> pd.DataFrame:
+    """One ``<dataset>_<split>.csv``, checked, with its split, file name and CSV line per row."""
+    if not path.exists():
+        raise DataError(f"{path}: not found (available: {available})")
+    # C engine: prompts and responses hold quoted newlines, quotes and commas. It fills a
+    # line cut short with NaN scores ("no score"): check_lines makes that an error first
+    check_lines(path)
+    frame = read_csv(path, dtype={"sample_id": str, "prompt": str, "eval_name": str})
+    missing = _META - set(frame.columns)
+    if missing:
+        raise DataError(f"{path}: missing column(s) {sorted(missing)}")
+    first = frame.columns[0]
+    frame = frame.rename(columns={first: "row"}) if first.startswith("Unnamed") or first == "" else frame
+    frame["routerbench_split"] = split
+    frame["_file"] = path.name
+    frame["_line"] = np.arange(len(frame)) + 2
+    return frame
+
+
+def _common_columns(frames: list[pd.DataFrame]) -> pd.Index:
+    """The columns every file shares (an error names the first file that differs)."""
+    cols = frames[0].columns
+    for f in frames[1:]:
+        if list(f.columns) != list(cols):
+            raise DataError(f"{f['_file'].iloc[0]}: columns differ from {frames[0]['_file'].iloc[0]}")
+    return cols
+
+
+def _instance_ids(table: pd.DataFrame, base: Path) -> pd.Series:
+    """``sample_id``, with ``#<RouterBench row>`` appended to the ids several rows share."""
     ids = table["sample_id"].astype(str)
     dup = ids.duplicated(keep=False)
     if dup.any():
@@ -113,7 +136,12 @@ def load_routerbench(
                     NAME, int(dup.sum()), table.loc[dup, "sample_id"].nunique())
         if ids.duplicated().any():
             raise DataError(f"{base}: duplicated sample_id {ids[ids.duplicated()].iloc[0]!r} even with row numbers")
-    instances = pd.DataFrame({
+    return ids
+
+
+def _instances(table: pd.DataFrame, ids: pd.Series) -> pd.DataFrame:
+    """Instance table: decoded prompt, subgroup (``eval_name``), split and oracle model."""
+    return pd.DataFrame({
         "prompt": [decode_list_literal(p) for p in table["prompt"]],
         "subgroup": table["eval_name"].to_numpy(dtype=object),
         "target": np.nan,
@@ -121,26 +149,25 @@ def load_routerbench(
         "oracle_model_to_route_to": table["oracle_model_to_route_to"].to_numpy(dtype=object),
     }, index=pd.Index(ids.tolist(), name="instance_id"))
 
+
+def _scores_and_costs(table: pd.DataFrame, llms: list[str], base: Path) -> tuple[np.ndarray, np.ndarray]:
+    """``success`` and ``cost``, each float32 of shape (n_llms, n_rows); cost NaN where not given."""
     success = np.empty((len(llms), len(table)), dtype=np.float32)
     cost = np.full((len(llms), len(table)), np.nan, dtype=np.float32)
     for f_name, part in table.groupby("_file", sort=False):
         pos = part.index.to_numpy()
-        path = base / f_name
-        success[:, pos] = _binary_T(part, llms, path)
+        success[:, pos] = _binary_T(part, llms, base / f_name)
         for i, m in enumerate(llms):
             if f"{m}|total_cost" in part.columns:
                 cost[i, pos] = pd.to_numeric(part[f"{m}|total_cost"], errors="coerce").to_numpy(dtype=np.float32)
-    n_nan = int(np.isnan(success).sum())
-    if n_nan:
-        log.info("%s: %d cells have no score (NaN)", NAME, n_nan)
-    res = Results(instances=instances, llms=llms, success=success, cost=cost, name=NAME,
-                  meta={"datasets": chosen_ds, "splits": list(splits), "root": str(base)})
-    if responses:
-        rows = [(m, iid, decode_list_literal(r)) for m in llms if f"{m}|model_response" in table.columns
-                for iid, r in zip(instances.index, table[f"{m}|model_response"])]
-        res.responses = pd.DataFrame(rows, columns=["llm", "instance_id", "response"])
-    log.info("%s: loaded %d LLMs x %d instances", NAME, *res.shape)
-    return res
+    return success, cost
+
+
+def _responses(table: pd.DataFrame, llms: list[str], instance_ids: pd.Index) -> pd.DataFrame:
+    """Long ``(llm, instance_id, response)`` table of the decoded ``<model>|model_response`` cells."""
+    rows = [(m, iid, decode_list_literal(r)) for m in llms if f"{m}|model_response" in table.columns
+            for iid, r in zip(instance_ids, table[f"{m}|model_response"])]
+    return pd.DataFrame(rows, columns=["llm", "instance_id", "response"])
 
 
 def _binary_T(part: pd.DataFrame, llms: list[str], path: Path) -> np.ndarray:

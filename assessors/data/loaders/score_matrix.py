@@ -63,14 +63,41 @@ def load_score_matrix(name: str, root: str | Path | None = None, cache_dir: str 
         ``success`` of shape (n_models, n_items); without ``items``, ``prompt`` is NaN and
         ``subgroup`` = ``name``.
     """
-    if str(name).endswith(".npz") and Path(name).exists():
-        path = Path(name)
-        name = path.stem
+    path = _npz_path(name, root, cache_dir, download)
+    name = path.stem if str(name).endswith(".npz") and Path(name).exists() else name
+    scores, models = _read_npz(path)
+    n_items = scores.shape[1]
+    scores, llms = _row_names(scores, models, path)
+    success = check_binary(scores, path, llms, list(range(n_items)), row_offset=None)
+    meta = {"path": str(path)}
+    if items is None:
+        instances = pd.DataFrame({"prompt": np.nan, "subgroup": name, "target": np.nan},
+                                 index=pd.Index([f"{name}/{j}" for j in range(n_items)], name="instance_id"))
     else:
-        base = locate(NAME, root=root, cache_dir=cache_dir, download=download)
-        path = base / f"{name}.npz"
-        if not path.exists():
-            raise DataError(f"{path}: not found; available: {sorted(p.stem for p in base.glob('*.npz'))}")
+        instances = _check_items(items, n_items, path)
+        if item_order == "detect":
+            success, llms, meta["item_order"] = _align_to(success, llms, items, path)
+        elif item_order != "as_written":
+            raise ConfigError(f"item_order={item_order!r}: use 'detect' or 'as_written'")
+        meta["item_order_check"] = check_item_order(success, llms, items, path, min_agreement)
+    log.info("score_matrix %s: %d models x %d items%s%s", name, len(llms), n_items,
+             "" if models is not None else " (anonymous models)", "" if items is None else f", items of {items.name}")
+    return Results(instances=instances, llms=llms, success=success, name=f"score_matrix:{name}", meta=meta)
+
+
+def _npz_path(name: str, root, cache_dir, download: bool) -> Path:
+    """``name`` itself when it is an existing ``.npz`` file, else ``<data>/score_matrices/<name>.npz``."""
+    if str(name).endswith(".npz") and Path(name).exists():
+        return Path(name)
+    base = locate(NAME, root=root, cache_dir=cache_dir, download=download)
+    path = base / f"{name}.npz"
+    if not path.exists():
+        raise DataError(f"{path}: not found; available: {sorted(p.stem for p in base.glob('*.npz'))}")
+    return path
+
+
+def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray | None]:
+    """The 2-D ``scores`` array (models x items) and the ``models`` names (None when absent)."""
     try:
         with np.load(path, allow_pickle=False) as z:
             if "scores" not in z.files:
@@ -83,37 +110,31 @@ def load_score_matrix(name: str, root: str | Path | None = None, cache_dir: str 
         raise DataError(f"{path}: truncated or corrupt npz file ({type(e).__name__}: {e})") from e
     if scores.ndim != 2:
         raise DataError(f"{path}: 'scores' must be 2-D (models x items), got shape {scores.shape}")
-    n_models, n_items = scores.shape
+    return scores, models
+
+
+def _row_names(scores: np.ndarray, models, path: Path) -> tuple[np.ndarray, list[str]]:
+    """Row names (``model_000``... without ``models``), checked; exact repeats of a row under the
+    same name dropped."""
+    n_models = scores.shape[0]
     if models is None:
-        llms = [f"model_{i:03d}" for i in range(n_models)]
-    else:
-        llms = [str(m) for m in models]
-        empty = [i for i, m in enumerate(llms) if not m.strip()]
-        if empty:
-            raise DataError(f"{path}: empty model name at row {empty[0]} of 'models' ({len(empty)} in all)")
-        if len(llms) != n_models:
-            raise DataError(f"{path}: 'models' has {len(llms)} names for {n_models} score rows")
-        scores, llms = _dedupe(scores, llms, path)
-        n_models = len(llms)
-    success = check_binary(scores, path, llms, list(range(n_items)), row_offset=None)
-    meta = {"path": str(path)}
-    if items is None:
-        instances = pd.DataFrame({"prompt": np.nan, "subgroup": name, "target": np.nan},
-                                 index=pd.Index([f"{name}/{j}" for j in range(n_items)], name="instance_id"))
-    else:
-        if len(items.instances) != n_items:
-            raise DataError(f"{path}: {n_items} score columns, but {items.name} has {len(items.instances)} items "
-                            f"({items.meta.get('subtasks', '')}); the columns must be exactly those items, in "
-                            "order: select the matching files")
-        instances = items.instances.copy()
-        if item_order == "detect":
-            success, llms, meta["item_order"] = _align_to(success, llms, items, path)
-        elif item_order != "as_written":
-            raise ConfigError(f"item_order={item_order!r}: use 'detect' or 'as_written'")
-        meta["item_order_check"] = check_item_order(success, llms, items, path, min_agreement)
-    log.info("score_matrix %s: %d models x %d items%s%s", name, len(llms), n_items,
-             "" if models is not None else " (anonymous models)", "" if items is None else f", items of {items.name}")
-    return Results(instances=instances, llms=llms, success=success, name=f"score_matrix:{name}", meta=meta)
+        return scores, [f"model_{i:03d}" for i in range(n_models)]
+    llms = [str(m) for m in models]
+    empty = [i for i, m in enumerate(llms) if not m.strip()]
+    if empty:
+        raise DataError(f"{path}: empty model name at row {empty[0]} of 'models' ({len(empty)} in all)")
+    if len(llms) != n_models:
+        raise DataError(f"{path}: 'models' has {len(llms)} names for {n_models} score rows")
+    return _dedupe(scores, llms, path)
+
+
+def _check_items(items: Results, n_items: int, path: Path) -> pd.DataFrame:
+    """A copy of ``items``' instances, which must be exactly this matrix's ``n_items`` columns."""
+    if len(items.instances) != n_items:
+        raise DataError(f"{path}: {n_items} score columns, but {items.name} has {len(items.instances)} items "
+                        f"({items.meta.get('subtasks', '')}); the columns must be exactly those items, in "
+                        "order: select the matching files")
+    return items.instances.copy()
 
 
 def _align_to(success: np.ndarray, llms: list[str], items: Results, path: Path):
@@ -132,6 +153,11 @@ def _align_to(success: np.ndarray, llms: list[str], items: Results, path: Path):
     for c, v in zip(cols, values):
         out[:, c] = v
     keep = np.array([st != "undetermined" for st in det.status])
+    return out[keep].astype(np.float32), [m for m, k in zip(llms, keep) if k], _order_report(det, keep, llms, items, path)
+
+
+def _order_report(det, keep: np.ndarray, llms: list[str], items: Results, path: Path) -> dict:
+    """Log the rows per detected process count and the dropped rows; the report for ``meta``."""
     counts = {int(r): int((det.ranks == r).sum()) for r in np.unique(det.ranks[keep])}
     log.warning("%s: rows re-keyed to %s's item order by the process count that wrote them (rows per "
                 "count: %s)", path.name, items.name, counts)
@@ -139,8 +165,7 @@ def _align_to(success: np.ndarray, llms: list[str], items: Results, path: Path):
     if dropped:
         log.warning("%s: dropped %d row(s) whose item order cannot be told from the data: %s", path.name,
                     len(dropped), ", ".join(dropped))
-    report = {"ranks": dict(zip(llms, det.ranks.tolist())), "excluded": {m: "item order undetermined" for m in dropped}}
-    return out[keep].astype(np.float32), [m for m, k in zip(llms, keep) if k], report
+    return {"ranks": dict(zip(llms, det.ranks.tolist())), "excluded": {m: "item order undetermined" for m in dropped}}
 
 
 def _key(llm: str) -> str:

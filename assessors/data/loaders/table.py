@@ -144,18 +144,9 @@ def load_table(results_path: str | Path, prompts_path: str | Path | None = None,
     if format == "wide":
         table = _wide_to_long(table, results_path, [""] if missing_values is None else missing_values, lines)
     else:
-        require_columns(table, ("llm", "success"), results_path)
-        _check_llm_names(table["llm"], results_path, lines)
-        table["success"] = _declared_missing(table["success"], missing_values, results_path, _row_where(lines),
-                                             "success cell")
-        for col in ("cost", "confidence"):  # optional numbers: an empty cell is unknown
-            if col in table.columns and table[col].dtype == object:
-                table[col] = table[col].replace("", np.nan)
+        table = _check_long(table, results_path, missing_values, lines)
     if "success" in table.columns and not pd.api.types.is_numeric_dtype(table["success"]):
-        # accept true/false (any case) as well as 0/1; anything else is reported by Results.from_long
-        low = table["success"].astype(str).str.strip().str.lower()
-        table = table.assign(success=table["success"].where(~low.isin(["true", "false"]), (low == "true").astype(float)))
-        table["success"] = table["success"].map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v)
+        table = _true_false(table)
     instances = read_prompts(prompts_path) if prompts_path is not None else None
     res = Results.from_long(table, instances=instances, name=name, source=str(results_path))
     if instances is not None:
@@ -165,6 +156,28 @@ def load_table(results_path: str | Path, prompts_path: str | Path | None = None,
     res.meta = {"results_path": str(results_path), "prompts_path": None if prompts_path is None else str(prompts_path)}
     log.info("table %s: loaded %d LLMs x %d instances", name, *res.shape)
     return res
+
+
+def _check_long(table: pd.DataFrame, path: Path, missing_values, lines) -> pd.DataFrame:
+    """A long table's columns checked, declared-missing success cells NaN, empty optional numbers NaN."""
+    for col in ("llm", "success"):
+        if col not in table.columns:
+            raise DataError(f"{path}: missing column {col!r} (have {list(table.columns)})")
+    _check_llm_names(table["llm"], path, lines)
+    table["success"] = _declared_missing(table["success"], missing_values, path, _row_where(lines), "success cell")
+    for col in ("cost", "confidence"):  # optional numbers: an empty cell is unknown
+        if col in table.columns and table[col].dtype == object:
+            table[col] = table[col].replace("", np.nan)
+    return table
+
+
+def _true_false(table: pd.DataFrame) -> pd.DataFrame:
+    """Success cells ``true``/``false`` (any case) as 1.0/0.0; anything else is left for
+    ``Results.from_long`` to report."""
+    low = table["success"].astype(str).str.strip().str.lower()
+    table = table.assign(success=table["success"].where(~low.isin(["true", "false"]), (low == "true").astype(float)))
+    table["success"] = table["success"].map(lambda v: float(v) if isinstance(v, (bool, np.bool_)) else v)
+    return table
 
 
 def _wide_to_long(table: pd.DataFrame, path: Path, missing_values, lines) -> pd.DataFrame:

@@ -110,6 +110,21 @@ class BenchmarkEstimator(BaseEstimator, abc.ABC):
         source_llms : sequence of str, optional
             Names of the source LLMs, used to refuse a target that is also a source.
         """
+        S = self._check_source(source_success, features, source_llms)
+        m = S.shape[1]
+        core_index = self._check_core(core_index, m)
+        self.source_llms_ = None if source_llms is None else [str(x) for x in source_llms]
+        self.n_items_ = m
+        rng = np.random.default_rng(self.seed)
+        filled = impute_columns(S)
+        self.core_index_ = (np.asarray(self._select_core(filled, features, rng), dtype=int)
+                            if core_index is None else core_index)
+        self._fit(S, filled, features, rng)
+        return self
+
+    def _check_source(self, source_success, features, source_llms) -> np.ndarray:
+        """The source matrix as float64 (n_llms, n_items), checked: 2-D, 2+ LLMs each with an
+        evaluated item, features row for row."""
         S = np.asarray(source_success, dtype=np.float64)
         if S.ndim != 2:
             raise DataError(f"{type(self).__name__}: source_success must be 2-D (n_llms, n_items), got {S.shape}")
@@ -122,27 +137,25 @@ class BenchmarkEstimator(BaseEstimator, abc.ABC):
             raise DataError(f"{type(self).__name__}: source LLM rows {who} have no evaluated item (all missing)")
         if features is not None and len(features) != m:
             raise DataError(f"{type(self).__name__}: features has {len(features)} rows, source_success {m} items")
+        return S
+
+    def _check_core(self, core_index, m: int) -> np.ndarray | None:
+        """A caller's core set as int positions, checked against ``m`` items (None: the method
+        chooses ``core_size`` items, checked too)."""
         if core_index is None:
             if not 1 <= self.core_size <= m:
                 raise ConfigError(f"{type(self).__name__}: core_size={self.core_size} but the benchmark has "
                                   f"{m} items; choose 1 <= core_size <= {m}")
-        else:
-            if self.selects_core:
-                raise ConfigError(f"{type(self).__name__} selects its own core set; do not pass core_index")
-            core_index = np.asarray(core_index, dtype=int)
-            if core_index.size > m or len(np.unique(core_index)) != core_index.size:
-                raise ConfigError(f"{type(self).__name__}: core set of {core_index.size} items (unique: "
-                                  f"{len(np.unique(core_index))}) for a benchmark of {m} items")
-            if core_index.size and (core_index.min() < 0 or core_index.max() >= m):
-                raise ConfigError(f"{type(self).__name__}: core_index out of range [0, {m})")
-        self.source_llms_ = None if source_llms is None else [str(x) for x in source_llms]
-        self.n_items_ = m
-        rng = np.random.default_rng(self.seed)
-        filled = impute_columns(S)
-        self.core_index_ = (np.asarray(self._select_core(filled, features, rng), dtype=int)
-                            if core_index is None else core_index)
-        self._fit(S, filled, features, rng)
-        return self
+            return None
+        if self.selects_core:
+            raise ConfigError(f"{type(self).__name__} selects its own core set; do not pass core_index")
+        core_index = np.asarray(core_index, dtype=int)
+        if core_index.size > m or len(np.unique(core_index)) != core_index.size:
+            raise ConfigError(f"{type(self).__name__}: core set of {core_index.size} items (unique: "
+                              f"{len(np.unique(core_index))}) for a benchmark of {m} items")
+        if core_index.size and (core_index.min() < 0 or core_index.max() >= m):
+            raise ConfigError(f"{type(self).__name__}: core_index out of range [0, {m})")
+        return core_index
 
     def _select_core(self, S: np.ndarray, features, rng: np.random.Generator) -> np.ndarray:
         """Default core set: ``core_size`` items uniformly at random without replacement."""
