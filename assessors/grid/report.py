@@ -94,6 +94,23 @@ def size_figure(curve: pd.DataFrame, title: str) -> Figure:
     return fig
 
 
+def _baseline_section(split: str, table: pd.DataFrame, figures: dict) -> list[str]:
+    """Report lines (and a figure added to ``figures``) comparing a split's winner with the baselines.
+
+    ``table``: test AUC per test LLM (rows) x method (columns, ``generic`` first).
+    """
+    from assessors.reporting.plots import auc_by_method_bar
+    from assessors.reporting.tables import to_markdown
+
+    figures[f"{split}/fig4_auc_per_llm.png"] = auc_by_method_bar(table, main="generic", title=f"{split}: test AUC per LLM")
+    means = table.mean()
+    beaten = [m for m in table.columns if m != "generic" and means[m] > means["generic"]]
+    return [f"![Fig. 4]({split}/fig4_auc_per_llm.png)", "", "Winner vs specific assessor and baselines "
+            "(test AUC per test LLM):", "", to_markdown(pd.concat([table, means.to_frame("mean").T])), "",
+            ("**The generic assessor loses on mean test AUC to: " + ", ".join(beaten) + ".**") if beaten
+            else "The generic assessor has the best mean test AUC of all methods.", ""]
+
+
 def build_report(tracker, out_dir: str | Path, baselines: Callable[[pd.Series], pd.DataFrame] | None = None,
                  splits: list[str] | None = None) -> Path:
     """Write ``out_dir/report.md`` (+ PNGs) from the experiment's grid runs and log it to MLflow.
@@ -108,7 +125,7 @@ def build_report(tracker, out_dir: str | Path, baselines: Callable[[pd.Series], 
     splits : list of str, optional
         Only these splits (``grid.split_name``); default all in the experiment.
     """
-    from assessors.reporting.plots import auc_by_method_bar, save_figure
+    from assessors.reporting.plots import save_figure
     from assessors.reporting.tables import to_markdown
 
     out = Path(out_dir)
@@ -142,15 +159,7 @@ def build_report(tracker, out_dir: str | Path, baselines: Callable[[pd.Series], 
             figures[f"{split}/fig6_auc_vs_size.png"] = size_figure(curve, f"{split}: test AUC vs reference size")
             lines += [f"![Fig. 6]({split}/fig6_auc_vs_size.png)", "", to_markdown(curve), ""]
         if baselines:
-            table = baselines(winner)
-            figures[f"{split}/fig4_auc_per_llm.png"] = auc_by_method_bar(table, main="generic",
-                                                                          title=f"{split}: test AUC per LLM")
-            means = table.mean()
-            beaten = [m for m in table.columns if m != "generic" and means[m] > means["generic"]]
-            lines += [f"![Fig. 4]({split}/fig4_auc_per_llm.png)", "", "Winner vs specific assessor and baselines "
-                      "(test AUC per test LLM):", "", to_markdown(pd.concat([table, means.to_frame("mean").T])), "",
-                      ("**The generic assessor loses on mean test AUC to: " + ", ".join(beaten) + ".**") if beaten
-                      else "The generic assessor has the best mean test AUC of all methods.", ""]
+            lines += _baseline_section(split, baselines(winner), figures)
     table2 = pd.DataFrame(winners).set_index("split")
     lines[4:4] = ["## Table 2/5: winning combination per split", "", to_markdown(table2), ""]
     for path, fig in figures.items():
