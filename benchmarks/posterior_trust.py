@@ -39,10 +39,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def degenerate_prepare(keep: float) -> None:
-    """Patch ``assessors.pipeline.prepare`` to build the degenerate population (see the module docstring)."""
+    """Patch ``assessors.tasks.prepare.prepare`` to build the degenerate population (see the module docstring)."""
     import adaptive_onboarding
 
-    import assessors.pipeline as pipeline
+    import assessors.tasks.prepare as pipeline
 
     real = pipeline.prepare
     adaptive_onboarding.MODEL_CACHE = None  # the cache key does not know about the patch

@@ -104,7 +104,7 @@ def test_an_in_memory_success_matrix_is_streamed_through_a_temporary_file(sim, s
 
 @pytest.mark.slow
 def test_train_py_runs_with_assessor_latent_stream(compose):
-    from assessors.pipeline import train_assessors
+    from assessors.tasks.train import train_assessors
 
     cfg = compose(["assessor=latent_stream", "features=success_pattern",
                    "data.subtasks=[bbh_navigate,bbh_snarks,bbh_web_of_lies]", "selector.size=30",
