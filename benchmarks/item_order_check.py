@@ -8,6 +8,9 @@ splits the LLMs into those in the npz order (correlation > 0.15 on some subtask)
 then checks on every BBH subtask (no second source there) whether the second group agrees with
 the first: mean within-group and cross-group correlation with each group's per-item accuracy.
 
+Rows are read as written (``item_order=as_written``): this shows the problem the loaders now repair
+(docs/item_order.md).
+
 Usage: python benchmarks/item_order_check.py
 """
 from __future__ import annotations
@@ -25,8 +28,9 @@ def corr(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def main() -> None:
-    csv = load_open_llm_leaderboard_v2(subtasks=["bbh_*", "musr_*"], prompts=False)
-    npz = load_score_matrix("musr", items=load_open_llm_leaderboard_v2(subtasks=["musr_*"], prompts=False))
+    csv = load_open_llm_leaderboard_v2(subtasks=["bbh_*", "musr_*"], prompts=False, item_order="as_written")
+    npz = load_score_matrix("musr", item_order="as_written",
+                            items=load_open_llm_leaderboard_v2(subtasks=["musr_*"], prompts=False, item_order="as_written"))
     groups = csv.instances["subgroup"]
     musr = {}
     for sub in sorted(groups[groups.str.startswith("musr_")].unique()):

@@ -61,6 +61,8 @@ class OrderDetection:
         Mean correlation with the leave-one-out consensus per candidate (NaN: no signal).
     candidates : tuple of int
         The process counts tried, in column order of ``scores``.
+    column_ranks : int
+        The process count whose order the column names follow.
     status : list of str, length n_rows
         ``"ok"``, ``"order-free"`` (every block constant: any order gives the same row) or
         ``"undetermined"`` (the best candidate is not clearly better than the next one).
@@ -69,6 +71,7 @@ class OrderDetection:
     ranks: np.ndarray
     scores: np.ndarray
     candidates: tuple[int, ...]
+    column_ranks: int = 0
     status: list[str] = field(default_factory=list)
 
     @property
@@ -168,7 +171,7 @@ def detect_ranks(blocks: list[np.ndarray], header_ranks: int, candidates=DEFAULT
         if np.array_equal(best, ranks):
             break
         ranks = best
-    det = OrderDetection(ranks=ranks.copy(), scores=scores, candidates=candidates)
+    det = OrderDetection(ranks=ranks.copy(), scores=scores, candidates=candidates, column_ranks=header_ranks)
     margin = det.margin
     for i in range(n_rows):
         if np.isnan(scores[i]).all():

@@ -25,7 +25,7 @@ from assessors.data.columns import require_columns
 from assessors.data.download import locate
 from assessors.data.loaders._common import check_binary, latest_per_model, read_csv, read_text_csv, select
 from assessors.data.results import Results
-from assessors.data.item_order import align_rows, header_ranks
+from assessors.data.item_order import align_rows
 from assessors.errors import ConfigError, DataError
 
 log = logging.getLogger("assessors.data")
@@ -210,7 +210,7 @@ def _align_benchmark(bench: str, blocks: list, llms: list[str], out: list, repor
     for k, v, f in zip(idx, values, frames):
         sub, _, path = blocks[k]
         out[k] = (sub, pd.DataFrame(v, index=f.index, columns=f.columns).loc[f.notna().any(axis=1)], path)
-    moved = {m: r for m, r in ranks.items() if r not in (0, header_ranks(frames[0].columns))}
+    moved = {m: r for m, r in ranks.items() if r not in (0, det.column_ranks)}
     if moved:
         log.warning("%s: re-keyed %d of %d LLMs whose rows were written by another number of processes "
                     "than the column names assume: %s", bench, len(moved), len(ranks),
@@ -222,7 +222,7 @@ def _record_order(bench: str, llms: list[str], det, frames: list[pd.DataFrame], 
     undetermined LLMs to ``report``; return the counts."""
     have = np.logical_or.reduce([f.notna().any(axis=1).to_numpy() for f in frames])
     ranks = {m: int(r) for m, r, h in zip(llms, det.ranks, have) if h}
-    report["benchmarks"][bench] = {"column_ranks": header_ranks(frames[0].columns), "ranks": ranks}
+    report["benchmarks"][bench] = {"column_ranks": det.column_ranks, "ranks": ranks}
     report["excluded"].update({m: f"{bench}: item order undetermined"
                                for m, st, h in zip(llms, det.status, have) if h and st == "undetermined"})
     return ranks
