@@ -143,7 +143,7 @@ def test_held_out_prompts_are_read_and_scored_a_block_at_a_time(sim, single):
 
 def test_validation_llms_drive_early_stopping_and_recalibration_as_in_memory(sim):
     """With validation LLMs the streaming fit is LatentAssessor's: all prompts, their scores, Platt scaling."""
-    X, bank, out = sim
+    X, _, out = sim
     A = np.asarray(open_answers(out)).astype(np.float64)
     ref, val_prompts = np.arange(0, 600, 10), np.arange(5, 600, 10)
     train, val = A[:, :160], A[:, 160:]  # prompt-major: 160 training LLMs, 40 validation LLMs
