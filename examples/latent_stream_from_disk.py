@@ -45,7 +45,27 @@ def export_answers(res, llms: list[str], out_dir: Path, chunk: int) -> Path:
     return out_dir
 
 
-def main(argv=None) -> dict:
+def run(res, out: Path, features: str = "minilm", new_llms: int = 10, chunk: int = 16, max_epochs: int = 60,
+        seed: int = 0) -> dict:
+    """Export ``res``' answers (all but ``new_llms`` LLMs) to ``out``, fit on them, score the others."""
+    rng = np.random.default_rng(seed)
+    llms = list(rng.permutation(res.llms))
+    train_llms, new = llms[new_llms:], llms[:new_llms]
+    answers = export_answers(res, train_llms, Path(out) / "answers", chunk)
+    X = featurizer(features).fit_transform(res.prompts())
+    ref = np.sort(rng.choice(len(X), size=min(100, len(X) // 3), replace=False))
+    model = StreamingLatentAssessor(n_members=1, max_epochs=max_epochs, seed=seed).fit(X, answers, ref)
+    # new LLMs: their reference answers in, predictions on the other prompts out
+    S_new = res.matrix(new)
+    rest = np.setdiff1d(np.arange(len(X)), ref)
+    p = model.predict_proba(X[rest], S_new[:, ref])
+    return {"train_llms": train_llms, "prompts": len(X), "training_pairs": int(model.n_pairs_),
+            "epochs": model.members_[0]["epochs"], "best_epoch": model.members_[0]["best_epoch"],
+            "new_llms": len(new), "new_llms_mean_auc": round(float(np.nanmean(per_llm_auc(S_new[:, rest], p))), 4),
+            "answers": str(answers)}
+
+
+def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="outputs/examples/stream", help="output directory")
     ap.add_argument("--subtasks", nargs="+", default=["bbh_navigate", "bbh_snarks", "bbh_sports_understanding"])
@@ -55,24 +75,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--max-epochs", type=int, default=60)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    res = load_open_llm_leaderboard_v2(subtasks=args.subtasks)
-    rng = np.random.default_rng(args.seed)
-    llms = list(rng.permutation(res.llms))
-    train_llms, new_llms = llms[args.new_llms:], llms[:args.new_llms]
-    answers = export_answers(res, train_llms, Path(args.out) / "answers", args.chunk)
-    X = featurizer(args.features).fit_transform(res.prompts())
-    ref = np.sort(rng.choice(len(X), size=min(100, len(X) // 3), replace=False))
-    model = StreamingLatentAssessor(n_members=1, max_epochs=args.max_epochs, seed=args.seed).fit(X, answers, ref)
-    # new LLMs: their reference answers in, predictions on the other prompts out
-    S_new = res.matrix(new_llms)
-    rest = np.setdiff1d(np.arange(len(X)), ref)
-    p = model.predict_proba(X[rest], S_new[:, ref])
-    summary = {"train_llms": len(train_llms), "prompts": len(X), "training_pairs": int(model.n_pairs_),
-               "epochs": model.members_[0]["epochs"], "best_epoch": model.members_[0]["best_epoch"],
-               "new_llms": len(new_llms), "new_llms_mean_auc": round(float(np.nanmean(per_llm_auc(S_new[:, rest], p))), 4),
-               "answers": str(answers)}
-    print(json.dumps(summary, indent=2))
-    return summary
+    summary = run(load_open_llm_leaderboard_v2(subtasks=args.subtasks), Path(args.out), args.features,
+                  args.new_llms, args.chunk, args.max_epochs, args.seed)
+    print(json.dumps({**summary, "train_llms": len(summary["train_llms"])}, indent=2))
 
 
 if __name__ == "__main__":
