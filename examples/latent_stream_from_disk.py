@@ -17,9 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's package, not another installed copy
 
 from assessors.core.latent_stream import StreamingLatentAssessor
 from assessors.data.loaders.open_llm_leaderboard_v2 import load_open_llm_leaderboard_v2
@@ -32,7 +36,7 @@ def featurizer(name: str):
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parent.parent / "conf"), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         return instantiate(compose("train", overrides=[f"features={name}"]).features)
 
 
