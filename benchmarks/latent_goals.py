@@ -12,6 +12,7 @@ splits, features and baselines as ``train.py``), then measures on the test LLMs:
     python benchmarks/latent_goals.py --seeds 0 1 2                                  # default split
     python benchmarks/latent_goals.py --seeds 0 1 2 -- selector.size=30 compare.specific=false
     python benchmarks/latent_goals.py --seeds 0 1 2 -- llm_split=frontier
+    python benchmarks/latent_goals.py --seeds 0 1 2 --assessor latent_stream -- compare.random_selector=false
 """
 from __future__ import annotations
 
@@ -88,11 +89,11 @@ def fit_cost(cfg, prep) -> dict:
     return {"fit_wall_s": round(time.perf_counter() - t0, 1), "fit_cpu_s": round(time.process_time() - c0, 1)}
 
 
-def run_seed(seed: int, overrides: list[str], time_fit: bool = False) -> dict:
+def run_seed(seed: int, overrides: list[str], time_fit: bool = False, assessor: str = "latent") -> dict:
     from assessors.tasks.prepare import prepare
     from assessors.tasks.train import predict_methods, score_methods
 
-    cfg = compose([f"seed={seed}", "assessor=latent", "tracking=none", "plots=false", *overrides])
+    cfg = compose([f"seed={seed}", f"assessor={assessor}", "tracking=none", "plots=false", *overrides])
     prep = prepare(cfg)
     preds, fitted = predict_methods(cfg, prep)
     long = score_methods(prep, preds)
@@ -118,6 +119,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    ap.add_argument("--assessor", default="latent", help="the latent assessor's config: latent or latent_stream")
     ap.add_argument("--time-fit", action="store_true", help="time one more fit of the assessor alone (wall and CPU)")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides (after --)")
     a = ap.parse_args()
@@ -126,9 +128,10 @@ def main() -> None:
 
     # the code this process runs: read before the (long) runs, not after them
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    runs = [run_seed(s, a.overrides, a.time_fit) for s in a.seeds]
+    runs = [run_seed(s, a.overrides, a.time_fit, a.assessor) for s in a.seeds]
     methods = runs[0]["mean_auc"].keys()
     summary = {
+        "assessor": a.assessor,
         "overrides": a.overrides,
         "commit": commit,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

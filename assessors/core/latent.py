@@ -26,11 +26,11 @@ from sklearn.utils.validation import check_is_fitted
 from assessors.core.latent_calibration import (IDENTITY, accuracy_band, apply_calibration, excess_accuracy_error,
                                                 fit_platt)
 from assessors.core.latent_net import item_parameters, train_member
+from assessors.core.latent_validation import HeldOutScores, ValidationLLMScores
 from assessors.core.posterior import (GaussianPrior, check_answers, evidence_labels, laplace_posterior,
                                       logit_moments, probit_predictive, sigmoid)
 from assessors.core.residual import FeatureProjection, Residual, fit_residual
 from assessors.errors import DataError
-from assessors.metrics import per_llm_auc
 
 log = logging.getLogger(__name__)
 
@@ -65,19 +65,6 @@ class LatentPosterior:
         return self.theta.shape[1]
 
 
-
-def _early_stopping_scores(S: np.ndarray, p: np.ndarray) -> dict[str, float]:
-    """Mean log loss and minus the mean per-LLM AUC of ``p`` against ``S``, both of shape (k, n).
-
-    ``p`` is clipped to [1e-6, 1 - 1e-6]; NaN cells of ``S`` (not evaluated) do not count.
-    ``val_neg_auc`` is 0 when no LLM has both outcomes.
-    """
-    p = np.clip(p, 1e-6, 1 - 1e-6)
-    obs = np.isfinite(S)
-    y = S[obs]
-    loss = -np.mean(y * np.log(p[obs]) + (1 - y) * np.log(1 - p[obs]))
-    aucs = per_llm_auc(S, p)
-    return {"val_loss": loss, "val_neg_auc": -float(np.nanmean(aucs)) if np.isfinite(aucs).any() else 0.0}
 
 class LatentAssessor(BaseEstimator):
     """Latent-ability (IRT) assessor with item parameters from prompt features.
@@ -187,74 +174,66 @@ class LatentAssessor(BaseEstimator):
         if len(np.unique(y)) < 2:
             raise DataError(f"latent assessor: training labels are all {y[0] if len(y) else 'missing'}; nothing to learn")
         self.reference_features_ = X[ref_index]
-        rng = np.random.default_rng(self.seed)
-        val_fn, train_prompts = self._validation(X, S, validation, rng)
+        # S.T: the prompt-major view the held-out scorer reads a block of prompts at a time
+        val_fn, train_prompts = self._early_stopping(X, S.T, validation)
         keep = np.isin(ii, train_prompts)
         li, ii, y = li[keep], ii[keep], y[keep]
         log.info("latent assessor: %d LLMs x %d prompts, %d training pairs, %d member(s)",
                  S.shape[0], len(train_prompts), len(y), self.n_members)
+        self._fit_members(lambda seed: train_member(
+            X, li, ii, y, S.shape[0], train_prompts=train_prompts, seed=seed, validate=val_fn,
+            monitor=self._monitor_name(), **self._training_kwargs()))
+        return self._finish(X, validation, "latent")
+
+    def _training_kwargs(self) -> dict:
+        """The training hyperparameters every member gets, in-memory or streamed."""
+        return dict(dims=int(self.dims), hidden_sizes=tuple(int(h) for h in self.hidden_sizes),
+                    dropout=float(self.dropout), lr=float(self.lr), weight_decay=float(self.weight_decay),
+                    prior_var=float(self.prior_var), batch_prompts=int(self.batch_prompts),
+                    max_epochs=int(self.max_epochs), patience=int(self.patience), num_threads=self.num_threads,
+                    progress=bool(self.progress))
+
+    def _monitor_name(self) -> str:
+        return "val_loss" if self.monitor == "loss" else "val_neg_auc"
+
+    def _fit_members(self, train_one) -> None:
+        """``members_`` and ``priors_`` from ``train_one(seed) -> member dict``, one call per member."""
         self.members_, self.priors_ = [], []
         for m in range(int(self.n_members)):
-            member = train_member(
-                X, li, ii, y, S.shape[0], train_prompts=train_prompts, dims=int(self.dims),
-                hidden_sizes=tuple(int(h) for h in self.hidden_sizes), dropout=float(self.dropout),
-                lr=float(self.lr), weight_decay=float(self.weight_decay), prior_var=float(self.prior_var),
-                batch_prompts=int(self.batch_prompts), max_epochs=int(self.max_epochs),
-                patience=int(self.patience), seed=int(self.seed) + 1000 * m, num_threads=self.num_threads,
-                validate=val_fn, monitor="val_loss" if self.monitor == "loss" else "val_neg_auc",
-                progress=bool(self.progress))
-            log.info("latent member %d: best epoch %d of %d (monitor %.4f)", m, member["best_epoch"],
-                     member["epochs"], member["best"])
+            member = train_one(int(self.seed) + 1000 * m)
+            log.info("latent member %d: best epoch %d of %d (%s %.4f)", m, member["best_epoch"],
+                     member["epochs"], self._monitor_name(), member["best"])
             self.members_.append(member)
             self.priors_.append(GaussianPrior.fit(member["theta"]))
+
+    def _finish(self, X, validation, name: str) -> "LatentAssessor":
+        """The fitted state after the members: residual projection, reference cache, recalibration."""
         self.projection_ = FeatureProjection(X, int(self.residual_dims), seed=int(self.seed))
         self._cache_reference()
         self.calibration_, self.accuracy_error_sd_ = IDENTITY, 0.0
         if validation is not None and len(validation[1]):
             self._calibrate(*validation)
-        self.classifier_name_ = f"latent(D={self.dims}, {self.n_members} members)"
+        self.classifier_name_ = f"{name}(D={self.dims}, {self.n_members} members)"
         self.selection_ = None
         return self
 
-    def _validation(self, X, S, validation, rng):
-        """The per-epoch validation function and the training prompts."""
-        import torch
+    def _early_stopping(self, X, answers, validation):
+        """The per-epoch scorer and the training prompts.
 
-        all_prompts = np.arange(len(X))
+        With validation LLMs: their scores from their reference posterior, training on every prompt.
+        Without: ``validation_fraction`` of the prompts held out, scored on the training LLMs'
+        ``answers`` (prompt-major: an array or the path of uint8 answers), training on the rest.
+        """
         if validation is not None and len(validation[1]):
             X_val, S_val, R_val = validation
-            X_val = torch.from_numpy(np.asarray(X_val, dtype=np.float32))
-            X_ref = torch.from_numpy(self.reference_features_)
-            S_val = check_answers(S_val, "validation success")
-            R_val = check_answers(R_val, "validation reference answers")
-
-            def validate(module):
-                with torch.no_grad():
-                    a_r, b_r = (t.double().numpy() for t in module.items(X_ref))
-                    a_v, b_v = (t.double().numpy() for t in module.items(X_val))
-                    prior = GaussianPrior.fit(module.theta.detach().double().numpy())
-                th, cov = laplace_posterior(a_r, b_r, R_val, prior.mean, prior.precision)
-                p, _ = probit_predictive(*logit_moments(th, cov, a_v, b_v))
-                return _early_stopping_scores(S_val, p)
-
-            return validate, all_prompts
-        # no validation LLMs: hold out prompts and watch the training LLMs' loss on them
+            return ValidationLLMScores(X_val, S_val, self.reference_features_, R_val), np.arange(len(X))
         n_val = int(round(len(X) * float(self.validation_fraction)))
-        perm = rng.permutation(len(X))
-        held, train_prompts = np.sort(perm[:n_val]), np.sort(perm[n_val:])
         if n_val == 0:
             raise DataError("latent assessor: no validation data and validation_fraction=0; "
                             "early stopping needs one of them")
-        X_h = torch.from_numpy(X[held])
-        S_h = S[:, held]
-
-        def validate(module):
-            with torch.no_grad():
-                a, b = (t.double().numpy() for t in module.items(X_h))
-                th = module.theta.detach().double().numpy()
-            return _early_stopping_scores(S_h, sigmoid(th @ a.T - b))
-
-        return validate, train_prompts
+        perm = np.random.default_rng(self.seed).permutation(len(X))
+        held, train_prompts = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+        return HeldOutScores(answers, X, held, auc=self.monitor == "auc"), train_prompts
 
     def _calibrate(self, X_val, S_val, R_val):
         """Recalibrate on validation LLMs x validation prompts (never test data): ``calibration_``

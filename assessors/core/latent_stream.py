@@ -8,7 +8,10 @@ exists in memory at any time. With Lightning's DDP strategies each process reads
 the batches of an epoch (the same shuffled order on every rank, so the shares are disjoint) and DDP
 averages the gradients, including the abilities'.
 
-Early stopping watches the training LLMs' log loss on held-out prompts (``validation_fraction``).
+Early stopping is :class:`~assessors.core.latent.LatentAssessor`'s: the validation LLMs' scores
+from their reference posterior when they are given (then the predictions are recalibrated on them
+too), else the training LLMs' log loss on held-out prompts (``validation_fraction``), read and
+scored a block of prompts at a time.
 """
 from __future__ import annotations
 
@@ -24,8 +27,7 @@ import torch
 from assessors.classifiers.mlp import _KeepBest, _quiet_lightning, pl
 from assessors.core.latent import LatentAssessor
 from assessors.core.latent_net import LatentIRTModule, weights_of
-from assessors.core.posterior import GaussianPrior, check_answers
-from assessors.core.residual import FeatureProjection
+from assessors.core.posterior import check_answers
 from assessors.data.semisynthetic import MISSING, open_answers
 from assessors.errors import DataError
 
@@ -85,28 +87,6 @@ class PromptBlocks(torch.utils.data.IterableDataset):
                    torch.from_numpy(local.astype(np.int64)), torch.from_numpy(block[local, li].astype(np.float32)))
 
 
-class HeldOutLoss:
-    """Per-epoch log loss of the training LLMs on held-out prompts (picklable, for DDP spawn).
-
-    Parameters
-    ----------
-    X_held : ndarray of shape (h, d)
-    Y_held : ndarray of shape (h, n_llms), uint8 (``MISSING`` = not evaluated)
-    """
-
-    def __init__(self, X_held: np.ndarray, Y_held: np.ndarray):
-        self.X_held, self.Y_held = X_held, Y_held
-
-    def __call__(self, module) -> dict[str, float]:
-        with torch.no_grad():
-            a, b = module.items(torch.from_numpy(self.X_held))
-            logit = module.theta.detach() @ a.T - b  # (n_llms, h)
-            y = torch.from_numpy(self.Y_held.T.astype(np.float32))
-            obs = torch.from_numpy(self.Y_held.T != MISSING)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(logit[obs], y[obs])
-        return {"val_loss": float(loss)}
-
-
 class _Threads(pl.Callback):
     """Torch threads in every process, spawned DDP ranks included."""
 
@@ -135,12 +115,14 @@ def count_pairs(answers: np.ndarray, prompts: np.ndarray, block: int = 512) -> i
                    for s in range(0, len(prompts), block)))
 
 
-def train_member_stream(path, X, train_prompts, held, *, n_llms, n_pairs, dims, hidden_sizes, dropout, lr,
-                        weight_decay, prior_var, batch_prompts, max_epochs, patience, seed, num_threads,
-                        strategy="auto", devices=1, num_nodes=1, progress=False) -> dict:
-    """Fit one member from the answers at ``path``; returns what ``train_member`` returns."""
-    answers = open_answers(path)
-    validate = HeldOutLoss(X[held], np.asarray(answers[np.sort(held)]))
+def train_member_stream(path, X, train_prompts, *, n_llms, n_pairs, dims, hidden_sizes, dropout, lr,
+                        weight_decay, prior_var, batch_prompts, max_epochs, patience, seed, num_threads, validate,
+                        monitor="val_loss", strategy="auto", devices=1, num_nodes=1, progress=False) -> dict:
+    """Fit one member from the answers at ``path``; returns what ``train_member`` returns.
+
+    ``validate(module)`` (picklable, for DDP spawn) returns the per-epoch scores; ``monitor`` (lower
+    is better) is the one early stopping watches, and the best epoch's weights are restored.
+    """
     with _quiet_lightning(num_threads), torch.random.fork_rng(devices=[]), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*IterableDataset.*__len__.*")
         warnings.filterwarnings("ignore", message=".*sync_dist=True.*")
@@ -152,8 +134,8 @@ def train_member_stream(path, X, train_prompts, held, *, n_llms, n_pairs, dims, 
         module.mean.copy_(torch.from_numpy(sub.mean(0)))
         module.std.copy_(torch.from_numpy(np.maximum(sub.std(0), 1e-6)))
         data = PromptBlocks(path, X, train_prompts, batch_prompts, seed + 1)
-        keep = _KeepBest("val_loss")
-        callbacks = [_Threads(num_threads), keep, pl.callbacks.EarlyStopping("val_loss", patience=int(patience)),
+        keep = _KeepBest(monitor)
+        callbacks = [_Threads(num_threads), keep, pl.callbacks.EarlyStopping(monitor, patience=int(patience)),
                      _Record(keep)]
         trainer = pl.Trainer(max_epochs=int(max_epochs), accelerator="cpu", devices=devices, num_nodes=num_nodes,
                              strategy=strategy, logger=False, enable_checkpointing=False,
@@ -179,7 +161,8 @@ class StreamingLatentAssessor(LatentAssessor):
     devices, num_nodes : int
         Processes per machine and machines.
     **others
-        As :class:`LatentAssessor`. Early stopping always watches held-out prompts' log loss.
+        As :class:`LatentAssessor`. ``monitor='auc'`` needs validation LLMs (held-out prompts are
+        scored for log loss only, a block at a time).
     """
 
     def __init__(self, dims: int = 4, hidden_sizes=(128,), dropout: float = 0.1, lr: float = 3e-3,
@@ -211,51 +194,38 @@ class StreamingLatentAssessor(LatentAssessor):
             written to a temporary file in that format first (so ``train.py`` can use this class).
         ref_index : ndarray of shape (n_ref,)
             Positions of the reference prompts in ``X``.
-        validation : tuple, optional
-            Not used: early stopping watches held-out prompts (logged when given).
+        validation : tuple (X_val (m, d), S_val (k, m), R_val (k, n_ref)), optional
+            Validation prompts, validation LLMs' success on them and their reference answers, in
+            memory: as for :class:`LatentAssessor`, early stopping watches these LLMs' predictions
+            from their reference posterior, training uses every prompt, and the predictions are
+            recalibrated on them. Without: early stopping on the training LLMs' log loss on
+            ``validation_fraction`` held-out prompts, and no recalibration.
         """
-        if validation is not None:
-            log.info("streaming latent assessor: early stopping on %.0f%% held-out prompts; the %d validation "
-                     "LLMs are not used", 100 * float(self.validation_fraction), len(validation[1]))
-        if self.monitor != "loss":
-            raise DataError("StreamingLatentAssessor monitors the held-out log loss; set monitor='loss'")
+        has_val = validation is not None and len(validation[1]) > 0
+        if self.monitor not in ("loss", "auc") or (self.monitor == "auc" and not has_val):
+            raise DataError(f"StreamingLatentAssessor: monitor must be 'loss', or 'auc' with validation LLMs; "
+                            f"got {self.monitor!r}")
         if isinstance(answers, np.ndarray):
             with tempfile.TemporaryDirectory(prefix="latent-stream-") as tmp:
                 S = check_answers(answers, "training success")
                 np.save(Path(tmp) / "answers.npy", np.where(np.isfinite(S), S, MISSING).T.astype(np.uint8))
-                return self.fit(X, Path(tmp) / "answers.npy", ref_index)
+                return self.fit(X, Path(tmp) / "answers.npy", ref_index, validation)
         path = Path(answers)
         path = path / "answers.npy" if path.is_dir() else path
         A = open_answers(path)
         X = np.ascontiguousarray(X, dtype=np.float32)
         if A.shape[0] != len(X):
             raise DataError(f"{path}: answers have {A.shape[0]} prompts (rows) but X has {len(X)} rows")
-        n_val = int(round(len(X) * float(self.validation_fraction)))
-        if n_val == 0:
-            raise DataError("StreamingLatentAssessor: validation_fraction gives no held-out prompts for early stopping")
-        perm = np.random.default_rng(self.seed).permutation(len(X))
-        held, train_prompts = np.sort(perm[:n_val]), np.sort(perm[n_val:])
-        n_pairs = count_pairs(A, train_prompts)
-        log.info("streaming latent assessor: %d LLMs x %d prompts, %d training pairs, strategy %s x %d",
-                 A.shape[1], len(train_prompts), n_pairs, self.strategy, self.devices)
         self.reference_features_ = X[np.asarray(ref_index, dtype=int)]
-        self.members_, self.priors_ = [], []
-        for m in range(int(self.n_members)):
-            member = train_member_stream(
-                str(path), X, train_prompts, held, n_llms=A.shape[1], n_pairs=n_pairs, dims=int(self.dims),
-                hidden_sizes=tuple(int(h) for h in self.hidden_sizes), dropout=float(self.dropout), lr=float(self.lr),
-                weight_decay=float(self.weight_decay), prior_var=float(self.prior_var),
-                batch_prompts=int(self.batch_prompts), max_epochs=int(self.max_epochs), patience=int(self.patience),
-                seed=int(self.seed) + 1000 * m, num_threads=self.num_threads, strategy=self.strategy,
-                devices=self.devices, num_nodes=self.num_nodes, progress=bool(self.progress))
-            log.info("latent member %d: best epoch %d of %d (held-out loss %.4f)", m, member["best_epoch"],
-                     member["epochs"], member["best"])
-            self.members_.append(member)
-            self.priors_.append(GaussianPrior.fit(member["theta"]))
+        validate, train_prompts = self._early_stopping(X, str(path), validation)
+        n_pairs = count_pairs(A, train_prompts)
+        log.info("streaming latent assessor: %d LLMs x %d prompts, %d training pairs, early stopping on %s, "
+                 "strategy %s x %d", A.shape[1], len(train_prompts), n_pairs,
+                 f"{len(validation[1])} validation LLMs" if has_val else "held-out prompts", self.strategy,
+                 self.devices)
+        self._fit_members(lambda seed: train_member_stream(
+            str(path), X, train_prompts, n_llms=A.shape[1], n_pairs=n_pairs, seed=seed, validate=validate,
+            monitor=self._monitor_name(), strategy=self.strategy, devices=self.devices, num_nodes=self.num_nodes,
+            **self._training_kwargs()))
         self.n_pairs_ = n_pairs
-        self.projection_ = FeatureProjection(X, int(self.residual_dims), seed=int(self.seed))
-        self._cache_reference()
-        self.calibration_, self.accuracy_error_sd_ = (1.0, 0.0), 0.0
-        self.classifier_name_ = f"latent-stream(D={self.dims}, {self.n_members} members)"
-        self.selection_ = None
-        return self
+        return self._finish(X, validation, "latent-stream")

@@ -17,6 +17,7 @@ The bank itself is written by :func:`assessors.core.latent_bank.item_bank` from 
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -94,6 +95,36 @@ class ItemBank:
         return h.hexdigest()[:16]
 
 
+@contextlib.contextmanager
+def writing_answers(out_dir: str | Path, n_prompts: int, n_llms: int):
+    """An answers directory to fill a block at a time, put in place only when complete.
+
+    Yields ``(tmp_dir, answers)``: ``answers`` is ``tmp_dir / "answers.npy"``, a writable
+    memory-mapped uint8 array of shape (n_prompts, n_llms), prompt-major, every cell ``MISSING``
+    to start with. Write 0/1 into it in any order (a block of prompts or of LLMs at a time) and
+    put other files in ``tmp_dir``; when the block exits without error, the directory is renamed
+    to ``out_dir`` (replacing it). After an error nothing is left at ``out_dir``.
+    """
+    out = Path(out_dir)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        answers = np.lib.format.open_memmap(tmp / "answers.npy", mode="w+", dtype=np.uint8,
+                                            shape=(int(n_prompts), int(n_llms)))
+        answers[:] = MISSING
+        yield tmp, answers
+        answers.flush()
+        del answers
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if out.exists():
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(tmp, out)
+
+
 def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
 
@@ -121,30 +152,21 @@ def generate(bank: ItemBank, n_llms: int, out_dir: str | Path, seed: int = 0, pr
         if old == meta:
             return out
         raise DataError(f"{out} holds another semi-synthetic data set ({old}); choose another directory")
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     theta = np.random.default_rng([int(seed), 0]).multivariate_normal(bank.prior_mean, bank.prior_cov, size=n_llms)
     n = len(bank.b)
-    answers = np.lib.format.open_memmap(tmp / "answers.npy", mode="w+", dtype=np.uint8, shape=(n, n_llms))
-    starts = range(0, n, BLOCK)
-    if progress:
-        from tqdm.auto import tqdm
+    with writing_answers(out, n, n_llms) as (tmp, answers):
+        starts = range(0, n, BLOCK)
+        if progress:
+            from tqdm.auto import tqdm
 
-        starts = tqdm(starts, desc=f"sampling {n_llms} LLMs", unit="block")
-    for s in starts:
-        e = min(s + BLOCK, n)
-        rng = np.random.default_rng([int(seed), 1, s // BLOCK])  # one stream per block: reproducible in pieces
-        p = _sigmoid(bank.a[s:e] @ theta.T - bank.b[s:e, None])  # (block, n_llms), one block at a time
-        answers[s:e] = rng.random(p.shape) < p
-    answers.flush()
-    del answers
-    np.save(tmp / "theta.npy", theta)
-    (tmp / "meta.json").write_text(json.dumps(meta))
-    if out.exists():
-        shutil.rmtree(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(tmp, out)
+            starts = tqdm(starts, desc=f"sampling {n_llms} LLMs", unit="block")
+        for s in starts:
+            e = min(s + BLOCK, n)
+            rng = np.random.default_rng([int(seed), 1, s // BLOCK])  # one stream per block: reproducible in pieces
+            p = _sigmoid(bank.a[s:e] @ theta.T - bank.b[s:e, None])  # (block, n_llms), one block at a time
+            answers[s:e] = rng.random(p.shape) < p
+        np.save(tmp / "theta.npy", theta)
+        (tmp / "meta.json").write_text(json.dumps(meta))
     log.info("semi-synthetic: %d LLMs x %d prompts written to %s", n_llms, n, out)
     return out
 

@@ -5,8 +5,11 @@ import numpy as np
 import pytest
 
 from assessors.core import latent_stream
+from assessors.core.latent import LatentAssessor
+from assessors.core.latent_calibration import IDENTITY
 from assessors.core.latent_stream import PromptBlocks, StreamingLatentAssessor, count_pairs
-from assessors.data.semisynthetic import MISSING, ItemBank, generate, open_answers
+from assessors.core.latent_validation import HeldOutScores, early_stopping_scores
+from assessors.data.semisynthetic import MISSING, ItemBank, generate, open_answers, writing_answers
 from assessors.errors import DataError
 
 FAST = dict(dims=1, hidden_sizes=(16,), dropout=0.0, lr=0.01, weight_decay=1e-4, max_epochs=40, patience=4,
@@ -100,6 +103,98 @@ def test_an_in_memory_success_matrix_is_streamed_through_a_temporary_file(sim, s
     held = np.random.default_rng(0).permutation(600)[:60]  # the fit's held-out prompts (seed 0)
     assert model.n_pairs_ == np.isfinite(np.delete(S, held, axis=1)).sum() < single.n_pairs_
     assert min(_recovery(model, X, bank, out)) > 0.9
+
+
+class _Reads(np.ndarray):
+    """An answers array that records how many cells each read returns."""
+
+    def __getitem__(self, key):
+        out = np.asarray(super().__getitem__(key))
+        self.cells.append(out.size)
+        return out
+
+
+def test_held_out_prompts_are_read_and_scored_a_block_at_a_time(sim, single):
+    X, _, out = sim
+    A = np.array(open_answers(out))
+    A[np.random.default_rng(1).random(A.shape) < 0.2] = MISSING
+    held = np.arange(3, 600, 7)
+    from assessors.core.latent_net import LatentIRTModule
+    from assessors.core.latent_validation import _item_parameters
+
+    module = LatentIRTModule(X.shape[1], A.shape[1], 1, (16,), 0.0).eval()
+    module.theta.data.normal_()
+    a, b = _item_parameters(module, X[held])
+    S = np.where(A[held] == MISSING, np.nan, A[held]).T.astype(np.float64)  # (LLMs, held-out prompts)
+    whole = early_stopping_scores(S, 1 / (1 + np.exp(-(module.theta.detach().double().numpy() @ a.T - b))))
+    reads = A.view(_Reads)
+    reads.cells = []
+    blocked = HeldOutScores(reads, X, held, block_cells=5 * 200)(module)  # 5 prompts x 200 LLMs per block
+    assert blocked["val_loss"] == pytest.approx(whole["val_loss"], rel=1e-9)
+    assert max(reads.cells) <= 5 * 200 and len(reads.cells) == -(-len(held) // 5)
+    np.save(out.parent / "masked.npy", A)  # the path form, as the streaming fit passes it (pickles small)
+    assert HeldOutScores(str(out.parent / "masked.npy"), X, held, block_cells=7)(module)["val_loss"] == \
+        pytest.approx(whole["val_loss"], rel=1e-9)
+    # float answers with NaN (the in-memory fit) and the AUC, which needs all blocks at once
+    full = np.where(A == MISSING, np.nan, A).astype(np.float32)  # (prompts, LLMs), as LatentAssessor's S.T
+    both = HeldOutScores(full, X, held, auc=True, block_cells=1000)(module)
+    assert both == pytest.approx(whole)
+
+
+def test_validation_llms_drive_early_stopping_and_recalibration_as_in_memory(sim):
+    """With validation LLMs the streaming fit is LatentAssessor's: all prompts, their scores, Platt scaling."""
+    X, _, out = sim
+    A = np.asarray(open_answers(out)).astype(np.float64)
+    ref, val_prompts = np.arange(0, 600, 10), np.arange(5, 600, 10)
+    train, val = A[:, :160], A[:, 160:]  # prompt-major: 160 training LLMs, 40 validation LLMs
+    validation = (X[val_prompts], val[val_prompts].T, val[ref].T)
+    quick = {**FAST, "max_epochs": 12}
+    stream = StreamingLatentAssessor(**quick).fit(X, train.T, ref, validation)
+    assert stream.n_pairs_ == 160 * 600  # no held-out prompts
+    assert stream.calibration_ != IDENTITY
+    memory = LatentAssessor(**quick, n_members=1).fit(X, train.T, ref, validation)
+    R = A[ref][:, :20].T
+    assert np.corrcoef(stream.predict_proba(X, R).ravel(), memory.predict_proba(X, R).ravel())[0, 1] > 0.97
+    with pytest.raises(DataError, match="'auc' with validation LLMs"):
+        StreamingLatentAssessor(**{**FAST, "monitor": "auc"}).fit(X, out, ref)
+
+
+def test_the_example_exports_answers_by_llm_chunks_and_trains_from_disk(tmp_path, data_dir, shared_cache, monkeypatch):
+    """examples/latent_stream_from_disk.py (docs/scaling.md) on two real BBH subtasks."""
+    import importlib.util
+
+    monkeypatch.setenv("ASSESSORS_CACHE_DIR", str(shared_cache))
+    from tests.docs.blocks import ROOT
+
+    spec = importlib.util.spec_from_file_location("example", ROOT / "examples" / "latent_stream_from_disk.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    from assessors.data.loaders.open_llm_leaderboard_v2 import load_open_llm_leaderboard_v2
+
+    res = load_open_llm_leaderboard_v2(subtasks=["bbh_navigate", "bbh_snarks"])
+    out = example.run(res, tmp_path, features="unigram", chunk=7, max_epochs=6)
+    A = open_answers(out["answers"])
+    S = res.matrix(out["train_llms"])  # what the LLM chunks held
+    assert A.shape == S.T.shape and out["prompts"] == len(res.instance_ids)
+    assert np.array_equal(A, np.where(np.isfinite(S), S, MISSING).T.astype(np.uint8))
+    assert out["training_pairs"] == count_pairs(A, np.arange(len(A))) - count_pairs(A, _held(len(A)))
+    assert out["new_llms_mean_auc"] > 0.55
+
+
+def _held(n, fraction=0.1, seed=0):
+    return np.random.default_rng(seed).permutation(n)[:int(round(n * fraction))]
+
+
+def test_answers_are_written_atomically(tmp_path):
+    with pytest.raises(RuntimeError):
+        with writing_answers(tmp_path / "a", 4, 3) as (_, answers):
+            answers[0] = 1
+            raise RuntimeError("crash while exporting")
+    assert not any(tmp_path.iterdir())  # no half-written directory
+    with writing_answers(tmp_path / "a", 4, 3) as (_, answers):
+        answers[:2, 1] = 0
+    A = open_answers(tmp_path / "a")
+    assert (A[:2, 1] == 0).all() and (np.delete(A.ravel(), [1, 4]) == MISSING).all()
 
 
 @pytest.mark.slow
