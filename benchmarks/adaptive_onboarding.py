@@ -254,14 +254,21 @@ def main() -> None:
                     help="fixed selectors by name, adaptive ones as criterion:explore[:strata]")
     ap.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     ap.add_argument("--figure", type=Path, default=None)
-    ap.add_argument("--from-json", type=Path, default=None,
-                    help="re-render the table (and --figure) of an earlier --out file instead of running")
+    ap.add_argument("--from-json", type=Path, nargs="+", default=None,
+                    help="re-render the table (and --figure) of earlier --out files (their runs pooled: e.g. one "
+                         "file per seed) instead of running")
     ap.add_argument("--llms", choices=("test", "val"), default="test",
                     help="onboard the test LLMs (report) or the validation LLMs (choosing settings)")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides of train.yaml (after --)")
     a = ap.parse_args()
     if a.from_json:
-        summary = json.loads(a.from_json.read_text())
+        parts = [json.loads(f.read_text()) for f in a.from_json]
+        summary = {**parts[0], "runs": [r for p in parts for r in p["runs"]]}
+        names, sizes = list(summary["runs"][0]["curves"]), [int(n) for n in summary["runs"][0]["curves"][
+            next(iter(summary["runs"][0]["curves"]))]]
+        summary["runs"] = [{**r, "curves": {k: {int(n): c for n, c in v.items()} for k, v in r["curves"].items()}}
+                           for r in summary["runs"]]
+        summary["mean_over_seeds"] = {name: {n: _mean(summary["runs"], name, n) for n in sizes} for name in names}
         if a.figure:
             plot(summary, a.figure)
         print(table(summary))
