@@ -26,6 +26,7 @@ LLMs: ``--llms val`` runs the validation LLMs (target: the validation prompts) f
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import subprocess
@@ -79,18 +80,19 @@ def _prefix(y: np.ndarray, n: int) -> int:
     return int(np.searchsorted(done, n) + 1) if done[-1] >= n else len(y)
 
 
-def adaptive_metrics(sel, seqs, n: int, S_te) -> dict:
+def adaptive_metrics(sels, seqs, n: int, S_te) -> dict:
     """Like :func:`metrics`, plus the model, design and composite estimates of :meth:`AdaptiveSelector.estimate`
-    (with the test prompts as the selector's target) against each LLM's realised test accuracy."""
-    X_pool = sel.X_pool_
+    (with the test prompts as the selectors' target) against each LLM's realised test accuracy; ``sels[k]``
+    is LLM k's fitted selector."""
     hist = [(a[:_prefix(y, n)], y[:_prefix(y, n)]) for a, y in seqs]
     ok = [np.isfinite(y) for _, y in hist]
-    out = metrics(sel.assessor_, [X_pool[a[m]] for (a, _), m in zip(hist, ok)], [y[m] for (_, y), m in zip(hist, ok)],
-                  sel.X_target_, S_te)
+    X_pool = sels[0].X_pool_
+    out = metrics(sels[0].assessor_, [X_pool[a[m]] for (a, _), m in zip(hist, ok)],
+                  [y[m] for (_, y), m in zip(hist, ok)], sels[0].X_target_, S_te)
     rows = []
     for k, (a, y) in enumerate(hist):
         real = float(np.nanmean(S_te[k]))
-        e = sel.estimate(sel.posterior(a[ok[k]], y[ok[k]]), asked=a, answers=y)
+        e = sels[k].estimate(sels[k].posterior(a[ok[k]], y[ok[k]]), asked=a, answers=y)
         d = e["design_accuracy"]
         rows.append({"sd_model": e["model_sd"], "cover_model": e["model_low"] <= real <= e["model_high"],
                      "mae_design": np.nan if d is None else abs(d - real),
@@ -170,11 +172,22 @@ def run_seed(seed: int, overrides: list[str], sizes, strategies, llms: str = "te
                 curve[n] = metrics(model, [X_pool[idx]] * len(S_te), [Y_pool[k, idx] for k in range(len(S_te))], X_te, S_te)
         else:
             crit, explore, strata = (name.split(":") + ["0"])[:3]
-            sel = AdaptiveSelector(criterion=crit, explore=float(explore), strata=int(strata), budget=max(sizes),
-                                   seed=seed, bias_sd=BIAS_SD).fit(model, X_pool, X_te)
-            seqs = [sel.simulate(lambda j: Y_pool[k, j], n_max=max(sizes), keep_skipped=True) for k in range(len(S_te))]
+            # one selector seed per LLM: each LLM's random draws are its own (with one seed for all, the
+            # design errors of the LLMs share the same few random prompts and do not average out)
+            # (the strata, a KMeans fit, are the split seed's for all: only the random order differs)
+            base = AdaptiveSelector(criterion=crit, explore=float(explore), strata=int(strata), budget=max(sizes),
+                                    seed=seed, bias_sd=BIAS_SD).fit(model, X_pool, X_te)
+            sels, seqs = [], []
+            for k in range(len(S_te)):
+                sel = copy.copy(base)
+                sel.memo_ = {}
+                sel.order_ = np.random.default_rng(1000 * seed + k).permutation(len(X_pool))
+                sels.append(sel)
+                seqs.append(sel.simulate(lambda j: Y_pool[k, j], n_max=max(sizes), keep_skipped=True))
             for n in sizes:
-                curve[n] = adaptive_metrics(sel, seqs, n, S_te)
+                curve[n] = adaptive_metrics(sels, seqs, n, S_te)
+            for sel in sels:
+                sel.memo_.clear()
             name = f"adaptive_{crit}" + (f"_explore{explore}" if float(explore) else "") + \
                 (f"_strata{strata}" if int(strata) else "")
         out["curves"][name] = curve

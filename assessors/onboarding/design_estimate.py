@@ -18,7 +18,10 @@ population, e.g. a random prompt split). The ``Z_t - mu`` are martingale differe
 is unbiased whatever the adaptive picks in between did, and ``var(Z) / K`` over the ``K`` random
 steps estimates its variance (the sequential "active inference" argument: Zrnic & Candes, *Active
 Statistical Inference*, 2024; Kossen et al., *Active Testing*, 2021). The interval is Student's t
-with ``K - 1`` degrees of freedom. Survey libraries (samplics, statsmodels' weighted statistics)
+with ``K - 1`` degrees of freedom. With a handful of binary answers the sample variance is often
+near 0 (every residual of the same sign and size), so it is floored by the variance the model
+expects for each step, ``mean_{not asked} p (1 - p)`` (times ``(N_rest / N)^2`` for the pool), as
+pseudo-counts floor the interval of :class:`~assessors.estimation.benchmark.aipw.AIPW`. Survey libraries (samplics, statsmodels' weighted statistics)
 assume a design fixed before sampling and ppi-python assumes predictions independent of the
 labelled sample; neither holds for a sequence whose predictor is refitted after every answer.
 
@@ -73,25 +76,29 @@ def _prefix_predictions(selector, asked: np.ndarray, y: np.ndarray, t: int):
     return memo[key]
 
 
-def step_values(selector, asked, answers) -> np.ndarray:
-    """``Z_t`` of every answered random step (see the module docstring), shape (K,)."""
+def step_values(selector, asked, answers) -> tuple[np.ndarray, np.ndarray]:
+    """``Z_t`` of every answered random step (see the module docstring) and the variance the model
+    expects for it, each of shape (K,)."""
     asked = np.asarray(asked, dtype=int)
     y = np.asarray(answers, dtype=np.float64)
     N = len(selector.order_)
-    zs = []
+    zs, vs = [], []
     for t in random_steps(selector, asked):
         if not np.isfinite(y[t]):
             continue
         p_pool, mean_target = _prefix_predictions(selector, asked, y, t)
         residual = y[t] - p_pool[asked[t]]
+        rest = np.ones(N, dtype=bool)
+        rest[asked[:t]] = False
+        v = float(np.mean(p_pool[rest] * (1 - p_pool[rest])))
         if selector.target_is_pool_:
-            rest = np.ones(N, dtype=bool)
-            rest[asked[:t]] = False
+            vs.append(v * (rest.sum() / N) ** 2)
             before = np.where(np.isfinite(y[:t]), y[:t], p_pool[asked[:t]])  # unanswered: the model's guess
             zs.append((before.sum() + p_pool[rest].sum() + rest.sum() * residual) / N)
         else:
+            vs.append(v)
             zs.append(mean_target + residual)
-    return np.asarray(zs, dtype=np.float64)
+    return np.asarray(zs, dtype=np.float64), np.asarray(vs, dtype=np.float64)
 
 
 def design_estimate(selector, asked, answers, level: float = 0.9) -> dict:
@@ -102,11 +109,11 @@ def design_estimate(selector, asked, answers, level: float = 0.9) -> dict:
     dict with ``accuracy``, ``low``, ``high``, ``sd`` (standard error) and ``n_random`` (K); the
     first four are None with fewer than 2 answered random steps.
     """
-    z = step_values(selector, asked, answers)
+    z, v = step_values(selector, asked, answers)
     k = len(z)
     if k < 2:
         return {"accuracy": None, "low": None, "high": None, "sd": None, "n_random": k}
-    mean, se = float(z.mean()), float(z.std(ddof=1) / np.sqrt(k))
+    mean, se = float(z.mean()), float(np.sqrt(max(z.var(ddof=1), v.mean()) / k))
     q = float(t_dist.ppf(0.5 + level / 2, k - 1))
     return {"accuracy": mean, "low": max(0.0, mean - q * se), "high": min(1.0, mean + q * se), "sd": se,
             "n_random": k}
