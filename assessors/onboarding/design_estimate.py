@@ -20,7 +20,8 @@ steps estimates its variance (the sequential "active inference" argument: Zrnic 
 Statistical Inference*, 2024; Kossen et al., *Active Testing*, 2021). The interval is Student's t
 with ``K - 1`` degrees of freedom. With a handful of binary answers the sample variance is often
 near 0 (every residual of the same sign and size), so it is floored by the variance the model
-expects for each step, ``mean_{not asked} p (1 - p)`` (times ``(N_rest / N)^2`` for the pool), as
+expects for each step, ``mean p (1 - p)`` over the prompts not asked yet (times ``(N_rest / N)^2``;
+over the target prompts for another target), as
 pseudo-counts floor the interval of :class:`~assessors.estimation.benchmark.aipw.AIPW`. Survey libraries (samplics, statsmodels' weighted statistics)
 assume a design fixed before sampling and ppi-python assumes predictions independent of the
 labelled sample; neither holds for a sequence whose predictor is refitted after every answer.
@@ -63,16 +64,26 @@ def random_steps(selector, asked) -> np.ndarray:
 
 
 def _prefix_predictions(selector, asked: np.ndarray, y: np.ndarray, t: int):
-    """Posterior-predictive probabilities on the pool and the target given the answers before step ``t``
-    (memoised on the selector: the history of an onboarding run only grows)."""
-    key = (asked[:t].tobytes(), np.nan_to_num(y[:t], nan=-1).tobytes())
+    """What step ``t`` needs from the posterior predictive given the answers before it (memoised on the
+    selector: the history of an onboarding run only grows).
+
+    Returns ``(p_pool, mean_target, var_target)``: probabilities on the whole pool when the target is
+    the pool (else on the prompt asked at ``t`` only, the rest at NaN), the target's mean probability
+    and its mean ``p (1 - p)``.
+    """
+    key = (asked[:t + 1].tobytes(), np.nan_to_num(y[:t], nan=-1).tobytes())
     memo = selector.memo_
     if key not in memo:
         ok = np.isfinite(y[:t])
         post = selector.posterior(asked[:t][ok], y[:t][ok])
-        p_pool, _ = selector.assessor_.predict_posterior(selector.X_pool_, post)
-        p_target = p_pool if selector.target_is_pool_ else selector.assessor_.predict_posterior(selector.X_target_, post)[0]
-        memo[key] = (np.asarray(p_pool[0], np.float64), float(np.mean(p_target[0])))
+        if selector.target_is_pool_:
+            p_pool = np.asarray(selector.assessor_.predict_posterior(selector.X_pool_, post)[0][0], np.float64)
+            p_target = p_pool
+        else:  # the pool's probabilities are needed at the asked prompt only
+            p_pool = np.full(len(selector.order_), np.nan)
+            p_pool[asked[t]] = selector.assessor_.predict_posterior(selector.X_pool_[asked[t:t + 1]], post)[0][0, 0]
+            p_target = np.asarray(selector.assessor_.predict_posterior(selector.X_target_, post)[0][0], np.float64)
+        memo[key] = (p_pool, float(p_target.mean()), float(np.mean(p_target * (1 - p_target))))
     return memo[key]
 
 
@@ -86,17 +97,16 @@ def step_values(selector, asked, answers) -> tuple[np.ndarray, np.ndarray]:
     for t in random_steps(selector, asked):
         if not np.isfinite(y[t]):
             continue
-        p_pool, mean_target = _prefix_predictions(selector, asked, y, t)
+        p_pool, mean_target, var_target = _prefix_predictions(selector, asked, y, t)
         residual = y[t] - p_pool[asked[t]]
-        rest = np.ones(N, dtype=bool)
-        rest[asked[:t]] = False
-        v = float(np.mean(p_pool[rest] * (1 - p_pool[rest])))
         if selector.target_is_pool_:
-            vs.append(v * (rest.sum() / N) ** 2)
+            rest = np.ones(N, dtype=bool)
+            rest[asked[:t]] = False
+            vs.append(float(np.mean(p_pool[rest] * (1 - p_pool[rest]))) * (rest.sum() / N) ** 2)
             before = np.where(np.isfinite(y[:t]), y[:t], p_pool[asked[:t]])  # unanswered: the model's guess
             zs.append((before.sum() + p_pool[rest].sum() + rest.sum() * residual) / N)
         else:
-            vs.append(v)
+            vs.append(var_target)  # the pool is taken to be like the target
             zs.append(mean_target + residual)
     return np.asarray(zs, dtype=np.float64), np.asarray(vs, dtype=np.float64)
 
