@@ -177,10 +177,10 @@ def run_seed(seed: int, overrides: list[str], sizes, strategies, llms: str = "te
             # (the strata, a KMeans fit, are the split seed's for all: only the random order differs)
             base = AdaptiveSelector(criterion=crit, explore=float(explore), strata=int(strata), budget=max(sizes),
                                     seed=seed, bias_sd=BIAS_SD).fit(model, X_pool, X_te)
-            sels, seqs = [], []
+            sels, seqs, parts = [], [], model.prompt_parts(X_te)
             for k in range(len(S_te)):
                 sel = copy.copy(base)
-                sel.memo_ = {}
+                sel.memo_ = {"target_parts": parts}  # the target's item parameters, computed once
                 sel.order_ = np.random.default_rng(1000 * seed + k).permutation(len(X_pool))
                 sels.append(sel)
                 seqs.append(sel.simulate(lambda j: Y_pool[k, j], n_max=max(sizes), keep_skipped=True))

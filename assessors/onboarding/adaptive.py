@@ -238,8 +238,7 @@ class AdaptiveSelector(BaseEstimator):
         """
         from assessors.onboarding.design_estimate import composite, design_estimate
 
-        p, _ = self.assessor_.predict_posterior(self.X_target_, post)
-        mean = float(p[0].mean())
+        mean = float(self.predict_target(post).mean())
         sd = float(np.sqrt(np.mean([g @ c @ g for g, c in zip(self._target_gradient(post), post.cov[:, 0])])))
         z = float(norm.ppf(0.5 + level / 2))
         model = {"accuracy": mean, "low": max(0.0, mean - z * sd), "high": min(1.0, mean + z * sd), "sd": sd}
@@ -256,6 +255,15 @@ class AdaptiveSelector(BaseEstimator):
                 head = design
         out.update({k: head[k] for k in ("accuracy", "low", "high", "sd")}, width=head["high"] - head["low"])
         return out
+
+    def predict_target(self, post) -> np.ndarray:
+        """Posterior-predictive success probabilities of the target prompts for one LLM, shape (n_target,)
+        (the target's item parameters are computed once and kept)."""
+        if not hasattr(self.assessor_, "prompt_parts"):
+            return self.assessor_.predict_posterior(self.X_target_, post)[0][0]
+        if "target_parts" not in self.memo_:
+            self.memo_["target_parts"] = self.assessor_.prompt_parts(self.X_target_)
+        return self.assessor_.predict_parts(self.memo_["target_parts"], post)[0][0]
 
     def _target_gradient(self, post) -> np.ndarray:
         return self._gradient(post.theta[:, 0])
