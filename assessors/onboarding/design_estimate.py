@@ -82,7 +82,7 @@ def _prefix_predictions(selector, asked: np.ndarray, y: np.ndarray, t: int):
         else:  # the pool's probabilities are needed at the asked prompt only
             p_pool = np.full(len(selector.order_), np.nan)
             p_pool[asked[t]] = selector.assessor_.predict_posterior(selector.X_pool_[asked[t:t + 1]], post)[0][0, 0]
-            p_target = np.asarray(selector.predict_target(post)[0], np.float64)
+            p_target = np.asarray(selector.predict_target(post), np.float64)
         memo[key] = (p_pool, float(p_target.mean()), float(np.mean(p_target * (1 - p_target))))
     return memo[key]
 
