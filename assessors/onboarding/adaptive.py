@@ -138,14 +138,7 @@ class AdaptiveSelector(BaseEstimator):
         X_target : ndarray of shape (n_target, d), optional
             Features of the prompts whose accuracy matters (default: the pool).
         """
-        if self.criterion not in CRITERIA:
-            raise ConfigError(f"adaptive criterion must be one of {CRITERIA}, got {self.criterion!r}")
-        if self.estimator not in ESTIMATORS:
-            raise ConfigError(f"adaptive estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
-        if not 0.0 <= float(self.explore) < 1.0:
-            raise ConfigError(f"adaptive explore must be in [0, 1), got {self.explore}")
-        if int(self.batch_size) < 1 or int(self.budget) < 1:
-            raise ConfigError(f"adaptive batch_size and budget must be >= 1, got {self.batch_size}, {self.budget}")
+        self._check_params()
         for attr in ("item_parameters", "posterior", "predict_posterior", "priors_"):
             if not hasattr(assessor, attr):
                 raise ConfigError(f"adaptive selection needs the latent assessor (assessor=latent); "
@@ -171,6 +164,17 @@ class AdaptiveSelector(BaseEstimator):
             km = KMeans(n_clusters=int(self.strata), random_state=int(self.seed), n_init=1).fit(X_pool)
             self.strata_ = km.labels_.astype(int)
         return self
+
+    def _check_params(self) -> None:
+        """Bad settings are a :class:`ConfigError` naming the setting."""
+        if self.criterion not in CRITERIA:
+            raise ConfigError(f"adaptive criterion must be one of {CRITERIA}, got {self.criterion!r}")
+        if self.estimator not in ESTIMATORS:
+            raise ConfigError(f"adaptive estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
+        if not 0.0 <= float(self.explore) < 1.0:
+            raise ConfigError(f"adaptive explore must be in [0, 1), got {self.explore}")
+        if int(self.batch_size) < 1 or int(self.budget) < 1:
+            raise ConfigError(f"adaptive batch_size and budget must be >= 1, got {self.batch_size}, {self.budget}")
 
     def _eligible(self, taken: np.ndarray, asked: list[int]) -> np.ndarray:
         """Candidates of the strata asked least so far (among strata with candidates left), as a mask."""
