@@ -351,17 +351,36 @@ class LatentAssessor(BaseEstimator):
         P, STD = np.empty((k, len(X)), np.float32), np.empty((k, len(X)), np.float32)
         for s in range(0, len(X), block):
             sl = slice(s, min(s + block, len(X)))
-            p, std = self._latent_predictive(post, self._params(X[sl]))
-            if post.residual is not None and post.residual.tau.any():
-                rm, rv = post.residual.logit_moments(self.projection_(X[sl]))
-                z = np.log(p) - np.log1p(-p) + rm
-                q = sigmoid(z / np.sqrt(1.0 + np.pi * rv / 8.0))
-                scale = q * (1 - q) / (p * (1 - p))  # d q / d p at fixed residual
-                std = np.sqrt((std * scale) ** 2 + (q * (1 - q)) ** 2 * rv)
-                p = q
-            p, std = apply_calibration(p, std, getattr(self, "calibration_", IDENTITY))
-            P[:, sl], STD[:, sl] = p, np.minimum(std, np.sqrt(p * (1 - p)))
+            P[:, sl], STD[:, sl] = self._predict_block(post, self._params(X[sl]), lambda: self.projection_(X[sl]))
         return P, STD
+
+    def _predict_block(self, post, params, phi):
+        """Posterior predictive from item parameters and the residual projection (``phi``: array or thunk)."""
+        p, std = self._latent_predictive(post, params)
+        if post.residual is not None and post.residual.tau.any():
+            rm, rv = post.residual.logit_moments(phi() if callable(phi) else phi)
+            z = np.log(p) - np.log1p(-p) + rm
+            q = sigmoid(z / np.sqrt(1.0 + np.pi * rv / 8.0))
+            scale = q * (1 - q) / (p * (1 - p))  # d q / d p at fixed residual
+            std = np.sqrt((std * scale) ** 2 + (q * (1 - q)) ** 2 * rv)
+            p = q
+        p, std = apply_calibration(p, std, getattr(self, "calibration_", IDENTITY))
+        return p, np.minimum(std, np.sqrt(p * (1 - p)))
+
+    def prompt_parts(self, X: np.ndarray) -> tuple:
+        """What :meth:`predict_posterior` computes from the prompt features (item parameters, residual
+        projection), for callers that predict the same prompts under many posteriors
+        (:meth:`predict_parts`)."""
+        self._check_fitted()
+        X = np.asarray(X, dtype=np.float32)
+        with self._threads():
+            return self._params(X), self.projection_(X)
+
+    def predict_parts(self, parts: tuple, post: LatentPosterior) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`predict_posterior` on prompts given by their :meth:`prompt_parts`; same shapes."""
+        with self._threads():
+            p, std = self._predict_block(post, *parts)
+        return np.asarray(p, np.float32), np.asarray(std, np.float32)
 
     def _reference_posterior(self, R) -> tuple[LatentPosterior, bool]:
         self._check_fitted()

@@ -28,7 +28,10 @@ the answers then say little about the rest of the target; stratified picks cover
 Information-greedy picks are not a representative sample of the target prompts, so the accuracy
 estimate is never the raw mean of the asked items: it is the posterior-predictive mean over the
 target prompts (:meth:`AdaptiveSelector.estimate`). ``explore`` interleaves uniformly random
-candidates (a fixed seeded order), which keeps the answered set partly representative.
+candidates (a fixed seeded order); given the history, each is a uniform draw from the prompts not
+asked yet, so those answers give a design-unbiased estimate of the accuracy whatever the model's
+bias (:mod:`assessors.onboarding.design_estimate`); ``estimator`` chooses which estimate is reported
+first.
 
 Selection is a pure function of the seed and the ordered ``(asked, answers)`` history, so a
 resumed onboarding that replays its journal continues exactly the same sequence.
@@ -42,11 +45,14 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from scipy.stats import norm
+
 from assessors.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
 CRITERIA = ("d_optimal", "accuracy", "target", "mixed", "random")
+ESTIMATORS = ("model", "design", "composite")
 
 
 def _sigmoid(z):
@@ -82,6 +88,14 @@ class AdaptiveSelector(BaseEstimator):
     stop_patience : int
     seed : int
         Seeds the exploration order and tie-breaking; selection is deterministic given it.
+    estimator : {"model", "design", "composite"}
+        The accuracy estimate :meth:`estimate` reports as ``accuracy`` / ``low`` / ``high`` when it
+        is given the history: the posterior-predictive mean (``model``), the sequential difference
+        estimate from the random steps (``design``; the model's when fewer than 2 random answers),
+        or their precision-weighted ``composite``. All three are in the returned dict.
+    bias_sd : float
+        Between-LLM standard deviation of the model estimate's bias, added to its variance in the
+        ``composite`` weight (set from validation LLMs; see docs/adaptive_onboarding.md).
 
     Attributes
     ----------
@@ -97,7 +111,7 @@ class AdaptiveSelector(BaseEstimator):
 
     def __init__(self, criterion: str = "mixed", batch_size: int = 1, budget: int = 20, min_questions: int = 5,
                  strata: int = 20, explore: float = 0.0, stop_width: float | None = None, stop_delta: float = 0.01,
-                 stop_patience: int = 3, seed: int = 0):
+                 stop_patience: int = 3, seed: int = 0, estimator: str = "model", bias_sd: float = 0.03):
         self.criterion = criterion
         self.batch_size = batch_size
         self.budget = budget
@@ -108,6 +122,8 @@ class AdaptiveSelector(BaseEstimator):
         self.stop_delta = stop_delta
         self.stop_patience = stop_patience
         self.seed = seed
+        self.estimator = estimator
+        self.bias_sd = bias_sd
 
     # ------------------------------------------------------------------ fit
     def fit(self, assessor, X_pool: np.ndarray, X_target: np.ndarray | None = None) -> "AdaptiveSelector":
@@ -122,12 +138,7 @@ class AdaptiveSelector(BaseEstimator):
         X_target : ndarray of shape (n_target, d), optional
             Features of the prompts whose accuracy matters (default: the pool).
         """
-        if self.criterion not in CRITERIA:
-            raise ConfigError(f"adaptive criterion must be one of {CRITERIA}, got {self.criterion!r}")
-        if not 0.0 <= float(self.explore) < 1.0:
-            raise ConfigError(f"adaptive explore must be in [0, 1), got {self.explore}")
-        if int(self.batch_size) < 1 or int(self.budget) < 1:
-            raise ConfigError(f"adaptive batch_size and budget must be >= 1, got {self.batch_size}, {self.budget}")
+        self._check_params()
         for attr in ("item_parameters", "posterior", "predict_posterior", "priors_"):
             if not hasattr(assessor, attr):
                 raise ConfigError(f"adaptive selection needs the latent assessor (assessor=latent); "
@@ -138,6 +149,8 @@ class AdaptiveSelector(BaseEstimator):
         self.assessor_ = assessor
         self.X_pool_ = X_pool
         self.X_target_ = X_pool if X_target is None else np.asarray(X_target, dtype=np.float32)
+        self.target_is_pool_ = X_target is None
+        self.memo_ = {}  # posterior predictions per answered prefix (design estimate)
         self.a_pool_, self.b_pool_ = (np.asarray(v, np.float64) for v in assessor.item_parameters(X_pool))
         if X_target is None:
             self.a_target_, self.b_target_ = self.a_pool_, self.b_pool_
@@ -151,6 +164,17 @@ class AdaptiveSelector(BaseEstimator):
             km = KMeans(n_clusters=int(self.strata), random_state=int(self.seed), n_init=1).fit(X_pool)
             self.strata_ = km.labels_.astype(int)
         return self
+
+    def _check_params(self) -> None:
+        """Bad settings are a :class:`ConfigError` naming the setting."""
+        if self.criterion not in CRITERIA:
+            raise ConfigError(f"adaptive criterion must be one of {CRITERIA}, got {self.criterion!r}")
+        if self.estimator not in ESTIMATORS:
+            raise ConfigError(f"adaptive estimator must be one of {ESTIMATORS}, got {self.estimator!r}")
+        if not 0.0 <= float(self.explore) < 1.0:
+            raise ConfigError(f"adaptive explore must be in [0, 1), got {self.explore}")
+        if int(self.batch_size) < 1 or int(self.budget) < 1:
+            raise ConfigError(f"adaptive batch_size and budget must be >= 1, got {self.batch_size}, {self.budget}")
 
     def _eligible(self, taken: np.ndarray, asked: list[int]) -> np.ndarray:
         """Candidates of the strata asked least so far (among strata with candidates left), as a mask."""
@@ -196,23 +220,54 @@ class AdaptiveSelector(BaseEstimator):
             covs.append(cov[0])
         return np.stack(ths), np.stack(covs)
 
-    def estimate(self, post, level: float = 0.9) -> dict:
-        """Expected accuracy on the target prompts from the posterior predictive, with a band.
+    def estimate(self, post, level: float = 0.9, asked: Sequence[int] | None = None,
+                 answers: Sequence[float] | None = None) -> dict:
+        """Expected accuracy on the target prompts, with a ``level`` band.
+
+        Parameters
+        ----------
+        post : LatentPosterior
+            The posterior of the answers (one LLM).
+        asked, answers : sequence of length n_asked, optional
+            The history in asking order (pool positions; NaN for unanswered). With it the design
+            and composite estimates are added and ``estimator`` picks the headline.
 
         Returns
         -------
-        dict with ``accuracy`` (posterior-predictive mean over the target prompts), ``low``,
-        ``high`` (the ``level`` band of the expected accuracy under ability uncertainty, from a
-        normal approximation over members) and ``width``.
+        dict with ``accuracy``, ``low``, ``high``, ``width``, ``sd`` (the headline estimate),
+        ``model_accuracy`` / ``model_low`` / ``model_high`` / ``model_sd`` (posterior-predictive
+        mean over the target prompts, band from ability uncertainty by the delta method); with the
+        history also ``design_*`` (None with fewer than 2 random answers), ``n_random``,
+        ``composite_*`` and ``composite_weight``.
         """
-        from scipy.stats import norm
+        from assessors.onboarding.design_estimate import composite, design_estimate
 
-        p, _ = self.assessor_.predict_posterior(self.X_target_, post)
-        mean = float(p[0].mean())
+        mean = float(self.predict_target(post).mean())
         sd = float(np.sqrt(np.mean([g @ c @ g for g, c in zip(self._target_gradient(post), post.cov[:, 0])])))
         z = float(norm.ppf(0.5 + level / 2))
-        lo, hi = max(0.0, mean - z * sd), min(1.0, mean + z * sd)
-        return {"accuracy": mean, "low": lo, "high": hi, "width": hi - lo, "sd": sd}
+        model = {"accuracy": mean, "low": max(0.0, mean - z * sd), "high": min(1.0, mean + z * sd), "sd": sd}
+        out = {f"model_{k}": v for k, v in model.items()}
+        head = model
+        if asked is not None:
+            design = design_estimate(self, asked, answers, level)
+            comp = composite(model, design, self.bias_sd, level)
+            out.update({f"design_{k}": v for k, v in design.items() if k != "n_random"}, n_random=design["n_random"])
+            out.update({f"composite_{k}": v for k, v in comp.items()})
+            if self.estimator == "composite":
+                head = comp
+            elif self.estimator == "design" and design["accuracy"] is not None:
+                head = design
+        out.update({k: head[k] for k in ("accuracy", "low", "high", "sd")}, width=head["high"] - head["low"])
+        return out
+
+    def predict_target(self, post) -> np.ndarray:
+        """Posterior-predictive success probabilities of the target prompts for one LLM, shape (n_target,)
+        (the target's item parameters are computed once and kept)."""
+        if not hasattr(self.assessor_, "prompt_parts"):
+            return self.assessor_.predict_posterior(self.X_target_, post)[0][0]
+        if "target_parts" not in self.memo_:
+            self.memo_["target_parts"] = self.assessor_.prompt_parts(self.X_target_)
+        return self.assessor_.predict_parts(self.memo_["target_parts"], post)[0][0]
 
     def _target_gradient(self, post) -> np.ndarray:
         return self._gradient(post.theta[:, 0])
@@ -318,24 +373,29 @@ class AdaptiveSelector(BaseEstimator):
         return False, ""
 
     # ------------------------------------------------------------- simulation
-    def simulate(self, answer, n_max: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def simulate(self, answer, n_max: int | None = None, keep_skipped: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Run the adaptive loop against ``answer(j) -> 0/1/NaN`` for pool position ``j``.
 
         Unanswerable prompts (NaN) are skipped (recorded as asked, not as answers), as an
         onboarding run skips items the endpoint failed on. Returns the asked positions and their
-        answers in order (up to ``n_max`` answers; default the budget; no stopping rule).
+        answers in order (up to ``n_max`` answers; default the budget; no stopping rule);
+        ``keep_skipped`` keeps the skipped prompts in place with NaN answers (the full history,
+        what :meth:`estimate` needs to tell the random steps).
         """
         self._check()
         n_max = int(self.budget if n_max is None else n_max)
-        asked, y, skipped = [], [], []
+        asked, y, skipped, seq = [], [], [], []
         while len(asked) < n_max and len(asked) + len(skipped) < len(self.order_):
             hist_pos = asked + skipped
             hist_y = y + [np.nan] * len(skipped)
             for j in self.next(hist_pos, hist_y, n=min(int(self.batch_size), n_max - len(asked))):
                 v = answer(int(j))
+                seq.append((int(j), float(v)))
                 if np.isfinite(v):
                     asked.append(int(j))
                     y.append(float(v))
                 else:
                     skipped.append(int(j))
+        if keep_skipped:
+            return np.asarray([j for j, _ in seq], dtype=int), np.asarray([v for _, v in seq], dtype=np.float64)
         return np.asarray(asked, dtype=int), np.asarray(y, dtype=np.float64)

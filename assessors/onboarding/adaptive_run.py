@@ -177,7 +177,7 @@ class AdaptiveOnboarding:
             prog.asked += batch.tolist()
             prog.answers += new
             self._count_failure(new, prog, ob.base_url, out, n_ok)
-            est = sel.estimate(sel.posterior(prog.asked, prog.answers))
+            est = sel.estimate(sel.posterior(prog.asked, prog.answers), asked=prog.asked, answers=prog.answers)
             est["n"] = int(np.isfinite(prog.answers).sum())
             prog.history.append(est)
             state.update(sequence=[[df.index[j], None if not np.isfinite(v) else v]
@@ -225,6 +225,10 @@ class AdaptiveOnboarding:
         return {"llm": llm, "n_asked": len(asked), "n_answered": prog.n_answered,
                 "stop_reason": reason, "expected_accuracy": last["accuracy"],
                 "expected_accuracy_band_90": [last["low"], last["high"]],
+                "estimator": sel.estimator,
+                **{k: last.get(k) for k in ("model_accuracy", "model_low", "model_high", "design_accuracy",
+                                            "design_low", "design_high", "n_random", "composite_accuracy",
+                                            "composite_low", "composite_high")},
                 "answered_accuracy": float(np.nanmean(answers)) if np.isfinite(answers).any() else None,
                 "seconds": round(time.perf_counter() - t0, 3), "answers": str(out / "answers.csv"),
                 "manifest": str(out / MANIFEST),

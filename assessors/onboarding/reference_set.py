@@ -73,7 +73,8 @@ class ReferenceSetOnboarding:
         """Expected accuracy on the reference set with its 90% band (``width``), and the stopping rule."""
         asked, y = self.history(reference, order)
         post = self.selector.posterior(asked, y)
-        est = {k: float(v) for k, v in self.selector.estimate(post).items()}
+        est = {k: None if v is None else float(v)
+               for k, v in self.selector.estimate(post, asked=asked, answers=y).items()}
         est["n"] = len(asked)
         hist = [*history, est] if (not history or history[-1].get("n") != len(asked)) else list(history)
         stop, reason = self.selector.should_stop(len(asked), hist)

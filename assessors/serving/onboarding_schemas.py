@@ -21,6 +21,15 @@ class PosteriorInfo(BaseModel):
     high: float
     width: float = Field(description="high - low: what the stopping rule compares with stop_width")
     n_answered: int
+    estimator: str = Field("model", description="which estimate expected_accuracy is (adaptive.estimator): model, "
+                           "design or composite")
+    model_accuracy: Optional[float] = Field(None, description="posterior-predictive accuracy (may be biased for an "
+                                            "LLM unlike the training LLMs)")
+    design_accuracy: Optional[float] = Field(None, description="design-unbiased accuracy from the random (explore) "
+                                             "answers; null with fewer than 2 of them (adaptive.explore=0)")
+    design_low: Optional[float] = Field(None, description="90% interval of design_accuracy")
+    design_high: Optional[float] = None
+    n_random: int = Field(0, description="answers to random (explore) prompts behind design_accuracy")
 
 
 class StopInfo(BaseModel):

@@ -166,3 +166,19 @@ def test_the_http_sequence_is_the_selectors_own(tiny_latent, monkeypatch):
             assert r.status_code == 200, r.text
     assert asked == [ref_ids[j] for j in offline]
     assert r.json()["stop"]["met"]
+
+
+def test_explore_answers_give_the_design_estimate_in_the_posterior(tiny_latent, monkeypatch):
+    """With ``explore`` the random prompts' answers give the design-unbiased estimate the API reports."""
+    res, ref_ids = tiny_latent["results"], tiny_latent["reference_ids"]
+    truth = dict(zip(ref_ids, res.matrix([tiny_latent["test_llms"][1]], ref_ids)[0].tolist()))
+    adaptive = {"budget": 8, "explore": 0.5, "estimator": "design"}
+    with make_client(tiny_latent["model"], monkeypatch, adaptive=adaptive) as c:
+        ids = c.post("/v1/llms/explorer/next", json={"n": 2, "start": True}).json()["ids"]
+        for _ in range(4):  # the client asks what was proposed, in that order
+            body = c.post("/v1/llms/explorer/answers", json={"answers": {i: truth[i] for i in ids}, "create": True}).json()
+            ids = c.post("/v1/llms/explorer/next", json={"n": 2}).json()["ids"]
+    post = body["posterior"]
+    assert post["n_answered"] == 8 and post["n_random"] == 4 and post["estimator"] == "design"
+    assert post["expected_accuracy"] == post["design_accuracy"] != post["model_accuracy"]
+    assert post["design_low"] <= post["design_accuracy"] <= post["design_high"]

@@ -40,10 +40,12 @@ def _onboarding(request: Request, engine):
         raise APIError(str(e), status=409, type="no_posterior") from None
 
 
-def _posterior(status: dict) -> O.PosteriorInfo:
+def _posterior(status: dict, estimator: str = "model") -> O.PosteriorInfo:
     p = status["posterior"]
     return O.PosteriorInfo(expected_accuracy=p["accuracy"], low=p["low"], high=p["high"], width=p["width"],
-                           n_answered=p["n"])
+                           n_answered=p["n"], estimator=estimator, model_accuracy=p.get("model_accuracy"),
+                           design_accuracy=p.get("design_accuracy"), design_low=p.get("design_low"),
+                           design_high=p.get("design_high"), n_random=int(p.get("n_random") or 0))
 
 
 async def _in_thread(fn, settings):
@@ -68,7 +70,7 @@ async def next_prompts(name: str, req: O.NextRequest, request: Request, engine=D
         return status, ids
 
     status, ids = await _in_thread(work, settings)
-    return O.NextResponse(llm=name, ids=ids, posterior=_posterior(status),
+    return O.NextResponse(llm=name, ids=ids, posterior=_posterior(status, ob.selector.estimator),
                           stop=O.StopInfo(met=status["stop"], reason=status["stop_reason"]))
 
 
@@ -102,7 +104,7 @@ async def post_answers(name: str, req: O.AnswersRequest, request: Request, engin
         return entry, status
 
     entry, status = await _in_thread(work, settings)
-    return O.AnswersResponse(llm=info(entry), posterior=_posterior(status),
+    return O.AnswersResponse(llm=info(entry), posterior=_posterior(status, ob.selector.estimator),
                              stop=O.StopInfo(met=status["stop"], reason=status["stop_reason"]))
 
 
