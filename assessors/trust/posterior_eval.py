@@ -57,31 +57,42 @@ def fit_validated(policy, reports, outcomes):
                       {k: col(f"brier_{k}") for k in PREDICTORS})
 
 
-def verdict_scores(reports, outcomes, choose, **thresholds) -> dict:
-    """Recall, false alarms, band coverage and AUC with the fallback of held-out LLMs.
+def verdict_rows(reports, outcomes, choose, **thresholds) -> list[dict]:
+    """One row per held-out LLM: its re-judged verdict, whether it failed, the fallback applied and its AUC.
 
     ``reports`` are re-judged with ``thresholds`` (see :func:`judge`); ``choose(report)`` names the
     fallback applied (None: the latent assessor). A *failure* is a latent AUC below the
-    reference-only fallback's, or a realised accuracy outside the (judged) band; flagged = a verdict
-    other than ``ok``.
+    reference-only fallback's, or a realised accuracy outside the (judged) band.
     """
     rows = []
     for r, o in zip(reports, outcomes):
         j = judge(r, **thresholds)
         acc_in = j.accuracy_band[0] <= o["realised_accuracy"] <= j.accuracy_band[1]
-        fb = choose(j)
-        fail = bool(o["auc_latent"] < o["auc_reference_only"] or not acc_in)
-        rows.append({"llm": o["llm"], "verdict": j.verdict, "flags": j.flags, "failure": fail,
-                     "fallback": fb or "latent", "auc_with_fallback": o[f"auc_{fb or 'latent'}"],
-                     "brier_with_fallback": o[f"brier_{fb or 'latent'}"], "accuracy_in_band": bool(acc_in),
-                     "auc_in_band": bool(j.auc_band[0] <= o["auc_latent"] <= j.auc_band[1]),
+        fb = choose(j) or "latent"
+        rows.append({"llm": o["llm"], "verdict": j.verdict, "flags": j.flags,
+                     "failure": bool(o["auc_latent"] < o["auc_reference_only"] or not acc_in),
+                     "fallback": fb, "auc_with_fallback": o[f"auc_{fb}"], "brier_with_fallback": o[f"brier_{fb}"],
+                     "accuracy_in_band": bool(acc_in), "auc_in_band": bool(j.auc_band[0] <= o["auc_latent"] <= j.auc_band[1]),
                      "expected_accuracy": j.expected_accuracy, "prompt_ood_share": j.prompt_ood_share,
                      **{k: v for k, v in o.items() if k != "llm"}})
+    return rows
+
+
+def _mean(rows, key, sel):
+    return float(np.nanmean([r[key] for r, s in zip(rows, sel) if s])) if sel.any() else None
+
+
+def verdict_scores(reports, outcomes, choose, **thresholds) -> dict:
+    """Recall, false alarms, band coverage and AUC with the fallback of held-out LLMs (see :func:`verdict_rows`).
+
+    Flagged = a verdict other than ``ok``; recall = flagged failures over failures; false alarms =
+    flagged LLMs that did not fail over flagged LLMs.
+    """
+    rows = verdict_rows(reports, outcomes, choose, **thresholds)
     fail = np.array([r["failure"] for r in rows])
     flagged = np.array([r["verdict"] != OK for r in rows])
     applied = np.array([r["fallback"] != "latent" for r in rows])
     every = np.ones(len(rows), dtype=bool)
-    m = lambda key, sel: float(np.nanmean([r[key] for r, s in zip(rows, sel) if s])) if sel.any() else None  # noqa: E731
     return {"n_llms": len(rows), "n_failures": int(fail.sum()), "n_flagged": int(flagged.sum()),
             "n_out_of_population": int(sum(r["verdict"] == OUT for r in rows)),
             "n_fallback": int(applied.sum()), "n_flagged_failures": int((flagged & fail).sum()),
@@ -89,10 +100,7 @@ def verdict_scores(reports, outcomes, choose, **thresholds) -> dict:
             "false_alarm_rate": float((~fail[flagged]).mean()) if flagged.any() else None,
             "auc_band_coverage": float(np.mean([r["auc_in_band"] for r in rows])),
             "accuracy_band_coverage": float(np.mean([r["accuracy_in_band"] for r in rows])),
-            "mean_auc_latent": m("auc_latent", every), "mean_auc_reference_only": m("auc_reference_only", every),
-            "mean_auc_with_fallback": m("auc_with_fallback", every),
-            "fallback_llms_auc": {"with_fallback": m("auc_with_fallback", applied), "reference_only": m("auc_reference_only", applied),
-                                  "latent": m("auc_latent", applied)},
-            "other_llms_auc": {"with_fallback": m("auc_with_fallback", ~applied), "latent": m("auc_latent", ~applied)},
+            **{f"mean_auc_{k}": _mean(rows, f"auc_{k}", every) for k in ("latent", "reference_only", "with_fallback")},
+            "fallback_llms_auc": {k: _mean(rows, f"auc_{k}", applied) for k in ("with_fallback", "reference_only", "latent")},
+            "other_llms_auc": {k: _mean(rows, f"auc_{k}", ~applied) for k in ("with_fallback", "latent")},
             "llms": rows}
-

@@ -64,3 +64,41 @@ def test_the_fallback_with_the_lower_validation_loss_is_chosen():
 def test_mismatched_inputs_are_a_clear_error():
     with pytest.raises(DataError, match="needs 'latent'"):
         ValidatedTrustPolicy().fit([_rep()], [0.5], [0.7], [0.6], {"releveled": np.ones(1)})
+
+
+def test_serving_defaults_are_the_stated_defaults_of_the_validated_policy():
+    """predict.py and the server (no validation LLMs at hand) use what the validated policy falls back to."""
+    import inspect
+    from pathlib import Path
+
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from assessors.trust.posterior_policy import PosteriorTrustPolicy
+    from assessors.trust.posterior_report import posterior_trust
+    from assessors.trust.validated_policy import FLAG_SETS
+
+    conf = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "trust" / "posterior.yaml")
+    pol = instantiate(conf.validated)
+    d = pol._defaults()
+    sig = inspect.signature(posterior_trust).parameters
+    for k in ("misfit_alpha", "range_margin", "max_width"):
+        assert sig[k].default == d[k], k
+    serving = PosteriorTrustPolicy()
+    assert serving.fallback_kind == d["fallback"]
+    assert serving.fallback_flags == FLAG_SETS[d["fallback_flags"]]
+
+
+def test_verdict_scores_count_failures_flags_and_the_fallbacks_auc():
+    from assessors.trust.posterior_eval import verdict_scores
+
+    reps = [_rep(ppp=0.001), _rep(ppp=0.001), _rep(), _rep()]
+    outs = [{"llm": str(i), "realised_accuracy": acc, "auc_latent": al, "auc_reference_only": ar, "auc_releveled": al,
+             "brier_latent": 0.2, "brier_releveled": 0.2, "brier_reference_only": 0.2}
+            for i, (acc, al, ar) in enumerate([(0.5, 0.6, 0.7), (0.5, 0.7, 0.6), (0.9, 0.7, 0.6), (0.5, 0.7, 0.6)])]
+    out = verdict_scores(reps, outs, lambda r: "releveled" if r.verdict == OUT else None)
+    # failures: LLM 0 (ranking), LLM 2 (accuracy outside the band); flagged: LLMs 0 and 1
+    assert (out["n_failures"], out["n_flagged"], out["n_flagged_failures"]) == (2, 2, 1)
+    assert out["recall"] == 0.5 and out["false_alarm_rate"] == 0.5
+    assert out["fallback_llms_auc"] == pytest.approx({"with_fallback": 0.65, "reference_only": 0.65, "latent": 0.65})
+    assert out["other_llms_auc"] == pytest.approx({"with_fallback": 0.7, "latent": 0.7})
