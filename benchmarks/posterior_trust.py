@@ -3,15 +3,21 @@
 Per seed and split (the latent assessor of ``train.py assessor=latent``, fitted as in
 ``benchmarks/adaptive_onboarding.py`` and shared through its model cache), each test LLM is described
 by its answers on ``--questions`` random training prompts (the random reference set of train.py).
-Its report (:func:`posterior_trust`, default thresholds, never tuned on these LLMs) is compared with
-what happened on the test prompts:
+The report's thresholds, band widening and fallback are chosen on the split's *validation* LLMs
+(their reports about the validation prompts; :class:`ValidatedTrustPolicy`, conf/trust/posterior.yaml),
+the prompt-side out-of-distribution threshold on the validation prompts; the test LLMs' reports are then
+compared with what happened on the test prompts:
 
 * a *failure* is a test LLM whose latent AUC falls below the "reference only" fallback's on its
   own answers, or whose realised accuracy lies outside the predicted 90% band;
 * recall = failures flagged ``out of population`` or ``uncertain``; false alarms = flagged LLMs
   that did not fail, over flagged LLMs;
 * coverage of the expected-AUC and accuracy bands; mean AUC with and without the fallback on the
-  LLMs flagged out of population.
+  LLMs it switches (and on the others).
+
+``validated`` is the policy chosen on validation LLMs with the prompt-side signal,
+``validated_no_prompt_ood`` the same without it, ``previous_defaults`` the report's fixed defaults
+with the reference-only fallback on every ``out of population`` verdict.
 
     nice python benchmarks/posterior_trust.py --seeds 0
     nice python benchmarks/posterior_trust.py --seeds 0 -- llm_split=frontier
@@ -45,7 +51,8 @@ def degenerate_prepare(keep: float) -> None:
     import assessors.tasks.prepare as pipeline
 
     real = pipeline.prepare
-    adaptive_onboarding.MODEL_CACHE = None  # the cache key does not know about the patch
+    if adaptive_onboarding.MODEL_CACHE:  # the cache key does not know about the patch: a directory of its own
+        adaptive_onboarding.MODEL_CACHE = str(Path(adaptive_onboarding.MODEL_CACHE) / f"degenerate_keep{keep}")
 
     def prepare(cfg):
         prep = real(cfg)
@@ -66,47 +73,49 @@ def degenerate_prepare(keep: float) -> None:
     pipeline.prepare = prepare
 
 
+def _outcomes(model, part: str, prep, idx, X_target, S_target, ood, seed: int):
+    """Raw reports and outcomes of the ``part`` LLMs (answers on the reference prompts ``idx``)."""
+    from assessors.trust.posterior_eval import llm_outcome
+
+    X_pool, Y = prep.X["train"], prep.S(part, "train")
+    reps, outs = [], []
+    for k, llm in enumerate(prep.llms[part]):
+        r, o = llm_outcome(model, X_pool[idx], Y[k, idx].astype(float), X_target, S_target[k], llm=llm,
+                           prompt_ood=ood, seed=seed)
+        reps.append(r)
+        outs.append(o)
+    return reps, outs
+
+
 def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     from adaptive_onboarding import fixed_selector, fitted
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
 
-    from assessors.metrics import auc
-    from assessors.trust.posterior_report import OK, OUT, fallback_predict, posterior_trust
+    from assessors.trust.posterior_eval import fit_validated, verdict_scores
+    from assessors.trust.posterior_policy import PosteriorTrustPolicy
+    from assessors.trust.posterior_report import OUT
 
     cfg, prep, model, _ = fitted(seed, overrides)
-    X_pool, X_te = prep.X["train"], prep.X["test"]
-    Y_pool, S_te = prep.S("test", "train"), prep.S("test", "test")
     idx = fixed_selector(cfg, "random", n_questions, prep)
-    rows = []
-    for k, llm in enumerate(prep.llms["test"]):
-        y = Y_pool[k, idx].astype(float)
-        rep = posterior_trust(model, X_pool[idx], y, X_te, llm=llm, seed=seed)
-        obs = np.isfinite(S_te[k])
-        s = S_te[k][obs]
-        p, _ = model.predict_posterior(X_te, model.posterior(X_pool[idx], y[None, :]))
-        a_latent = auc(s, p[0][obs])
-        a_ref = auc(s, fallback_predict(model, X_pool[idx], y, X_te)[obs]) if np.isfinite(y).any() else np.nan
-        real_acc = float(s.mean())
-        acc_in = rep.accuracy_band[0] <= real_acc <= rep.accuracy_band[1]
-        failure = (a_latent < a_ref) or not acc_in
-        rows.append({"llm": llm, "verdict": rep.verdict, "flags": rep.flags, "failure": bool(failure),
-                     "auc_latent": a_latent, "auc_reference_only": a_ref, "auc_in_band": bool(rep.auc_band[0] <= a_latent <= rep.auc_band[1]),
-                     "accuracy_in_band": bool(acc_in), "expected_accuracy": rep.expected_accuracy, "realised_accuracy": real_acc,
-                     "misfit_pvalue": rep.misfit_pvalue})
-    fail = np.array([r["failure"] for r in rows])
-    flagged = np.array([r["verdict"] != OK for r in rows])
-    out_pop = np.array([r["verdict"] == OUT for r in rows])
-    with_fb = [r["auc_reference_only"] if r["verdict"] == OUT else r["auc_latent"] for r in rows]
+    conf = OmegaConf.load(ROOT / "conf" / "trust" / "posterior.yaml")
+    ood = instantiate(conf.prompt_ood).fit(prep.X["train"], prep.X["val"])
+    val_reps, val_outs = _outcomes(model, "val", prep, idx, prep.X["val"], prep.S("val", "val"), ood, seed)
+    chooser = fit_validated(instantiate(conf.validated), val_reps, val_outs)
+    opts = chooser.options()
+    reps, outs = _outcomes(model, "test", prep, idx, prep.X["test"], prep.S("test", "test"), ood, seed)
+    policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"])
+    thr = {k: opts[k] for k in ("misfit_alpha", "range_margin", "max_width", "band_scale", "auc_band_scale")}
+    legacy = lambda r: "reference_only" if r.verdict == OUT else None  # noqa: E731  (the previous default)
     return {
-        "seed": seed, "n_test_llms": len(rows), "n_failures": int(fail.sum()), "n_flagged": int(flagged.sum()),
-        "recall": float(flagged[fail].mean()) if fail.any() else None,
-        "false_alarm_rate": float((~fail[flagged]).mean()) if flagged.any() else None,
-        "auc_band_coverage": float(np.mean([r["auc_in_band"] for r in rows])),
-        "accuracy_band_coverage": float(np.mean([r["accuracy_in_band"] for r in rows])),
-        "mean_auc_latent": float(np.nanmean([r["auc_latent"] for r in rows])),
-        "mean_auc_reference_only": float(np.nanmean([r["auc_reference_only"] for r in rows])),
-        "mean_auc_with_fallback": float(np.nanmean(with_fb)),
-        "flagged_out_of_population": int(out_pop.sum()),
-        "llms": rows,
+        "seed": seed, "n_val_llms": len(val_reps), "n_test_llms": len(reps), "chosen": opts,
+        "chosen_by": chooser.chosen_by_, "validation": {"n_failures": chooser.n_failures_,
+                                                         "n_out_of_population": chooser.n_triggered_,
+                                                         "coverage": chooser.coverage_, "losses": chooser.losses_},
+        "prompt_ood_threshold": ood.threshold_,
+        "validated": verdict_scores(reps, outs, policy.choose, max_ood_share=ood.max_share, **thr),
+        "validated_no_prompt_ood": verdict_scores(reps, outs, policy.choose, **thr),
+        "previous_defaults": verdict_scores(reps, outs, legacy),
     }
 
 

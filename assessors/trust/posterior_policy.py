@@ -2,9 +2,10 @@
 
 :class:`PosteriorTrustPolicy` turns one LLM's graded answers into its posterior trust report
 (:func:`~assessors.trust.posterior_report.posterior_trust`) and, when the verdict is one of
-``fallback_on`` (default: ``out of population``) and ``fallback`` is on, a fitted "reference only"
-predictor (:class:`ReferenceOnlyPredictor`) that replaces the latent assessor's predictions for that
-LLM. :func:`make_posterior_trust_fn` is the LLM registry's hook for a model with a latent assessor:
+``fallback_on`` (default: ``out of population``) and ``fallback`` is on, a fitted fallback predictor
+that replaces the latent assessor's predictions for that LLM: by default the re-levelled latent
+ranking (:class:`ReleveledPredictor`), the "reference only" one (:class:`ReferenceOnlyPredictor`)
+when the target prompts are unlike the training prompts. :func:`make_posterior_trust_fn` is the LLM registry's hook for a model with a latent assessor:
 ``fn(reference (n_ref,)) -> (report dict, predictor or None)``; the engine then scores such an LLM
 with the predictor (``predict.py`` and the HTTP API say which predictor was used).
 """
@@ -18,9 +19,23 @@ import numpy as np
 from assessors.errors import ConfigError, DataError
 from assessors.trust.posterior_report import OUT, posterior_trust
 from assessors.trust.reference_only import FALLBACK_NAME, ReferenceOnlyPredictor
+from assessors.trust.relevel import RELEVEL_NAME, ReleveledPredictor
 
 log = logging.getLogger(__name__)
 
+
+
+#: The fallbacks a trust verdict can switch an LLM to.
+FALLBACKS = (RELEVEL_NAME, FALLBACK_NAME)
+
+
+def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0):
+    """The fallback predictor ``kind`` (``releveled`` or ``reference_only``) fitted on one LLM's answers."""
+    if kind == RELEVEL_NAME:
+        return ReleveledPredictor(assessor, X_answered, y, prior_sd=prior_sd)
+    if kind == FALLBACK_NAME:
+        return ReferenceOnlyPredictor(assessor, X_answered, y, C=C)
+    raise ConfigError(f"unknown trust fallback {kind!r}; choose one of {list(FALLBACKS)}")
 
 
 class PosteriorTrustPolicy:
@@ -33,46 +48,76 @@ class PosteriorTrustPolicy:
     fallback_on : sequence of str
         Verdicts that switch an LLM to the fallback (``out of population``, ``uncertain``, ``ok``).
     fallback_flags : sequence of str, optional
-        Apply the fallback only when the report also raises one of these flags (e.g. ``[misfit]``:
-        not when the LLM merely extrapolates the training LLMs' accuracy range, where the latent
-        ranking held up on the frontier split; see docs/adaptive_onboarding.md). None: any.
+        Apply the fallback only when the report also raises one of these flags (e.g. ``[misfit]``).
+        None: any. ``prompts_out_of_distribution`` always triggers ``ood_fallback``.
+    fallback_kind : str
+        ``releveled`` (default: the latent ranking, its level shifted to the LLM's answers; keeps
+        the latent AUC) or ``reference_only`` (a logistic regression on the LLM's own answers).
+    ood_fallback : str
+        The fallback when the target prompts are unlike the training prompts (the latent ranking
+        itself is suspect there): ``reference_only`` by default.
     C : float
-        Inverse regularisation of the fallback's logistic regression.
+        Inverse regularisation of the reference-only logistic regression.
+    prior_sd : float
+        Prior standard deviation of the re-levelled fallback's logit offset.
+    prompt_ood : PromptOOD, optional
+        Fitted prompt-side out-of-distribution signal (off without one).
     **report_options
         Options of :func:`~assessors.trust.posterior_report.posterior_trust` (``level``,
-        ``n_samples``, ``misfit_alpha``, ``max_width``, ``range_margin``, ``seed``).
+        ``n_samples``, ``misfit_alpha``, ``max_width``, ``range_margin``, ``band_scale``,
+        ``auc_band_scale``, ``max_ood_share``, ``seed``).
     """
 
     def __init__(self, fallback: bool = True, fallback_on: Sequence[str] = (OUT,),
-                 fallback_flags: Sequence[str] | None = None, C: float = 1.0, **report_options):
-        allowed = {"level", "n_samples", "misfit_alpha", "max_width", "range_margin", "seed"}
+                 fallback_flags: Sequence[str] | None = None, fallback_kind: str = RELEVEL_NAME,
+                 ood_fallback: str = FALLBACK_NAME, C: float = 1.0, prior_sd: float = 3.0, prompt_ood=None,
+                 **report_options):
+        allowed = {"level", "n_samples", "misfit_alpha", "max_width", "range_margin", "band_scale",
+                   "auc_band_scale", "max_ood_share", "seed"}
         unknown = sorted(set(report_options) - allowed)
         if unknown:
             raise ConfigError(f"posterior trust report: unknown option(s) {unknown}; allowed: {sorted(allowed)}")
+        for kind in (fallback_kind, ood_fallback):
+            if kind not in FALLBACKS:
+                raise ConfigError(f"unknown trust fallback {kind!r}; choose one of {list(FALLBACKS)}")
         self.fallback = bool(fallback)
         self.fallback_on = tuple(fallback_on)
         self.fallback_flags = None if fallback_flags is None else tuple(fallback_flags)
+        self.fallback_kind = fallback_kind
+        self.ood_fallback = ood_fallback
         self.C = float(C)
+        self.prior_sd = float(prior_sd)
+        self.prompt_ood = prompt_ood
         self.report_options = report_options
+
+    def choose(self, rep) -> str | None:
+        """The fallback a report asks for under this policy (None: keep the latent assessor)."""
+        if rep.verdict not in self.fallback_on:
+            return None
+        if "prompts_out_of_distribution" in rep.flags:
+            return self.ood_fallback
+        if self.fallback_flags is None or any(f in rep.flags for f in self.fallback_flags):
+            return self.fallback_kind
+        return None
 
     def assess(self, assessor, X_answered, y, X_target, llm: str = "new") -> tuple[dict, Callable | None]:
         """``(report dict, predictor or None)`` for one LLM.
 
-        The dict is :meth:`PosteriorTrust.to_dict` plus ``fallback``: ``{enabled, applied,
-        predictor}`` (``predictor`` is ``latent`` or ``reference_only``).
+        The dict is :meth:`PosteriorTrust.to_dict` plus ``fallback``: ``{enabled, triggered, applied,
+        predictor}`` (``predictor`` is ``latent``, ``releveled`` or ``reference_only``).
         """
         y = np.asarray(y, dtype=np.float64).ravel()
-        rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, **self.report_options)
-        triggered = rep.verdict in self.fallback_on and (
-            self.fallback_flags is None or any(f in rep.flags for f in self.fallback_flags))
+        rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, prompt_ood=self.prompt_ood,
+                              **self.report_options)
+        kind = self.choose(rep)
         predictor = None
-        if self.fallback and triggered and np.isfinite(y).any():
-            predictor = ReferenceOnlyPredictor(assessor, X_answered, y, C=self.C)
+        if self.fallback and kind is not None and np.isfinite(y).any():
+            predictor = fallback_predictor(kind, assessor, X_answered, y, C=self.C, prior_sd=self.prior_sd)
         out = rep.to_dict()
         out["version"] = 2
-        out["fallback"] = {"enabled": self.fallback, "triggered": bool(triggered), "applied": predictor is not None,
-                           "predictor": FALLBACK_NAME if predictor is not None else "latent"}
-        if triggered and predictor is None:
+        out["fallback"] = {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
+                           "predictor": predictor.name if predictor is not None else "latent"}
+        if kind is not None and predictor is None:
             why = "disabled (trust.fallback=false)" if not self.fallback else "impossible without answers"
             log.warning("trust verdict for %s is %r but the fallback is %s", llm, rep.message, why)
         return _json_safe(out), predictor

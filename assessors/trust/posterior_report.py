@@ -23,7 +23,7 @@ the LLM's own answers over the model's low-dimensional prompt projection.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -49,6 +49,9 @@ class PosteriorTrust:
     flags: list[str] = field(default_factory=list)
     verdict: str = OK
     more_questions: int = 0
+    prompt_ood_share: float | None = None
+    accuracy_band_raw: tuple[float, float] | None = None
+    auc_band_raw: tuple[float, float] | None = None
 
     @property
     def message(self) -> str:
@@ -94,7 +97,8 @@ def rank_auc(Y: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, level: float = 0.9,
                     n_samples: int = 300, misfit_alpha: float = 0.01, max_width: float = 0.15,
-                    range_margin: float = 0.02, seed: int = 0) -> PosteriorTrust:
+                    range_margin: float = 0.02, band_scale: float = 1.0, auc_band_scale: float = 1.0,
+                    prompt_ood=None, max_ood_share: float | None = None, seed: int = 0) -> PosteriorTrust:
     """Trust report of one LLM from its answers ``y`` (n,) on prompts ``X_answered`` (n, d).
 
     Parameters
@@ -114,6 +118,13 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
         Widest acceptable accuracy band before the verdict asks for more questions.
     range_margin : float
         Expected accuracy this far outside the training LLMs' range counts as extrapolation.
+    band_scale, auc_band_scale : float
+        Widen (> 1) the accuracy and expected-AUC bands about their centre (calibrated on validation
+        LLMs by :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`).
+    prompt_ood : PromptOOD, optional
+        Fitted prompt-side signal: the share of target prompts unlike the training prompts
+        (:class:`~assessors.trust.prompt_ood.PromptOOD`); above ``max_ood_share`` (default: its
+        own) the flag ``prompts_out_of_distribution``.
     """
     rng = np.random.default_rng(seed)
     y = np.asarray(y, dtype=np.float64).ravel()
@@ -130,25 +141,59 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
     exp_auc, auc_band = _expected_auc(assessor, params_t, thetas, res_t, p_pred[0], level, rng)
     ppp = _misfit_pvalue(assessor, X_answered, y, thetas, res_a, rng)
     (rng_lo, rng_hi), maha, maha_max = _training_extent(assessor, post, params_t)
-    mean_acc = float(acc["mean"][0])
-    width = float(acc["high"][0] - acc["low"][0])
+    ood = prompt_ood.share(X_target) if prompt_ood is not None else None
+    rep = PosteriorTrust(llm=llm, n_answered=n_ans, expected_accuracy=float(acc["mean"][0]),
+                         accuracy_band=(float(acc["low"][0]), float(acc["high"][0])), expected_auc=exp_auc,
+                         auc_band=auc_band, misfit_pvalue=ppp, accuracy_range_training=(rng_lo, rng_hi),
+                         mahalanobis=maha, mahalanobis_max_training=maha_max, prompt_ood_share=ood)
+    if max_ood_share is None and prompt_ood is not None:
+        max_ood_share = prompt_ood.max_share
+    return judge(rep, misfit_alpha=misfit_alpha, max_width=max_width, range_margin=range_margin,
+                 band_scale=band_scale, auc_band_scale=auc_band_scale, max_ood_share=max_ood_share)
+
+
+#: Flags whose verdict is "out of population" (any of them).
+OUT_FLAGS = ("misfit", "accuracy_above_training", "accuracy_below_training", "ability_beyond_training",
+             "prompts_out_of_distribution")
+
+
+def _scaled(centre: float, band, scale: float, lo: float, hi: float) -> tuple[float, float]:
+    """``band`` widened by ``scale`` about ``centre`` (each side), clipped to [lo, hi]."""
+    return (float(np.clip(centre - scale * (centre - band[0]), lo, hi)),
+            float(np.clip(centre + scale * (band[1] - centre), lo, hi)))
+
+
+def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float = 0.15, range_margin: float = 0.02,
+          band_scale: float = 1.0, auc_band_scale: float = 1.0, max_ood_share: float | None = None) -> PosteriorTrust:
+    """Bands, flags and verdict of a report from its raw statistics under the given thresholds.
+
+    Cheap (no sampling): the thresholds can be chosen on validation LLMs by re-judging their reports
+    (``rep.accuracy_band_raw`` / ``auc_band_raw`` keep the unscaled bands). Returns a new report.
+    """
+    acc_raw = rep.accuracy_band_raw or rep.accuracy_band
+    auc_raw = rep.auc_band_raw or rep.auc_band
+    mean_acc = rep.expected_accuracy
+    band = _scaled(mean_acc, acc_raw, band_scale, 0.0, 1.0)
+    auc_band = (_scaled(rep.expected_auc, auc_raw, auc_band_scale, 0.0, 1.0) if np.isfinite(rep.expected_auc)
+                else tuple(auc_raw))
+    rng_lo, rng_hi = rep.accuracy_range_training
     flags = []
     if mean_acc > rng_hi + range_margin:
         flags.append("accuracy_above_training")
     if mean_acc < rng_lo - range_margin:
         flags.append("accuracy_below_training")
-    if maha > maha_max:
+    if rep.mahalanobis > rep.mahalanobis_max_training:
         flags.append("ability_beyond_training")
-    if np.isfinite(ppp) and ppp < misfit_alpha:
+    if np.isfinite(rep.misfit_pvalue) and rep.misfit_pvalue < misfit_alpha:
         flags.append("misfit")
-    if n_ans == 0:
+    if rep.n_answered == 0:
         flags.append("prior_only")
-    verdict, more = _verdict(flags, width, n_ans, max_width)
-    return PosteriorTrust(llm=llm, n_answered=n_ans, expected_accuracy=mean_acc,
-                          accuracy_band=(float(acc["low"][0]), float(acc["high"][0])), expected_auc=exp_auc,
-                          auc_band=auc_band, misfit_pvalue=ppp, accuracy_range_training=(rng_lo, rng_hi),
-                          mahalanobis=maha, mahalanobis_max_training=maha_max,
-                          flags=flags, verdict=verdict, more_questions=more)
+    if (max_ood_share is not None and rep.prompt_ood_share is not None and np.isfinite(rep.prompt_ood_share)
+            and rep.prompt_ood_share > max_ood_share):
+        flags.append("prompts_out_of_distribution")
+    verdict, more = _verdict(flags, band[1] - band[0], rep.n_answered, max_width)
+    return replace(rep, accuracy_band=band, auc_band=auc_band, flags=flags, verdict=verdict, more_questions=more,
+                   accuracy_band_raw=tuple(acc_raw), auc_band_raw=tuple(auc_raw))
 
 
 def _residual_logits(assessor, post, X_target, X_answered):
@@ -205,7 +250,7 @@ def _training_extent(assessor, post, params_t) -> tuple[tuple[float, float], flo
 def _verdict(flags: list[str], width: float, n_ans: int, max_width: float) -> tuple[str, int]:
     """OUT on misfit or extrapolation; UNCERTAIN (with the answers still needed) on a wide band or
     no answers; else OK."""
-    if any(f in flags for f in ("misfit", "accuracy_above_training", "accuracy_below_training", "ability_beyond_training")):
+    if any(f in flags for f in OUT_FLAGS):
         return OUT, 0
     if width > max_width or n_ans == 0:
         n0 = max(n_ans, 1)

@@ -64,7 +64,7 @@ def test_next_and_answers_update_the_posterior_until_the_budget(client, tiny_lat
     rep = tr.json()
     assert rep["trust"]["n_answered"] == 9
     assert rep["trust"]["message"].split(":")[0] in ("ok", "uncertain", "out of population")
-    assert rep["predictor"] == ("reference_only" if rep["trust"]["verdict"] == "out of population" else "assessor")
+    assert rep["predictor"] == ("releveled" if rep["trust"]["verdict"] == "out of population" else "assessor")
 
 
 def test_candidates_restrict_the_choice_and_bad_input_is_a_4xx(client, tiny_latent):
@@ -122,14 +122,14 @@ def test_degenerate_population_is_out_of_population_and_served_by_the_fallback(d
             info = r.json()
             verdicts.append(info["trust"]["message"])
             applied = info["trust"]["verdict"] == "out of population" and fallback
-            assert info["predictor"] == ("reference_only" if applied else "assessor")
+            assert info["predictor"] == ("releveled" if applied else "assessor")
             assert info["trust"]["fallback"]["applied"] is applied
             out = c.post("/v1/predict", json={"prompts": prompts[:200], "llms": [llm]})
             assert out.status_code == 200, out.text
             body = out.json()
             p = np.array([x["p_success"][llm] for x in body["results"]])
             if applied:
-                assert body["predictors"] == {llm: "reference_only"}
+                assert body["predictors"] == {llm: "releveled"}
                 assert all(x["p_std"][llm] is None for x in body["results"])
             else:
                 assert body["predictors"] is None
@@ -139,12 +139,13 @@ def test_degenerate_population_is_out_of_population_and_served_by_the_fallback(d
             p_latent = m.assessor.predict_proba(m.featurizer.transform(prompts[:200]), vec)
             err_served.append(abs(p.mean() - y.mean()))
             err_latent.append(abs(p_latent.mean() - y.mean()))
+            if applied:  # the re-levelled fallback keeps the latent ranking
+                assert auc(y, p) == pytest.approx(auc(y, p_latent), abs=0.02)
     assert sum(v == "out of population: use the fallback" for v in verdicts) >= 4, verdicts
     assert np.isfinite(auc_served).all()
     if fallback:
         # item parameters learned from LLMs that fail everything put a strong LLM's accuracy near 0; the
-        # fallback predicts its level from its own answers (its ranking from 30 answers is no better: see
-        # docs/adaptive_onboarding.md)
+        # fallback re-levels the latent ranking to its own answers (see docs/adaptive_onboarding.md)
         assert np.mean(err_served) < 0.5 * np.mean(err_latent), (err_served, err_latent)
 
 

@@ -1,0 +1,106 @@
+"""What happened to one LLM, next to its posterior trust report: the data the verdict policy is chosen on.
+
+:func:`llm_outcome` gives an LLM's raw report about some target prompts and, on those prompts, its
+realised accuracy and the AUC and Brier score of the latent assessor and of each fallback.
+:func:`fit_validated` fits a :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy` on the
+outcomes of validation LLMs; :func:`verdict_scores` scores a policy's verdicts on held-out LLMs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from assessors.metrics import brier, masked_auc
+from assessors.trust.posterior_report import OK, OUT, judge, posterior_trust
+
+PREDICTORS = ("latent", "releveled", "reference_only")
+
+
+def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None, seed: int = 0,
+                C: float = 1.0, prior_sd: float = 3.0):
+    """``(report, outcome dict)`` of one LLM.
+
+    Parameters
+    ----------
+    X_answered : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+        The LLM's 0/1 answers (NaN = not answered): the evidence.
+    X_target : ndarray of shape (m, d)
+    s_target : ndarray of shape (m,)
+        Its realised success on the target prompts (NaN = not evaluated).
+
+    The outcome holds ``realised_accuracy`` and ``auc_<p>`` / ``brier_<p>`` for each of
+    :data:`PREDICTORS` (a fallback without answers is the latent prediction).
+    """
+    from assessors.trust.posterior_policy import fallback_predictor
+
+    y = np.asarray(y, dtype=np.float64).ravel()
+    X_answered, X_target = np.asarray(X_answered, dtype=np.float32), np.asarray(X_target, dtype=np.float32)
+    rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, prompt_ood=prompt_ood, seed=seed)
+    p_lat = assessor.predict_posterior(X_target, assessor.posterior(X_answered, y[None, :]))[0][0]
+    preds = {"latent": p_lat}
+    for kind in PREDICTORS[1:]:
+        preds[kind] = (fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd)(X_target)
+                       if np.isfinite(y).any() else p_lat)
+    s = np.asarray(s_target, dtype=np.float64)
+    obs = np.isfinite(s)
+    out = {"llm": llm, "realised_accuracy": float(s[obs].mean()) if obs.any() else np.nan}
+    for kind, p in preds.items():
+        out[f"auc_{kind}"] = masked_auc(s, p)
+        out[f"brier_{kind}"] = brier(s[obs], np.asarray(p)[obs]) if obs.any() else np.nan
+    return rep, out
+
+
+def fit_validated(policy, reports, outcomes):
+    """Fit ``policy`` (a ValidatedTrustPolicy) on the validation LLMs' reports and :func:`llm_outcome` dicts."""
+    col = lambda k: np.array([o[k] for o in outcomes], dtype=np.float64)  # noqa: E731
+    return policy.fit(reports, col("realised_accuracy"), col("auc_latent"), col("auc_reference_only"),
+                      {k: col(f"brier_{k}") for k in PREDICTORS})
+
+
+def verdict_rows(reports, outcomes, choose, **thresholds) -> list[dict]:
+    """One row per held-out LLM: its re-judged verdict, whether it failed, the fallback applied and its AUC.
+
+    ``reports`` are re-judged with ``thresholds`` (see :func:`judge`); ``choose(report)`` names the
+    fallback applied (None: the latent assessor). A *failure* is a latent AUC below the
+    reference-only fallback's, or a realised accuracy outside the (judged) band.
+    """
+    rows = []
+    for r, o in zip(reports, outcomes):
+        j = judge(r, **thresholds)
+        acc_in = j.accuracy_band[0] <= o["realised_accuracy"] <= j.accuracy_band[1]
+        fb = choose(j) or "latent"
+        rows.append({"llm": o["llm"], "verdict": j.verdict, "flags": j.flags,
+                     "failure": bool(o["auc_latent"] < o["auc_reference_only"] or not acc_in),
+                     "fallback": fb, "auc_with_fallback": o[f"auc_{fb}"], "brier_with_fallback": o[f"brier_{fb}"],
+                     "accuracy_in_band": bool(acc_in), "auc_in_band": bool(j.auc_band[0] <= o["auc_latent"] <= j.auc_band[1]),
+                     "expected_accuracy": j.expected_accuracy, "prompt_ood_share": j.prompt_ood_share,
+                     **{k: v for k, v in o.items() if k != "llm"}})
+    return rows
+
+
+def _mean(rows, key, sel):
+    return float(np.nanmean([r[key] for r, s in zip(rows, sel) if s])) if sel.any() else None
+
+
+def verdict_scores(reports, outcomes, choose, **thresholds) -> dict:
+    """Recall, false alarms, band coverage and AUC with the fallback of held-out LLMs (see :func:`verdict_rows`).
+
+    Flagged = a verdict other than ``ok``; recall = flagged failures over failures; false alarms =
+    flagged LLMs that did not fail over flagged LLMs.
+    """
+    rows = verdict_rows(reports, outcomes, choose, **thresholds)
+    fail = np.array([r["failure"] for r in rows])
+    flagged = np.array([r["verdict"] != OK for r in rows])
+    applied = np.array([r["fallback"] != "latent" for r in rows])
+    every = np.ones(len(rows), dtype=bool)
+    return {"n_llms": len(rows), "n_failures": int(fail.sum()), "n_flagged": int(flagged.sum()),
+            "n_out_of_population": int(sum(r["verdict"] == OUT for r in rows)),
+            "n_fallback": int(applied.sum()), "n_flagged_failures": int((flagged & fail).sum()),
+            "recall": float(flagged[fail].mean()) if fail.any() else None,
+            "false_alarm_rate": float((~fail[flagged]).mean()) if flagged.any() else None,
+            "auc_band_coverage": float(np.mean([r["auc_in_band"] for r in rows])),
+            "accuracy_band_coverage": float(np.mean([r["accuracy_in_band"] for r in rows])),
+            **{f"mean_auc_{k}": _mean(rows, f"auc_{k}", every) for k in ("latent", "reference_only", "with_fallback")},
+            "fallback_llms_auc": {k: _mean(rows, f"auc_{k}", applied) for k in ("with_fallback", "reference_only", "latent")},
+            "other_llms_auc": {k: _mean(rows, f"auc_{k}", ~applied) for k in ("with_fallback", "latent")},
+            "llms": rows}

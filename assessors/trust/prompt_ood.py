@@ -1,0 +1,65 @@
+"""Prompt-side out-of-distribution signal: how far the target prompts are from the training prompts.
+
+Each prompt's distance is the mean cosine distance to its ``n_neighbors`` nearest training prompts
+in feature space. The threshold is the ``quantile`` of that distance over the *validation* prompts
+(held out from training, drawn from the same population), so about ``1 - quantile`` of
+in-distribution prompts lie beyond it. The target set is called out of distribution when more than
+``max_share`` of its prompts do: the latent item parameters are then extrapolated to prompts unlike
+any they were learned from, which posterior checks on the LLM's answers cannot see.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from assessors.errors import DataError
+
+
+class PromptOOD(BaseEstimator):
+    """kNN distance of prompts to the training prompts, thresholded at a validation-prompt quantile.
+
+    Parameters
+    ----------
+    n_neighbors : int
+        Training prompts averaged into a prompt's distance.
+    quantile : float
+        Quantile of the validation prompts' distances used as the per-prompt threshold.
+    max_share : float
+        Share of target prompts beyond the threshold above which the target set is out of
+        distribution (in distribution: about ``1 - quantile``).
+    """
+
+    def __init__(self, n_neighbors: int = 5, quantile: float = 0.95, max_share: float = 0.5):
+        self.n_neighbors = n_neighbors
+        self.quantile = quantile
+        self.max_share = max_share
+
+    def fit(self, X_train, X_val) -> "PromptOOD":
+        """Index the training prompts ``X_train`` (n, d); calibrate on validation prompts ``X_val`` (m, d)."""
+        from sklearn.neighbors import NearestNeighbors
+
+        X_train, X_val = np.asarray(X_train, dtype=np.float32), np.asarray(X_val, dtype=np.float32)
+        if len(X_train) < self.n_neighbors or not len(X_val):
+            raise DataError(f"PromptOOD needs at least {self.n_neighbors} training prompts and one validation "
+                            f"prompt; got {len(X_train)} and {len(X_val)}")
+        self.nn_ = NearestNeighbors(n_neighbors=self.n_neighbors, metric="cosine", algorithm="brute").fit(X_train)
+        self.threshold_ = float(np.quantile(self.distance(X_val), self.quantile))
+        self.n_val_ = len(X_val)
+        return self
+
+    def distance(self, X) -> np.ndarray:
+        """Mean cosine distance (m,) of each prompt to its nearest training prompts."""
+        check_is_fitted(self, "nn_")
+        d, _ = self.nn_.kneighbors(np.asarray(X, dtype=np.float32))
+        return d.mean(1)
+
+    def share(self, X) -> float:
+        """Share of the prompts ``X`` (m, d) farther from the training prompts than the threshold."""
+        check_is_fitted(self, "threshold_")
+        return float(np.mean(self.distance(X) > self.threshold_)) if len(X) else float("nan")
+
+    def out_of_distribution(self, X) -> bool:
+        """Whether the target set ``X`` is out of distribution (see the class docstring)."""
+        s = self.share(X)
+        return bool(np.isfinite(s) and s > self.max_share)

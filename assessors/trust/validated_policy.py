@@ -1,0 +1,195 @@
+"""Thresholds and fallback of the posterior trust report, chosen on validation LLMs.
+
+:class:`ValidatedTrustPolicy` takes the posterior trust reports of the validation LLMs (never
+training, never test LLMs; each described by its reference answers, its report about the
+validation prompts) and what happened on the validation prompts, and chooses, in this order:
+
+1. ``band_scale`` / ``auc_band_scale``: the smallest widening of the accuracy / expected-AUC band
+   whose coverage of the validation LLMs' realised accuracy / latent AUC reaches ``level``;
+2. the verdict thresholds (``misfit_alpha``, ``range_margin``, ``max_width``): the grid point with
+   the best recall of the validation *failures* (latent AUC below the reference-only fallback's, or
+   realised accuracy outside the band) with at most ``max_false_alarms`` false alarms;
+3. which flags trigger the fallback and which fallback (``releveled``: the latent ranking shifted
+   to the LLM's answered level; ``reference_only``): the lowest mean loss (e.g. Brier) over the
+   validation LLMs when the triggered ones use it.
+
+Where the validation LLMs cannot decide (fewer than ``min_failures`` failures, fewer than
+``min_triggered`` triggered LLMs, no finite AUC) the stated default is kept and ``chosen_by_`` says
+so. ``options()`` are the keyword arguments of
+:class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import Mapping, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from assessors.errors import DataError
+from assessors.trust.posterior_report import OK, OUT, judge
+
+log = logging.getLogger(__name__)
+
+#: Candidate sets of flags that switch an out-of-population LLM to the fallback (None: any flag).
+FLAG_SETS = {"any": None, "misfit_or_ability": ("misfit", "ability_beyond_training"), "misfit": ("misfit",)}
+
+
+def _rates(flagged: np.ndarray, fail: np.ndarray) -> tuple[float, float]:
+    """(recall of failures, false-alarm share of flagged) with NaN where undefined."""
+    rec = float(flagged[fail].mean()) if fail.any() else np.nan
+    fa = float((~fail[flagged]).mean()) if flagged.any() else 0.0
+    return rec, fa
+
+
+class ValidatedTrustPolicy(BaseEstimator):
+    """Verdict thresholds, band widening and fallback chosen on validation LLMs (see the module docstring).
+
+    Parameters
+    ----------
+    level : float
+        Band coverage aimed at.
+    band_scales : sequence of float
+        Candidate widenings of both bands (1 = the posterior band as it is).
+    misfit_alphas, range_margins, max_widths : sequence of float
+        Threshold grid (see :func:`~assessors.trust.posterior_report.posterior_trust`).
+    max_false_alarms : float
+        Largest share of flagged validation LLMs that did not fail.
+    fallbacks : sequence of str
+        Candidate fallbacks (keys of the ``losses`` given to :meth:`fit`).
+    min_failures, min_triggered : int
+        Validation failures / triggered validation LLMs needed to choose on them.
+    defaults : mapping
+        Used where the validation LLMs cannot decide: ``misfit_alpha``, ``range_margin``,
+        ``max_width``, ``fallback`` and ``fallback_flags`` (a key of :data:`FLAG_SETS`).
+    """
+
+    def __init__(self, level: float = 0.9, band_scales: Sequence[float] = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0),
+                 misfit_alphas: Sequence[float] = (0.001, 0.01, 0.05), range_margins: Sequence[float] = (0.02, 0.05, 0.1),
+                 max_widths: Sequence[float] = (0.15, 0.2, 0.3), max_false_alarms: float = 0.2,
+                 fallbacks: Sequence[str] = ("releveled", "reference_only"), min_failures: int = 3,
+                 min_triggered: int = 2, defaults: Mapping | None = None):
+        self.level = level
+        self.band_scales = band_scales
+        self.misfit_alphas = misfit_alphas
+        self.range_margins = range_margins
+        self.max_widths = max_widths
+        self.max_false_alarms = max_false_alarms
+        self.fallbacks = fallbacks
+        self.min_failures = min_failures
+        self.min_triggered = min_triggered
+        self.defaults = defaults
+
+    def _defaults(self) -> dict:
+        d = {"misfit_alpha": 0.01, "range_margin": 0.02, "max_width": 0.15, "fallback": "releveled",
+             "fallback_flags": "any"}
+        d.update(dict(self.defaults or {}))
+        return d
+
+    def fit(self, reports, realised_accuracy, auc_latent, auc_reference, losses: Mapping[str, np.ndarray]):
+        """Choose on the validation LLMs.
+
+        Parameters
+        ----------
+        reports : sequence of PosteriorTrust, length k
+            Each validation LLM's report about the validation prompts.
+        realised_accuracy, auc_latent, auc_reference : ndarray of shape (k,)
+            What happened on the validation prompts (latent and reference-only AUC; NaN if undefined).
+        losses : mapping str -> ndarray of shape (k,)
+            Per-LLM loss (lower is better) of ``latent`` (no fallback) and each candidate fallback.
+        """
+        acc, a_lat, a_ref = (np.asarray(v, dtype=np.float64) for v in (realised_accuracy, auc_latent, auc_reference))
+        if not (len(reports) == len(acc) == len(a_lat) == len(a_ref)) or "latent" not in losses:
+            raise DataError(f"ValidatedTrustPolicy.fit: {len(reports)} reports, {len(acc)}/{len(a_lat)}/{len(a_ref)} "
+                            f"outcomes, losses {sorted(losses)} (needs 'latent')")
+        d = self._defaults()
+        self.n_val_, self.chosen_by_ = len(reports), {}
+        self._fit_bands(reports, acc, a_lat)
+        ranking_failed = np.nan_to_num(a_lat, nan=1.0) < np.nan_to_num(a_ref, nan=0.0)
+        self._fit_thresholds(reports, acc, ranking_failed, d)
+        self._fit_fallback(reports, losses, d)
+        log.info("validated trust policy: %s (%s)", self.options(), self.chosen_by_)
+        return self
+
+    def _fit_bands(self, reports, acc, a_lat) -> None:
+        def coverage(scale, auc: bool):
+            hits = []
+            for r, a, al in zip(reports, acc, a_lat):
+                j = judge(r, band_scale=scale, auc_band_scale=scale)
+                lo, hi = j.auc_band if auc else j.accuracy_band
+                v = al if auc else a
+                if np.isfinite(v) and np.isfinite(lo):
+                    hits.append(lo <= v <= hi)
+            return (float(np.mean(hits)) if hits else np.nan), len(hits)
+
+        for name, auc in (("band_scale", False), ("auc_band_scale", True)):
+            cov = {s: coverage(s, auc) for s in self.band_scales}
+            ok = [s for s, (c, n) in cov.items() if n and c >= self.level]
+            n = max(n for _, n in cov.values())
+            if not n:
+                setattr(self, f"{name}_", 1.0)
+                self.chosen_by_[name] = "default 1.0 (no validation LLM with a finite value)"
+            elif ok:
+                setattr(self, f"{name}_", float(min(ok)))
+                self.chosen_by_[name] = f"smallest with coverage >= {self.level} on {n} validation LLMs"
+            else:
+                setattr(self, f"{name}_", float(max(self.band_scales)))
+                self.chosen_by_[name] = f"largest of the grid (none reached {self.level} on {n} validation LLMs)"
+        self.coverage_ = {"accuracy": coverage(self.band_scale_, False)[0], "auc": coverage(self.auc_band_scale_, True)[0]}
+
+    def _judge(self, r, **thr):
+        return judge(r, band_scale=self.band_scale_, auc_band_scale=self.auc_band_scale_, **thr)
+
+    def _fit_thresholds(self, reports, acc, ranking_failed, d) -> None:
+        base = [self._judge(r) for r in reports]
+        fail = ranking_failed | np.array([not (b.accuracy_band[0] <= a <= b.accuracy_band[1]) for b, a in zip(base, acc)])
+        self.n_failures_ = int(fail.sum())
+        keys = ("misfit_alpha", "range_margin", "max_width")
+        if self.n_failures_ < self.min_failures:
+            self.thresholds_ = {k: float(d[k]) for k in keys}
+            self.chosen_by_["thresholds"] = (f"default ({self.n_failures_} failures among {len(reports)} validation "
+                                             f"LLMs < {self.min_failures})")
+            return
+        best = None
+        for combo in itertools.product(self.misfit_alphas, self.range_margins, self.max_widths):
+            thr = dict(zip(keys, map(float, combo)))
+            flagged = np.array([self._judge(r, **thr).verdict != OK for r in reports])
+            rec, fa = _rates(flagged, fail)
+            feasible = fa <= self.max_false_alarms
+            score = (feasible, rec if feasible else rec - fa, -flagged.sum())
+            if best is None or score > best[0]:
+                best = (score, thr, rec, fa)
+        _, self.thresholds_, rec, fa = best
+        self.chosen_by_["thresholds"] = (f"best recall ({rec:.2f}, false alarms {fa:.2f}) of {self.n_failures_} failures "
+                                         f"among {len(reports)} validation LLMs")
+
+    def _fit_fallback(self, reports, losses, d) -> None:
+        judged = [self._judge(r, **self.thresholds_) for r in reports]
+        out = np.array([j.verdict == OUT for j in judged])
+        trig = {name: out & np.array([fs is None or any(f in j.flags for f in fs) for j in judged])
+                for name, fs in FLAG_SETS.items()}
+        self.n_triggered_ = int(trig["any"].sum())
+        lat = np.asarray(losses["latent"], dtype=np.float64)
+        table = {}
+        for (fs, on), fb in itertools.product(trig.items(), self.fallbacks):
+            loss = np.where(on, np.asarray(losses[fb], dtype=np.float64), lat)
+            table[(fs, fb)] = float(np.nanmean(loss))
+        self.losses_ = {f"{fs}/{fb}": v for (fs, fb), v in table.items()}
+        if self.n_triggered_ < self.min_triggered:
+            self.fallback_, self.fallback_flags_ = d["fallback"], d["fallback_flags"]
+            self.chosen_by_["fallback"] = (f"default ({self.n_triggered_} validation LLMs out of population "
+                                           f"< {self.min_triggered})")
+            return
+        # ties (e.g. no LLM triggered by the narrower sets) keep the default first
+        order = sorted(table, key=lambda k: (table[k], k != (d["fallback_flags"], d["fallback"])))
+        self.fallback_flags_, self.fallback_ = order[0]
+        self.chosen_by_["fallback"] = f"lowest mean loss over {self.n_val_} validation LLMs ({self.n_triggered_} triggered)"
+
+    def options(self) -> dict:
+        """Keyword arguments of :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`."""
+        check_is_fitted(self, "fallback_")
+        fs = FLAG_SETS[self.fallback_flags_]
+        return {**self.thresholds_, "band_scale": self.band_scale_, "auc_band_scale": self.auc_band_scale_,
+                "fallback_kind": self.fallback_, "fallback_flags": None if fs is None else list(fs)}

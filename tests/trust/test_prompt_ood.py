@@ -1,0 +1,35 @@
+"""Prompt-side out-of-distribution signal: calibrated on validation prompts, it flags prompts from
+elsewhere and about 1 - quantile of prompts from the training population."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from assessors.errors import DataError
+from assessors.trust.prompt_ood import PromptOOD
+
+
+def _cloud(rng, n, centre, d=16):
+    return centre + 0.3 * rng.standard_normal((n, d))
+
+
+def test_in_distribution_share_is_about_one_minus_quantile_and_shifted_prompts_are_flagged():
+    rng = np.random.default_rng(0)
+    c = np.zeros(16)
+    c[0] = 1.0
+    other = np.zeros(16)
+    other[1] = 1.0
+    ood = PromptOOD(quantile=0.95, max_share=0.5).fit(_cloud(rng, 2000, c), _cloud(rng, 400, c))
+    shares = [ood.share(_cloud(rng, 300, c)) for _ in range(10)]
+    assert np.mean(shares) == pytest.approx(0.05, abs=0.03)
+    assert not ood.out_of_distribution(_cloud(rng, 300, c))
+    assert ood.share(_cloud(rng, 300, other)) > 0.9
+    assert ood.out_of_distribution(_cloud(rng, 300, other))
+    # a target set half from elsewhere: beyond the threshold in about that share
+    mixed = np.vstack([_cloud(rng, 150, c), _cloud(rng, 150, other)])
+    assert ood.share(mixed) == pytest.approx(0.5, abs=0.1)
+
+
+def test_too_few_training_prompts_is_a_clear_error():
+    with pytest.raises(DataError, match="at least 5 training prompts"):
+        PromptOOD().fit(np.ones((3, 4)), np.ones((2, 4)))

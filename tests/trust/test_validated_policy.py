@@ -1,0 +1,104 @@
+"""Thresholds, band widening and fallback chosen on validation LLMs (synthetic reports): the band
+is widened to the coverage aimed at, the thresholds come from the validation failures or are the
+stated defaults, the fallback with the lower validation loss is chosen."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from assessors.errors import DataError
+from assessors.trust.posterior_report import OK, OUT, PosteriorTrust, judge
+from assessors.trust.validated_policy import ValidatedTrustPolicy
+
+
+def _rep(acc=0.5, half=0.05, ppp=0.5, rng=(0.2, 0.8), auc=0.7):
+    return judge(PosteriorTrust(llm="x", n_answered=100, expected_accuracy=acc, accuracy_band=(acc - half, acc + half),
+                                expected_auc=auc, auc_band=(auc - 0.05, auc + 0.05), misfit_pvalue=ppp,
+                                accuracy_range_training=rng, mahalanobis=1.0, mahalanobis_max_training=3.0))
+
+
+def _losses(k, latent=0.2, releveled=0.2, reference_only=0.25):
+    return {"latent": np.full(k, latent), "releveled": np.full(k, releveled), "reference_only": np.full(k, reference_only)}
+
+
+def test_band_is_widened_until_it_covers():
+    rng = np.random.default_rng(0)
+    reps = [_rep(half=0.05) for _ in range(20)]
+    realised = 0.5 + rng.uniform(-0.09, 0.09, 20)  # the posterior band is about half as wide as needed
+    pol = ValidatedTrustPolicy().fit(reps, realised, np.full(20, 0.7), np.full(20, 0.6), _losses(20))
+    assert pol.band_scale_ == 2.0
+    assert pol.coverage_["accuracy"] >= 0.9
+    assert pol.auc_band_scale_ == 1.0
+    assert judge(reps[0], band_scale=pol.band_scale_).accuracy_band == pytest.approx((0.4, 0.6))
+
+
+def test_too_few_failures_keep_the_stated_default():
+    reps = [_rep() for _ in range(10)]
+    pol = ValidatedTrustPolicy().fit(reps, np.full(10, 0.5), np.full(10, 0.7), np.full(10, 0.6), _losses(10))
+    assert pol.thresholds_ == {"misfit_alpha": 0.01, "range_margin": 0.02, "max_width": 0.15}
+    assert pol.chosen_by_["thresholds"].startswith("default (0 failures")
+    assert pol.options()["fallback_kind"] == "releveled" and pol.chosen_by_["fallback"].startswith("default")
+
+
+def test_thresholds_catch_the_validation_failures():
+    # 4 LLMs whose answers misfit mildly (p = 0.03) and whose ranking failed; 6 fine ones
+    reps = [_rep(ppp=0.03) for _ in range(4)] + [_rep(ppp=0.5) for _ in range(6)]
+    a_lat = np.r_[np.full(4, 0.5), np.full(6, 0.7)]
+    pol = ValidatedTrustPolicy().fit(reps, np.full(10, 0.5), a_lat, np.full(10, 0.6), _losses(10))
+    assert pol.thresholds_["misfit_alpha"] == 0.05
+    assert [judge(r, **pol.thresholds_).verdict for r in reps] == [OUT] * 4 + [OK] * 6
+
+
+def test_the_fallback_with_the_lower_validation_loss_is_chosen():
+    reps = [_rep(ppp=0.001) for _ in range(3)] + [_rep() for _ in range(7)]
+    k = 10
+    pol = ValidatedTrustPolicy().fit(reps, np.full(k, 0.5), np.full(k, 0.7), np.full(k, 0.6),
+                                     _losses(k, latent=0.3, releveled=0.25, reference_only=0.1))
+    assert pol.n_triggered_ == 3
+    assert pol.options()["fallback_kind"] == "reference_only"
+    pol = ValidatedTrustPolicy().fit(reps, np.full(k, 0.5), np.full(k, 0.7), np.full(k, 0.6),
+                                     _losses(k, latent=0.3, releveled=0.2, reference_only=0.25))
+    assert pol.options()["fallback_kind"] == "releveled"
+
+
+def test_mismatched_inputs_are_a_clear_error():
+    with pytest.raises(DataError, match="needs 'latent'"):
+        ValidatedTrustPolicy().fit([_rep()], [0.5], [0.7], [0.6], {"releveled": np.ones(1)})
+
+
+def test_serving_defaults_are_the_stated_defaults_of_the_validated_policy():
+    """predict.py and the server (no validation LLMs at hand) use what the validated policy falls back to."""
+    import inspect
+    from pathlib import Path
+
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    from assessors.trust.posterior_policy import PosteriorTrustPolicy
+    from assessors.trust.posterior_report import posterior_trust
+    from assessors.trust.validated_policy import FLAG_SETS
+
+    conf = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "trust" / "posterior.yaml")
+    pol = instantiate(conf.validated)
+    d = pol._defaults()
+    sig = inspect.signature(posterior_trust).parameters
+    for k in ("misfit_alpha", "range_margin", "max_width"):
+        assert sig[k].default == d[k], k
+    serving = PosteriorTrustPolicy()
+    assert serving.fallback_kind == d["fallback"]
+    assert serving.fallback_flags == FLAG_SETS[d["fallback_flags"]]
+
+
+def test_verdict_scores_count_failures_flags_and_the_fallbacks_auc():
+    from assessors.trust.posterior_eval import verdict_scores
+
+    reps = [_rep(ppp=0.001), _rep(ppp=0.001), _rep(), _rep()]
+    outs = [{"llm": str(i), "realised_accuracy": acc, "auc_latent": al, "auc_reference_only": ar, "auc_releveled": al,
+             "brier_latent": 0.2, "brier_releveled": 0.2, "brier_reference_only": 0.2}
+            for i, (acc, al, ar) in enumerate([(0.5, 0.6, 0.7), (0.5, 0.7, 0.6), (0.9, 0.7, 0.6), (0.5, 0.7, 0.6)])]
+    out = verdict_scores(reps, outs, lambda r: "releveled" if r.verdict == OUT else None)
+    # failures: LLM 0 (ranking), LLM 2 (accuracy outside the band); flagged: LLMs 0 and 1
+    assert (out["n_failures"], out["n_flagged"], out["n_flagged_failures"]) == (2, 2, 1)
+    assert out["recall"] == 0.5 and out["false_alarm_rate"] == 0.5
+    assert out["fallback_llms_auc"] == pytest.approx({"with_fallback": 0.65, "reference_only": 0.65, "latent": 0.65})
+    assert out["other_llms_auc"] == pytest.approx({"with_fallback": 0.7, "latent": 0.7})
