@@ -58,6 +58,8 @@ CONFIGS = {
     "batch16": ["assessor.batch_prompts=16"],
     "batch256": ["assessor.batch_prompts=256"],
     "h256x2_m6": ["assessor.hidden_sizes=[256,128]", "assessor.n_members=6"],
+    "h64_m6": ["assessor.hidden_sizes=[64]", "assessor.n_members=6"],
+    "h64_m6_drop03": ["assessor.hidden_sizes=[64]", "assessor.n_members=6", "assessor.dropout=0.3"],
     "h256x2_m6_nores": ["assessor.hidden_sizes=[256,128]", "assessor.n_members=6", "assessor.residual=false"],
 }
 
