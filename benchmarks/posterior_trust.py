@@ -4,7 +4,7 @@ Per seed and split (the latent assessor of ``train.py assessor=latent``, fitted 
 ``benchmarks/adaptive_onboarding.py`` and shared through its model cache), each test LLM is described
 by its answers on ``--questions`` random training prompts (the random reference set of train.py).
 The report's thresholds, band widening and fallback are chosen on the split's *validation* LLMs
-(their reports about the validation prompts; :class:`ValidatedTrustPolicy`, conf/trust/posterior.yaml),
+(their reports about the validation prompts; :class:`ValidatedTrustPolicy`, conf/trust/validated_policy.yaml),
 the prompt-side out-of-distribution threshold on the validation prompts; the test LLMs' reports are then
 compared with what happened on the test prompts:
 
@@ -98,10 +98,10 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
 
     cfg, prep, model, _ = fitted(seed, overrides)
     idx = fixed_selector(cfg, "random", n_questions, prep)
-    conf = OmegaConf.load(ROOT / "conf" / "trust" / "posterior.yaml")
-    ood = instantiate(conf.prompt_ood).fit(prep.X["train"], prep.X["val"])
+    conf = {k: OmegaConf.load(ROOT / "conf" / "trust" / f"{k}.yaml") for k in ("validated_policy", "prompt_ood")}
+    ood = instantiate(conf["prompt_ood"]).fit(prep.X["train"], prep.X["val"])
     val_reps, val_outs = _outcomes(model, "val", prep, idx, prep.X["val"], prep.S("val", "val"), ood, seed)
-    chooser = fit_validated(instantiate(conf.validated), val_reps, val_outs)
+    chooser = fit_validated(instantiate(conf["validated_policy"]), val_reps, val_outs)
     opts = chooser.options()
     reps, outs = _outcomes(model, "test", prep, idx, prep.X["test"], prep.S("test", "test"), ood, seed)
     policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"])

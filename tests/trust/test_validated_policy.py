@@ -78,8 +78,7 @@ def test_serving_defaults_are_the_stated_defaults_of_the_validated_policy():
     from assessors.trust.posterior_report import posterior_trust
     from assessors.trust.validated_policy import FLAG_SETS
 
-    conf = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "trust" / "posterior.yaml")
-    pol = instantiate(conf.validated)
+    pol = instantiate(OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "trust" / "validated_policy.yaml"))
     d = pol._defaults()
     sig = inspect.signature(posterior_trust).parameters
     for k in ("misfit_alpha", "range_margin", "max_width"):
