@@ -61,7 +61,7 @@ class ValidatedTrustPolicy(BaseEstimator):
         Candidate fallbacks (keys of the ``losses`` given to :meth:`fit`).
     min_failures, min_triggered : int
         Validation failures / triggered validation LLMs needed to choose on them.
-    defaults : mapping
+    stated_defaults : mapping
         Used where the validation LLMs cannot decide: ``misfit_alpha``, ``range_margin``,
         ``max_width``, ``fallback`` and ``fallback_flags`` (a key of :data:`FLAG_SETS`).
     """
@@ -70,7 +70,7 @@ class ValidatedTrustPolicy(BaseEstimator):
                  misfit_alphas: Sequence[float] = (0.001, 0.01, 0.05), range_margins: Sequence[float] = (0.02, 0.05, 0.1),
                  max_widths: Sequence[float] = (0.15, 0.2, 0.3), max_false_alarms: float = 0.2,
                  fallbacks: Sequence[str] = ("releveled", "reference_only"), min_failures: int = 3,
-                 min_triggered: int = 2, defaults: Mapping | None = None):
+                 min_triggered: int = 2, stated_defaults: Mapping | None = None):
         self.level = level
         self.band_scales = band_scales
         self.misfit_alphas = misfit_alphas
@@ -80,12 +80,12 @@ class ValidatedTrustPolicy(BaseEstimator):
         self.fallbacks = fallbacks
         self.min_failures = min_failures
         self.min_triggered = min_triggered
-        self.defaults = defaults
+        self.stated_defaults = stated_defaults
 
     def _defaults(self) -> dict:
         d = {"misfit_alpha": 0.01, "range_margin": 0.02, "max_width": 0.15, "fallback": "releveled",
              "fallback_flags": "any"}
-        d.update(dict(self.defaults or {}))
+        d.update(dict(self.stated_defaults or {}))
         return d
 
     def fit(self, reports, realised_accuracy, auc_latent, auc_reference, losses: Mapping[str, np.ndarray]):
