@@ -23,8 +23,6 @@ from assessors.trust.relevel import RELEVEL_NAME, ReleveledPredictor
 
 log = logging.getLogger(__name__)
 
-
-
 #: The fallbacks a trust verdict can switch an LLM to.
 FALLBACKS = (RELEVEL_NAME, FALLBACK_NAME)
 

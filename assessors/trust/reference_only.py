@@ -9,6 +9,15 @@ from assessors.errors import DataError
 FALLBACK_NAME = "reference_only"
 
 
+def answered(y, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """``y`` (n,) as float64 and its mask of answered items; :class:`DataError` naming ``what`` if none is."""
+    y = np.asarray(y, dtype=np.float64).ravel()
+    obs = np.isfinite(y)
+    if not obs.any():
+        raise DataError(f"the {what} fallback needs at least one answered item")
+    return y, obs
+
+
 class ReferenceOnlyPredictor:
     """P(success) from a logistic regression on one LLM's own answers (the "reference only" fallback).
 
@@ -32,10 +41,7 @@ class ReferenceOnlyPredictor:
     def __init__(self, assessor, X_answered, y, C: float = 1.0):
         from sklearn.linear_model import LogisticRegression
 
-        y = np.asarray(y, dtype=np.float64).ravel()
-        obs = np.isfinite(y)
-        if obs.sum() == 0:
-            raise DataError("the reference-only fallback needs at least one answered item")
+        y, obs = answered(y, "reference-only")
         self.projection = assessor.project
         yo = y[obs]
         self.constant_ = None

@@ -14,17 +14,17 @@ assessor's; only the level (accuracy, calibration) changes. Where the latent *ra
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import logit
 
 from assessors.core.posterior import sigmoid
-from assessors.errors import DataError
+from assessors.trust.reference_only import answered
 
 #: Name of this fallback predictor in reports and outputs.
 RELEVEL_NAME = "releveled"
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(np.asarray(p, dtype=np.float64), 1e-9, 1 - 1e-9)
-    return np.log(p) - np.log1p(-p)
+    return logit(np.clip(np.asarray(p, dtype=np.float64), 1e-9, 1 - 1e-9))
 
 
 def fit_offset(z: np.ndarray, y: np.ndarray, prior_sd: float = 3.0, n_iter: int = 50) -> float:
@@ -76,10 +76,7 @@ class ReleveledPredictor:
     name = RELEVEL_NAME
 
     def __init__(self, assessor, X_answered, y, prior_sd: float = 3.0):
-        y = np.asarray(y, dtype=np.float64).ravel()
-        obs = np.isfinite(y)
-        if obs.sum() == 0:
-            raise DataError("the re-levelled fallback needs at least one answered item")
+        y, obs = answered(y, "re-levelled")
         X_answered = np.asarray(X_answered, dtype=np.float32)
         self.assessor = assessor
         self.post_ = assessor.posterior(X_answered, y[None, :])

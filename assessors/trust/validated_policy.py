@@ -20,6 +20,7 @@ so. ``options()`` are the keyword arguments of
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 import logging
 from typing import Mapping, Sequence
@@ -29,7 +30,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import DataError
-from assessors.trust.posterior_report import OK, OUT, judge
+from assessors.trust.posterior_policy import PosteriorTrustPolicy
+from assessors.trust.posterior_report import OK, OUT, judge, posterior_trust
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +85,12 @@ class ValidatedTrustPolicy(BaseEstimator):
         self.stated_defaults = stated_defaults
 
     def _defaults(self) -> dict:
-        d = {"misfit_alpha": 0.01, "range_margin": 0.02, "max_width": 0.15, "fallback": "releveled",
-             "fallback_flags": "any"}
+        """``stated_defaults`` over the report's and the serving policy's own defaults (stated once, there)."""
+        report = inspect.signature(posterior_trust).parameters
+        d = {k: report[k].default for k in ("misfit_alpha", "range_margin", "max_width")}
+        serving = PosteriorTrustPolicy()
+        flags = {v: k for k, v in FLAG_SETS.items()}[serving.fallback_flags]
+        d.update(fallback=serving.fallback_kind, fallback_flags=flags)
         d.update(dict(self.stated_defaults or {}))
         return d
 
