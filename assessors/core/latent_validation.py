@@ -22,14 +22,15 @@ import numpy as np
 from assessors.core.posterior import (GaussianPrior, check_answers, laplace_posterior, logit_moments,
                                       probit_predictive, sigmoid)
 from assessors.data.semisynthetic import MISSING, open_answers
-from assessors.metrics import drop_unevaluated, log_loss, per_llm_auc
+from assessors.metrics import per_llm_auc
 
 
 def _log_loss_sum(S: np.ndarray, p: np.ndarray) -> tuple[float, int]:
     """Summed log loss of ``p`` (clipped to [1e-6, 1 - 1e-6]) over the graded cells of ``S`` (NaN =
     not evaluated), both of the same shape, and the number of those cells."""
-    y, q = drop_unevaluated(S.ravel(), p.ravel())
-    return (log_loss(y, q, eps=1e-6) * len(y) if len(y) else 0.0), int(len(y))
+    obs = np.isfinite(S)
+    y, q = S[obs], np.clip(p[obs], 1e-6, 1 - 1e-6)
+    return float(-np.sum(y * np.log(q) + (1 - y) * np.log1p(-q))), int(len(y))
 
 
 def early_stopping_scores(S: np.ndarray, p: np.ndarray) -> dict[str, float]:
