@@ -117,8 +117,10 @@ class _Reads(np.ndarray):
 def test_held_out_prompts_are_read_and_scored_a_block_at_a_time(sim, single):
     from assessors.threads import torch_threads
 
-    # one torch thread, whatever earlier tests left: float32 item parameters of a block of prompts
-    # then round as those of all held-out prompts at once, which the 1e-9 comparisons rely on
+    # one torch thread, whatever earlier tests left. The item parameters are float32 network outputs:
+    # a block of 5 prompts and all held-out prompts at once can go through different matmul kernels
+    # and round apart in the last float32 bits, so the losses agree to float32 precision (1e-6), not
+    # float64's; reading the wrong rows or dropping a block would move the loss by far more.
     with torch_threads(1):
         _held_out_blocks(sim)
 
@@ -142,15 +144,15 @@ def _held_out_blocks(sim):
     reads = A.view(_Reads)
     reads.cells = []
     blocked = HeldOutScores(reads, X, held, block_cells=5 * 200)(module)  # 5 prompts x 200 LLMs per block
-    assert blocked["val_loss"] == pytest.approx(whole["val_loss"], rel=1e-9)
+    assert blocked["val_loss"] == pytest.approx(whole["val_loss"], rel=1e-6)
     assert max(reads.cells) <= 5 * 200 and len(reads.cells) == -(-len(held) // 5)
     np.save(out.parent / "masked.npy", A)  # the path form, as the streaming fit passes it (pickles small)
     assert HeldOutScores(str(out.parent / "masked.npy"), X, held, block_cells=7)(module)["val_loss"] == \
-        pytest.approx(whole["val_loss"], rel=1e-9)
+        pytest.approx(whole["val_loss"], rel=1e-6)
     # float answers with NaN (the in-memory fit) and the AUC, which needs all blocks at once
     full = np.where(A == MISSING, np.nan, A).astype(np.float32)  # (prompts, LLMs), as LatentAssessor's S.T
     both = HeldOutScores(full, X, held, auc=True, block_cells=1000)(module)
-    assert both == pytest.approx(whole)
+    assert both == pytest.approx(whole, rel=1e-6)
 
 
 def test_validation_llms_drive_early_stopping_and_recalibration_as_in_memory(sim):
