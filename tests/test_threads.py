@@ -33,6 +33,14 @@ def test_every_thread_setting_of_a_component_config_is_set(compose):
     assert budgeted({"a": [{"n_jobs": 8}], "b": 1}, 2) == {"a": [{"n_jobs": 2}], "b": 1}
 
 
+def test_the_budget_caps_an_explicit_setting_and_fills_an_unset_one(compose):
+    assert budgeted({"n_jobs": None, "x": {"num_threads": -1}, "nthread": 1}, 4) == \
+        {"n_jobs": 4, "x": {"num_threads": 4}, "nthread": 1}
+    # the latent assessor asks for one torch thread: a 2-thread budget must not raise it
+    latent = instantiate(budgeted(compose(["assessor=latent"]).assessor, 2))
+    assert latent.num_threads == 1
+
+
 def test_thread_limits_cap_blas_and_torch():
     import numpy as np  # noqa: F401 (loads the BLAS library threadpoolctl limits)
     import torch
