@@ -88,8 +88,9 @@ def test_round_robin_a_big_batch_cannot_starve_a_single_prompt():
         return n_batches_when_light_done
 
     n = run(main())
-    # the light prompt rides in the second batch, ahead of 82 queued heavy prompts
-    assert n == 2 and "l-0" in rec.batches[1]
+    # the light prompt rides in the second batch, ahead of 82 queued heavy prompts, and is answered
+    # before the heavy work ends (the encoder thread may already hold the third batch by then)
+    assert "l-0" in rec.batches[1] and n < len(rec.batches)
     assert sum(len(x) for x in rec.batches) == 91
 
 
