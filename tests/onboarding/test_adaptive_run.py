@@ -104,3 +104,21 @@ def test_an_endpoint_that_stops_answering_keeps_the_answers(setup, tmp_path):
     dead = FakeEndpoint(answers, fail=set(pool["prompt"]))
     with pytest.raises(OfflineError):
         _runner(model, feat, 5).run(pool, tmp_path / "dead", http_client=dead.client())
+
+
+def test_the_onboarding_directory_describes_the_llm_for_scoring(setup, tmp_path):
+    """adaptive.json records the pool files; read_onboarded gives back the answers on those prompts."""
+    from assessors.data.evidence_files import read_onboarded
+    from assessors.data.prompts import read_prompt_files
+
+    model, feat, pool, answers = setup
+    pool.to_csv(tmp_path / "pool.csv", index=False)
+    df = read_prompt_files([tmp_path / "pool.csv"])  # as predict.py mode=onboard reads onboard.prompts
+    out = _runner(model, feat, 5).run(df, tmp_path / "out", http_client=FakeEndpoint(answers).client(),
+                                      pool_files=[str(tmp_path / "pool.csv")])
+    ids, texts, y, files = read_onboarded(tmp_path / "out")
+    seq = pd.read_csv(tmp_path / "out" / "answers.csv", dtype={"instance_id": str})
+    assert out["n_asked"] == 5 and ids == seq["instance_id"].tolist() and files == [str(tmp_path / "pool.csv")]
+    np.testing.assert_array_equal(y, seq["success"].to_numpy(dtype=float))
+    prompt = pool.set_index("instance_id")["prompt"]
+    assert texts == [prompt[i] for i in ids] and y.tolist() == [float(answers[t] == "yes") for t in texts]
