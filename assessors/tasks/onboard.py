@@ -104,6 +104,8 @@ def onboard_adaptive(cfg: DictConfig, model) -> dict:
                                 model.featurizer, assessor_id=ident)
     summary = {"strategy": "adaptive", **runner.run(pool, Path(ob.out_dir), X_target=X_target,
                                                     pool_files=[str(p) for p in ob.prompts])}
+    # what predict.py mode=score|route takes to score this LLM: llms=[{name, onboarded: <out_dir>}]
+    summary["llm_spec"] = {"name": summary["llm"], "onboarded": str(Path(ob.out_dir).resolve())}
     trust = plain(cfg.get("trust")) or {}
     if trust.get("enabled", True) and "_target_" not in trust:
         from assessors.trust.posterior_policy import PosteriorTrustPolicy
