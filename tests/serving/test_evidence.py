@@ -217,6 +217,8 @@ def test_http_registration_from_evidence(tiny_latent, case, monkeypatch):
         else:  # the trust verdict switched it to its fallback: that one scores it
             np.testing.assert_allclose(got, engine.registry.get("ev").predictor(
                 model.featurizer.transform(res.prompts(case["target"]))), atol=1e-6)
+        r = c.post("/v1/llms", json={"name": "ev", "evidence": items})
+        assert r.status_code == 409 and "overwrite=true" in r.text
         # /next and /answers work on reference answers: an evidence LLM gets a 409 naming the way out
         r = c.post("/v1/llms/ev/next", json={"n": 1})
         assert r.status_code == 409 and r.json()["error"]["type"] == "registered_from_evidence"

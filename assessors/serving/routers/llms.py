@@ -9,6 +9,7 @@ import anyio
 from fastapi import APIRouter, Depends, Request
 
 from assessors.core.evidence import Evidence, evidence_from_answers, require_evidence_support
+from assessors.routing.registry import DuplicateLLMError
 from assessors.serving import deps
 from assessors.serving import schemas as S
 from assessors.serving.batcher import QueueFull
@@ -53,6 +54,8 @@ async def register(req: S.RegisterRequest, request: Request, engine=Depends(deps
         ref = [float("nan") if v is None else v for v in ref]
     with anyio.fail_after(settings.limits.request_timeout_s):  # embedding and the trust report may take a moment
         if req.evidence is not None:
+            if req.name in engine.registry and not req.overwrite:  # 409 before embedding anything
+                raise DuplicateLLMError(f"LLM {req.name!r} is already registered (pass overwrite=true to replace it)")
             evidence = await _evidence(req.evidence, request, engine, settings)
         entry = await anyio.to_thread.run_sync(
             lambda: engine.registry.register(req.name, ref, cost=cost, source="api", overwrite=req.overwrite,
