@@ -122,3 +122,28 @@ def test_the_onboarding_directory_describes_the_llm_for_scoring(setup, tmp_path)
     np.testing.assert_array_equal(y, seq["success"].to_numpy(dtype=float))
     prompt = pool.set_index("instance_id")["prompt"]
     assert texts == [prompt[i] for i in ids] and y.tolist() == [float(answers[t] == "yes") for t in texts]
+
+
+@pytest.mark.slow
+def test_predict_scores_an_llm_from_its_onboarding_directory(data_dir, tmp_path):
+    """Real BBH prompt files and a latent model saved as an MLflow model: an adaptive run (fake endpoint)
+    writes its directory, and ``predict.py mode=score 'llms=[{name, onboarded: <dir>}]'`` scores from it."""
+    import os
+
+    import mlflow.pyfunc
+
+    from assessors.data.prompts import read_prompt_files
+    from test_adaptive_llama import _fit_tiny_latent, _prompt_files, _score_onboarded
+
+    model_dir = tmp_path / "model"
+    _fit_tiny_latent(data_dir, model_dir)
+    model = mlflow.pyfunc.load_model(str(model_dir)).unwrap_python_model()
+    files = _prompt_files(data_dir, tmp_path)
+    pool = read_prompt_files(files)
+    rng = np.random.default_rng(1)
+    answers = {p: (t if rng.random() < 0.6 else "nope") for p, t in zip(pool["prompt"], pool["target"])}
+    out = tmp_path / "onboard"
+    run = _runner(model.assessor, model.featurizer, 8).run(pool, out, http_client=FakeEndpoint(answers).client(),
+                                                           pool_files=files)
+    assert run["n_answered"] == 8
+    _score_onboarded(model_dir, files, out, tmp_path, dict(os.environ, PYTHONUNBUFFERED="1"))
