@@ -29,5 +29,10 @@ class InfeasibleError(ConfigError):
     """
 
 
+class NoPosteriorError(ConfigError):
+    """The model's assessor has no posterior over abilities: describing an LLM by answers on arbitrary
+    prompts (evidence) or onboarding it adaptively needs a latent assessor (``assessor=latent``)."""
+
+
 class TrackingError(AssessorsError, RuntimeError):
     """The configured experiment tracker cannot be reached (names the URI and the fix)."""

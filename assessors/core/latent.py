@@ -299,6 +299,11 @@ class LatentAssessor(BaseEstimator):
         with self._threads():
             return self._posterior(self._params(X) if len(X) else None, self.projection_(X) if len(X) else None, Y)
 
+    def evidence_posterior(self, evidence) -> LatentPosterior:
+        """Posterior of one LLM (``k = 1``) from its :class:`~assessors.core.evidence.Evidence`:
+        :meth:`posterior` on ``evidence.X`` (n, d) and ``evidence.y`` (n,)."""
+        return self.posterior(evidence.X, evidence.y[None, :])
+
     def _posterior(self, params, phi, Y) -> LatentPosterior:
         k = Y.shape[0]
         thetas, covs = [], []

@@ -71,7 +71,7 @@ def read_prompt_file(path: str | os.PathLike, required: Sequence[str] = ("prompt
 
 
 def read_prompt_files(paths: Sequence[str | os.PathLike], limit: int | None = None,
-                      ids: set[str] | None = None) -> pd.DataFrame:
+                      ids: set[str] | None = None, required: Sequence[str] = ("target",)) -> pd.DataFrame:
     """Read prompt tables (CSV or JSONL) into ``instance_id, prompt, target, subgroup``.
 
     ``id`` or ``reference_id`` is accepted for ``instance_id``. Without a ``subgroup`` column the
@@ -82,7 +82,7 @@ def read_prompt_files(paths: Sequence[str | os.PathLike], limit: int | None = No
     """
     frames = []
     for p in map(Path, paths):
-        df = read_prompt_file(p, required=("instance_id", "prompt", "target"))
+        df = read_prompt_file(p, required=("instance_id", "prompt", *required))
         if "subgroup" not in df.columns:
             df["subgroup"] = p.stem.removesuffix("_prompts")
             df["instance_id"] = df["subgroup"] + "/" + df["instance_id"]

@@ -15,7 +15,6 @@ the run stopped; ``answers.csv`` holds ``order, instance_id, success``.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import logging
 import os
@@ -27,21 +26,14 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from assessors.data.evidence_files import ANSWERS_FILE, ONBOARD_MANIFEST as MANIFEST, pool_fingerprint
 from assessors.errors import DataError, OfflineError
 from assessors.io import atomic_write
 from assessors.onboarding.client import check_prompts
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "adaptive.json"
-
-
-def pool_fingerprint(df: pd.DataFrame) -> str:
-    """Hash of the candidate pool's ids, prompts and targets (order-independent)."""
-    h = hashlib.sha256()
-    for iid in sorted(df.index):
-        h.update(json.dumps([iid, str(df.at[iid, "prompt"]), str(df.at[iid, "target"])]).encode())
-    return h.hexdigest()[:16]
+__all__ = ["MANIFEST", "AdaptiveOnboarding", "pool_fingerprint"]
 
 
 class AdaptiveOnboarding:
@@ -115,7 +107,7 @@ class AdaptiveOnboarding:
         return pinned
 
     def run(self, pool: pd.DataFrame, out_dir: str | os.PathLike, X_target: np.ndarray | None = None,
-            http_client=None) -> dict:
+            http_client=None, pool_files: list[str] | None = None) -> dict:
         """Ask, grade and journal adaptively chosen prompts until the selector's stopping rule holds.
 
         Parameters
@@ -128,6 +120,9 @@ class AdaptiveOnboarding:
             ``adaptive.json``.
         X_target : ndarray of shape (n_target, d), optional
             Features of the prompts whose expected accuracy is reported (default: the pool).
+        pool_files : list of str, optional
+            The files ``pool`` was read from, recorded in ``adaptive.json`` (``pool_files``) so that
+            ``predict.py`` can score the LLM from this directory (``llms=[{name, onboarded: <out_dir>}]``).
 
         Returns
         -------
@@ -145,7 +140,8 @@ class AdaptiveOnboarding:
         out.mkdir(parents=True, exist_ok=True)
         pinned = self._manifest(out, df)
         sel = self.selector.fit(self.assessor, X_pool, X_target)
-        state = {"pinned": pinned, "sequence": [], "history": [], "stop_reason": None}
+        state = {"pinned": pinned, "pool_files": [str(Path(f).resolve()) for f in pool_files or ()],
+                 "sequence": [], "history": [], "stop_reason": None}
         self._write(out, state)
         prog = _Progress()
         t0 = time.perf_counter()
@@ -219,7 +215,7 @@ class AdaptiveOnboarding:
         asked, answers, summary = prog.asked, prog.answers, prog.summary
         seq = pd.DataFrame({"order": np.arange(len(asked)), "instance_id": [df.index[j] for j in asked],
                             "success": answers})
-        atomic_write(out / "answers.csv", lambda tmp: seq.to_csv(tmp, index=False))
+        atomic_write(out / ANSWERS_FILE, lambda tmp: seq.to_csv(tmp, index=False))
         last = prog.history[-1] if prog.history else sel.estimate(sel.posterior([], []))
         log.info("adaptive onboarding of %s stopped after %d questions: %s", llm, len(asked), reason)
         return {"llm": llm, "n_asked": len(asked), "n_answered": prog.n_answered,
@@ -230,7 +226,7 @@ class AdaptiveOnboarding:
                                             "design_low", "design_high", "n_random", "composite_accuracy",
                                             "composite_low", "composite_high")},
                 "answered_accuracy": float(np.nanmean(answers)) if np.isfinite(answers).any() else None,
-                "seconds": round(time.perf_counter() - t0, 3), "answers": str(out / "answers.csv"),
+                "seconds": round(time.perf_counter() - t0, 3), "answers": str(out / ANSWERS_FILE),
                 "manifest": str(out / MANIFEST),
                 "n_queried": prog.n_queried,
                 **{k: summary.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens", "mean_latency_s")}}

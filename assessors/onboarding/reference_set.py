@@ -17,11 +17,9 @@ from typing import Sequence
 
 import numpy as np
 
-from assessors.errors import ConfigError, DataError
+from assessors.errors import DataError, NoPosteriorError
 
-
-class NoPosteriorError(ConfigError):
-    """The model's assessor has no posterior over abilities (adaptive onboarding needs ``assessor=latent``)."""
+__all__ = ["NoPosteriorError", "OnboardingCache", "ReferenceSetOnboarding"]
 
 
 class ReferenceSetOnboarding:

@@ -62,6 +62,14 @@ def load_assessor_model(uri: str, tracking_uri: str | None = None):
     return model
 
 
+def registry_for(model, trust_fn: Callable | None = None) -> LLMRegistry:
+    """An empty registry over ``model``'s reference set with its assessor's checks: reference vectors
+    (``check_reference``) and, for assessors with a posterior, evidence (``evidence_posterior``)."""
+    assessor = model.assessor
+    return LLMRegistry(model.reference_ids, trust_fn=trust_fn, check=getattr(assessor, "check_reference", None),
+                       posterior_fn=getattr(assessor, "evidence_posterior", None))
+
+
 class Engine:
     """P(success) and routing for registered LLMs.
 
@@ -80,8 +88,7 @@ class Engine:
     def __init__(self, model, registry: LLMRegistry | None = None, router: Router | None = None,
                  embed_cache_size: int = 10_000, trust_fn: Callable | None = None):
         self.model = model
-        self.registry = registry if registry is not None else LLMRegistry(
-            model.reference_ids, trust_fn=trust_fn, check=getattr(model.assessor, "check_reference", None))
+        self.registry = registry if registry is not None else registry_for(model, trust_fn)
         self.router = router
         if router is not None:
             router.check_params()  # a bad threshold fails at start-up, not on the first request
@@ -163,8 +170,47 @@ class Engine:
 
     def score(self, X: np.ndarray, entries: Sequence) -> np.ndarray:
         """P(success) of shape (k, m) from features X (m, d) for resolved registry ``entries``."""
-        P = np.atleast_2d(self.model.assessor.predict_proba(X, self.registry.reference_matrix(entries)))
-        return self._replaced(X, entries, P, None)[0]
+        return self._score(X, entries, spread=False)[0]
+
+    def score_with_spread(self, X: np.ndarray, entries: Sequence) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(P, STD)`` of shape (k, m) each; STD is None when the assessor gives no spread."""
+        if not hasattr(self.model.assessor, "predict_distribution"):
+            return self.score(X, entries), None
+        return self._score(X, entries, spread=True)
+
+    def _score(self, X: np.ndarray, entries: Sequence, spread: bool):
+        """``(P, STD or None)``: LLMs described by reference results through the assessor's reference
+        conditioning, LLMs described by evidence through their posterior (computed at registration)."""
+        ev = [i for i, e in enumerate(entries) if e.evidence is not None]
+        if not ev:
+            P, STD = self._score_reference(X, entries, spread)
+            return self._replaced(X, entries, P, STD)
+        ref = [i for i, e in enumerate(entries) if e.evidence is None]
+        P = np.empty((len(entries), len(X)), np.float32)
+        STD = np.empty_like(P) if spread else None
+        parts = [(ev, self._score_evidence(X, [entries[i] for i in ev]))]
+        if ref:
+            parts.append((ref, self._score_reference(X, [entries[i] for i in ref], spread)))
+        for rows, (p, std) in parts:
+            P[rows] = p
+            if STD is not None:
+                STD[rows] = std
+        return self._replaced(X, entries, P, STD)
+
+    def _score_reference(self, X: np.ndarray, entries: Sequence, spread: bool):
+        """``(P, STD or None)`` of LLMs described by reference results, conditioned on them."""
+        R = self.registry.reference_matrix(entries)
+        if spread:
+            P, STD, _ = self.model.assessor.predict_distribution(X, R)
+            return np.atleast_2d(P), np.atleast_2d(STD)
+        return np.atleast_2d(self.model.assessor.predict_proba(X, R)), None
+
+    def _score_evidence(self, X: np.ndarray, entries: Sequence) -> tuple[np.ndarray, np.ndarray]:
+        """``(P, STD)`` (k, m) of LLMs described by evidence: the prompts' parts once, one posterior each."""
+        assessor = self.model.assessor
+        parts = assessor.prompt_parts(X)
+        out = [assessor.predict_parts(parts, e.posterior) for e in entries]
+        return np.concatenate([p for p, _ in out]), np.concatenate([s for _, s in out])
 
     @staticmethod
     def _replaced(X, entries, P, STD):
@@ -178,14 +224,6 @@ class Engine:
                 if STD is not None:
                     STD[i] = np.nan
         return P, STD
-
-    def score_with_spread(self, X: np.ndarray, entries: Sequence) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(P, STD)`` of shape (k, m) each; STD is None when the assessor gives no spread."""
-        dist = getattr(self.model.assessor, "predict_distribution", None)
-        if dist is None:
-            return self.score(X, entries), None
-        P, STD, _ = dist(X, self.registry.reference_matrix(entries))
-        return self._replaced(X, entries, np.atleast_2d(P), np.atleast_2d(STD))
 
     def decide(self, prompts: Sequence[str], names: Sequence[str], P: np.ndarray,
                router: Router | None = None) -> Routing:

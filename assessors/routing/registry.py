@@ -1,7 +1,9 @@
-"""The LLM registry: name -> reference results + cost model (+ trust report).
+"""The LLM registry: name -> reference results or evidence + cost model (+ trust report).
 
-Registering an LLM only stores its success vector on the generic assessor's reference set:
-the assessor conditions on that vector, so a new LLM needs no retraining.
+Registering an LLM stores what describes it, with no retraining: either its success vector on the
+assessor's reference set (every assessor conditions on that), or its
+:class:`~assessors.core.evidence.Evidence`, graded answers on any prompts, which an assessor with a
+posterior over abilities (``assessor=latent``) turns into a posterior once, at registration.
 """
 from __future__ import annotations
 
@@ -11,8 +13,15 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from assessors.errors import DataError
+from assessors.core.evidence import Evidence
+from assessors.errors import DataError, NoPosteriorError
 from assessors.routing.costs import CostModel
+
+#: The trust field of an LLM registered from evidence when the trust report needs reference-set answers.
+TRUST_NEEDS_REFERENCE = {"available": False,
+                         "reason": "this trust report needs answers on the reference set; the LLM was registered "
+                                   "from evidence on other prompts (the latent assessor's posterior trust report "
+                                   "works with evidence)"}
 
 
 class UnknownLLMError(KeyError):
@@ -33,8 +42,9 @@ class RegisteredLLM:
     Attributes
     ----------
     name : str
-    reference : ndarray of shape (n_ref,)
-        Success on the reference set, float32 in [0, 1], NaN where not evaluated.
+    reference : ndarray of shape (n_ref,) or None
+        Success on the reference set, float32 in [0, 1], NaN where not evaluated; None for an LLM
+        described by ``evidence``.
     cost : CostModel
     source : str
         Where the reference results came from (``training``, a file, ``api``).
@@ -43,27 +53,41 @@ class RegisteredLLM:
     predictor : callable or None
         ``predictor(X (m, d)) -> P(success) (m,)`` that replaces the assessor for this LLM (the
         fallback its trust verdict asked for), None to use the assessor.
+    evidence : Evidence or None
+        Graded answers on any prompts (instead of ``reference``; assessors with a posterior only).
+    posterior : object or None
+        The assessor's posterior from ``evidence`` (``evidence_posterior``), computed at registration.
     """
 
     name: str
-    reference: np.ndarray
+    reference: np.ndarray | None
     cost: CostModel
     source: str = "api"
     trust: dict | None = None
     meta: dict = field(default_factory=dict)
     predictor: Callable[[np.ndarray], np.ndarray] | None = None
+    evidence: Evidence | None = None
+    posterior: Any = None
 
     @property
     def n_answered(self) -> int:
+        if self.evidence is not None:
+            return self.evidence.n_answered
         return int(np.isfinite(self.reference).sum())
 
     @property
     def reference_accuracy(self) -> float | None:
+        if self.reference is None:
+            return None
         return float(np.nanmean(self.reference)) if self.n_answered else None
 
     def summary(self) -> dict[str, Any]:
-        return {"name": self.name, "source": self.source, "n_reference": int(self.reference.size),
+        ev = self.evidence
+        return {"name": self.name, "source": self.source,
+                "n_reference": 0 if self.reference is None else int(self.reference.size),
                 "n_answered": self.n_answered, "reference_accuracy": self.reference_accuracy,
+                "n_evidence": None if ev is None else ev.n_items,
+                "evidence_accuracy": None if ev is None else ev.accuracy,
                 "cost": self.cost.as_dict(), "trust": self.trust, "predictor": self.predictor_name}
 
     @property
@@ -121,43 +145,72 @@ class LLMRegistry:
     check : callable or None
         ``check(reference (n_ref,))`` raising :class:`DataError` for vectors the assessor cannot use
         (e.g. ``LatentAssessor.check_reference``: answers must be 0/1), so they fail at registration.
+    posterior_fn : callable or None
+        ``posterior_fn(evidence) -> posterior`` (``LatentAssessor.evidence_posterior``): LLMs may be
+        registered from :class:`Evidence` only with one. A ``trust_fn`` with a true ``accepts_evidence``
+        attribute is called with the :class:`Evidence` of such an LLM; any other trust report is
+        replaced by :data:`TRUST_NEEDS_REFERENCE`.
     """
 
     def __init__(self, reference_ids: Sequence[str], trust_fn: Callable[[np.ndarray], dict] | None = None,
-                 min_answered: int = 1, check: Callable[[np.ndarray], None] | None = None):
+                 min_answered: int = 1, check: Callable[[np.ndarray], None] | None = None,
+                 posterior_fn: Callable[[Evidence], Any] | None = None):
         self.reference_ids = list(reference_ids)
         self.trust_fn = trust_fn
         self.min_answered = int(min_answered)
         self.check = check
+        self.posterior_fn = posterior_fn
         self._llms: dict[str, RegisteredLLM] = {}
         self._lock = threading.Lock()
 
-    def register(self, name: str, reference, cost: CostModel | Mapping | None = None, source: str = "api",
-                 overwrite: bool = False, meta: dict | None = None) -> RegisteredLLM:
-        """Add an LLM from its reference results (mapping id -> success, or a vector)."""
+    def register(self, name: str, reference=None, cost: CostModel | Mapping | None = None, source: str = "api",
+                 overwrite: bool = False, meta: dict | None = None, evidence: Evidence | None = None) -> RegisteredLLM:
+        """Add an LLM from its reference results (mapping id -> success, or a vector) or its ``evidence``."""
         if not isinstance(name, str) or not name.strip():
             raise DataError("LLM name must be a non-empty string")
-        r = reference_vector(reference, self.reference_ids, source=f"{source} for LLM {name!r}",
-                             min_answered=self.min_answered)
-        if self.check is not None:
-            self.check(r)
-        if cost is None:
-            cost = CostModel()
-        elif isinstance(cost, Mapping):
-            cost = CostModel(**dict(cost))
-        cost.check()
-        trust = self.trust_fn(r) if self.trust_fn is not None else None
+        what = f"{source} for LLM {name!r}"
+        if (reference is None) == (evidence is None):
+            raise DataError(f"{what}: give either reference results or evidence, not {'both' if evidence else 'neither'}")
+        cost = _cost_model(cost)
+        if evidence is not None:
+            r, posterior, trust = None, self._evidence_posterior(evidence, what), self._evidence_trust(evidence)
+        else:
+            r = reference_vector(reference, self.reference_ids, source=what, min_answered=self.min_answered)
+            if self.check is not None:
+                self.check(r)
+            posterior, trust = None, (self.trust_fn(r) if self.trust_fn is not None else None)
         trust, predictor = trust if isinstance(trust, tuple) else (trust, None)
         if isinstance(trust, dict) and "llm" in trust:
             trust = {**trust, "llm": name}
         entry = RegisteredLLM(name=name, reference=r, cost=cost, source=source, trust=trust, meta=dict(meta or {}),
-                              predictor=predictor)
+                              predictor=predictor, evidence=evidence, posterior=posterior)
         with self._lock:
             if name in self._llms and not overwrite:
                 raise DuplicateLLMError(f"LLM {name!r} is already registered (pass overwrite=true to replace it)")
             # copy-on-write: readers iterate a dict that is never mutated under them
             self._llms = {**self._llms, name: entry}
         return entry
+
+    def _evidence_posterior(self, evidence: Evidence, what: str):
+        """The assessor's posterior from ``evidence``; the typed errors when it cannot make one."""
+        if not isinstance(evidence, Evidence):
+            raise DataError(f"{what}: evidence must be an assessors.core.evidence.Evidence, got {type(evidence).__name__}")
+        if self.posterior_fn is None:
+            raise NoPosteriorError(f"{what}: evidence on arbitrary prompts needs an assessor with a posterior over "
+                                   "abilities (train with assessor=latent); this model conditions on the reference "
+                                   "set only: register the LLM by its reference results instead")
+        if evidence.n_answered < self.min_answered:
+            raise DataError(f"{what}: only {evidence.n_answered} of {evidence.n_items} evidence items answered; "
+                            f"at least {self.min_answered} needed")
+        return self.posterior_fn(evidence)
+
+    def _evidence_trust(self, evidence: Evidence):
+        """The trust report of an LLM registered from evidence (see ``posterior_fn``)."""
+        if self.trust_fn is None:
+            return None
+        if getattr(self.trust_fn, "accepts_evidence", False):
+            return self.trust_fn(evidence)
+        return dict(TRUST_NEEDS_REFERENCE)
 
     def remove(self, name: str) -> None:
         with self._lock:
@@ -190,10 +243,24 @@ class LLMRegistry:
 
     @staticmethod
     def reference_matrix(entries: Sequence[RegisteredLLM]) -> np.ndarray:
-        """Stacked reference vectors, shape (k, n_ref)."""
+        """Stacked reference vectors, shape (k, n_ref) (entries registered from evidence have none)."""
+        bad = [e.name for e in entries if e.reference is None]
+        if bad:
+            raise DataError(f"LLMs {bad} are described by evidence, not reference results; score them through their "
+                            "posterior (Engine.score)")
         return np.stack([e.reference for e in entries]).astype(np.float32)
 
     @staticmethod
     def cost_matrix(entries: Sequence[RegisteredLLM], prompts: Sequence[str]) -> np.ndarray:
         """Expected costs, shape (k, m)."""
         return np.stack([e.cost.expected(prompts) for e in entries]) if entries else np.zeros((0, len(prompts)))
+
+
+def _cost_model(cost: CostModel | Mapping | None) -> CostModel:
+    """A checked :class:`CostModel` from one, a mapping of its parameters, or None (free)."""
+    if cost is None:
+        cost = CostModel()
+    elif isinstance(cost, Mapping):
+        cost = CostModel(**dict(cost))
+    cost.check()
+    return cost

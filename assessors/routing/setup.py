@@ -6,10 +6,11 @@ from typing import Any, Mapping, Sequence
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from assessors.core.evidence import Evidence, require_evidence_support
+from assessors.data.evidence_files import read_answer_prompts, read_onboarded
 from assessors.data.prompt_files import read_reference
 from assessors.errors import ConfigError
-from assessors.routing.engine import Engine, load_assessor_model
-from assessors.routing.registry import LLMRegistry
+from assessors.routing.engine import Engine, load_assessor_model, registry_for
 
 
 def plain(node) -> Any:
@@ -45,13 +46,14 @@ def build_engine(model_uri: str | None, router: Mapping | None = None, llms: Seq
                  embed_cache_size: int = 10_000, model=None, tracking_uri: str | None = None) -> Engine:
     """Load the assessor from ``model_uri`` (config only) and register the configured LLMs.
 
-    ``llms`` entries: ``{name, reference: path | null, cost: {...}}``; a null reference means
-    an LLM known to the model from training. ``tracking_uri``: the MLflow store ``runs:/``
-    URIs are looked up in.
+    ``llms`` entries: ``{name, cost: {...}}`` plus what describes the LLM: ``reference: path``
+    (results on the reference set), ``answers: path`` with ``prompts: [files]`` or ``onboarded:
+    <adaptive onboarding out_dir>`` (evidence on any prompts, latent assessors only; see
+    :func:`register_evidence`), or none of them for an LLM known to the model from training.
+    ``tracking_uri``: the MLflow store ``runs:/`` URIs are looked up in.
     """
     model = model if model is not None else load_assessor_model(model_uri, tracking_uri)
-    engine = Engine(model, LLMRegistry(model.reference_ids, trust_fn=trust_hook(model, trust),
-                                       check=getattr(model.assessor, "check_reference", None)),
+    engine = Engine(model, registry_for(model, trust_hook(model, trust)),
                     router=instantiate(plain(router)) if router else None, embed_cache_size=embed_cache_size)
     default_cost = dict(plain(default_cost) or {})
     known = list(getattr(model, "llms", []))
@@ -59,11 +61,46 @@ def build_engine(model_uri: str | None, router: Mapping | None = None, llms: Seq
         names = known if known_llms == "all" else list(known_llms)
         engine.register_known(names, cost=default_cost)
     for spec in map(plain, llms or ()):
-        if "name" not in spec:
-            raise ConfigError(f"llms entry {spec} has no 'name'")
-        name, ref, cost = spec["name"], spec.get("reference"), {**default_cost, **(spec.get("cost") or {})}
-        if ref is None:
-            engine.register_known([name], cost=cost)
-        else:
-            engine.registry.register(name, read_reference(ref, name), cost=cost, source=str(ref), overwrite=True)
+        register_spec(engine, spec, default_cost)
     return engine
+
+
+def register_spec(engine: Engine, spec: Mapping, default_cost: Mapping) -> None:
+    """Register one ``llms`` entry (see :func:`build_engine`)."""
+    if "name" not in spec:
+        raise ConfigError(f"llms entry {spec} has no 'name'")
+    name, cost = spec["name"], {**default_cost, **(spec.get("cost") or {})}
+    given = [k for k in ("reference", "answers", "onboarded") if spec.get(k) is not None]
+    if len(given) > 1:
+        raise ConfigError(f"llms entry {name!r}: give one of reference, answers (+ prompts) or onboarded, not {given}")
+    if spec.get("prompts") is not None and given != ["answers"]:
+        raise ConfigError(f"llms entry {name!r}: 'prompts' goes with 'answers' (the files its ids name)")
+    if not given:
+        engine.register_known([name], cost=cost)
+    elif given == ["reference"]:
+        ref = spec["reference"]
+        engine.registry.register(name, read_reference(ref, name), cost=cost, source=str(ref), overwrite=True)
+    else:
+        register_evidence(engine, name, spec, cost)
+
+
+def register_evidence(engine: Engine, name: str, spec: Mapping, cost: Mapping):
+    """Register ``name`` from evidence on any prompts: ``spec["answers"]`` (``instance_id, success``)
+    with ``spec["prompts"]`` (the prompt files its ids name), or ``spec["onboarded"]`` (an adaptive
+    onboarding ``out_dir``: its ``answers.csv`` and the pool files recorded in ``adaptive.json``).
+
+    The answered prompts are featurized by :meth:`Engine.embed`, as the prompts being scored are.
+    A model whose assessor has no posterior is a :class:`~assessors.errors.NoPosteriorError`
+    (``assessor=latent``), raised before any file is read.
+    """
+    source = str(spec.get("answers") or spec.get("onboarded"))
+    require_evidence_support(engine.model.assessor, f"llms entry {name!r} ({source}): evidence on any prompts")
+    if spec.get("onboarded") is not None:
+        ids, texts, y, _ = read_onboarded(spec["onboarded"])
+    else:
+        if spec.get("prompts") is None:
+            raise ConfigError(f"llms entry {name!r}: 'answers' needs 'prompts: [files]', the prompt files whose ids "
+                              "the answers name (for onboarding output: the onboard.prompts files)")
+        ids, texts, y = read_answer_prompts(spec["answers"], spec["prompts"])
+    evidence = Evidence(engine.embed(texts), y, tuple(ids))
+    return engine.registry.register(name, cost=cost, source=source, overwrite=True, evidence=evidence)

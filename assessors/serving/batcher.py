@@ -45,16 +45,16 @@ class Job:
     client : str
         Fairness key (the API key's digest, or the peer address without auth).
     prompts : list of str, length m
-    entries : list of RegisteredLLM, length k
-        Resolved when the request arrived.
+    entries : list of RegisteredLLM, length k, or None
+        Resolved when the request arrived; None for a job that only embeds (:meth:`FairBatcher.submit_embed`).
     future : asyncio.Future
         Resolves to ``(names, P, STD)`` with P of shape (k, m) and STD its spread (k, m), or None
-        when the assessor gives none.
+        when the assessor gives none; for an embed-only job, to the features X (m, d).
     """
 
     client: str
     prompts: list[str]
-    entries: list
+    entries: list | None
     future: asyncio.Future
     next: int = 0  # first prompt not yet handed to the encoder
     forgotten: bool = False  # cancelled and taken out of the queue
@@ -128,8 +128,14 @@ class FairBatcher:
         rate = self._rate or 50.0
         return max(1, math.ceil(self._pending / rate))
 
-    def submit(self, client: str, prompts: Sequence[str], entries: list) -> asyncio.Future:
-        """Queue a job; the returned future gives ``(names, P)``. Raises :class:`QueueFull`."""
+    def submit_embed(self, client: str, prompts: Sequence[str]) -> asyncio.Future:
+        """Queue prompts to embed only (e.g. an LLM's evidence at registration), in the same fair,
+        bounded queue as scoring; the future gives X (m, d). Raises :class:`QueueFull`."""
+        return self.submit(client, prompts, None)
+
+    def submit(self, client: str, prompts: Sequence[str], entries: list | None) -> asyncio.Future:
+        """Queue a job; the returned future gives ``(names, P, STD)`` (X for ``entries=None``).
+        Raises :class:`QueueFull`."""
         m = len(prompts)
         if self._pending + m > self.queue_max_prompts:
             self.stats["rejected"] += 1
@@ -139,7 +145,8 @@ class FairBatcher:
             self.stats["rejected"] += 1
             raise QueueFull(f"this client already has {self._per_client[client]} prompts queued (limit "
                             f"{self.client_max_prompts}); retry later", self.retry_after_s())
-        job = Job(client, list(prompts), list(entries), asyncio.get_running_loop().create_future())
+        job = Job(client, list(prompts), None if entries is None else list(entries),
+                  asyncio.get_running_loop().create_future())
         self._queues.setdefault(client, collections.deque()).append(job)
         self._pending += m
         self._per_client[client] += m
@@ -246,9 +253,13 @@ class FairBatcher:
         """``(job, (names, P (k, m), STD (k, m) or None))`` for each fully embedded job."""
         # one classifier call per distinct LLM set: concurrent requests usually share it
         groups: dict[tuple[str, ...], list[Job]] = collections.defaultdict(list)
-        for job in complete:
-            groups[tuple(e.name for e in job.entries)].append(job)
         out = []
+        for job in complete:
+            if job.entries is None:  # embed only
+                out.append((job, np.concatenate(job.parts)))
+                job.parts = []
+            else:
+                groups[tuple(e.name for e in job.entries)].append(job)
         for names, jobs in groups.items():
             Xg = np.concatenate([np.concatenate(j.parts) for j in jobs])
             P, STD = self.score(Xg, jobs[0].entries)

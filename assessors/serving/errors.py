@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from assessors.errors import ConfigError, DataError
+from assessors.errors import ConfigError, DataError, NoPosteriorError
 from assessors.routing.registry import DuplicateLLMError, UnknownLLMError
 
 log = logging.getLogger("assessors.serving")
@@ -95,6 +95,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DuplicateLLMError)
     async def _dup(_: Request, exc: DuplicateLLMError):
         return _body(409, "conflict", str(exc))
+
+    @app.exception_handler(NoPosteriorError)
+    async def _no_posterior(_: Request, exc: NoPosteriorError):
+        # a ConfigError of the model, but what the request asked for: the client can change it
+        return _body(409, "no_posterior", str(exc))
 
     @app.exception_handler(DataError)
     async def _data(_: Request, exc: DataError):

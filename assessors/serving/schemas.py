@@ -114,13 +114,31 @@ class RouteResponse(BaseModel):
     decisions: list[Decision]
 
 
+class EvidenceItem(Strict):
+    prompt: str = Field(min_length=1, description="a prompt the LLM answered (any prompt, not only reference ones)")
+    success: Optional[float] = Field(description="its graded answer: 0 or 1 (null: not answered)")
+
+
 class RegisterRequest(Strict):
+    """An LLM described by its results on the reference set, or by evidence on any prompts."""
+
     name: str = LLMName
-    reference: Union[dict[str, Optional[float]], list[Optional[float]]] = Field(
-        description="success on the reference set: {reference_id: 0/1} or a list in reference order "
-                    "(null or -1 = not evaluated)")
+    reference: Union[dict[str, Optional[float]], list[Optional[float]], None] = Field(
+        None, description="success on the reference set: {reference_id: 0/1} or a list in reference order "
+                          "(null or -1 = not evaluated)")
+    evidence: Optional[list[EvidenceItem]] = Field(
+        None, min_length=1, description="instead of reference: graded answers on any prompts, embedded like the "
+                                        "prompts of /v1/predict (assessors with a posterior only: assessor=latent; "
+                                        "at most limits.max_batch items of limits.max_prompt_chars characters)")
     cost: CostSpec = Field(default_factory=CostSpec)
     overwrite: bool = False
+
+    @model_validator(mode="after")
+    def _one_description(self):
+        if (self.reference is None) == (self.evidence is None):
+            raise ValueError("give either reference (results on the reference set) or evidence "
+                             "([{prompt, success}] on any prompts), not " + ("both" if self.evidence else "neither"))
+        return self
 
 
 class LLMInfo(BaseModel):
@@ -129,6 +147,9 @@ class LLMInfo(BaseModel):
     n_reference: int
     n_answered: int
     reference_accuracy: Optional[float]
+    n_evidence: Optional[int] = Field(None, description="evidence items of an LLM registered from evidence (then "
+                                      "n_reference is 0 and n_answered counts the answered evidence items)")
+    evidence_accuracy: Optional[float] = Field(None, description="mean of the answered evidence items")
     cost: dict[str, float]
     trust: Optional[dict[str, Any]] = Field(None, description="trust report computed at registration, if enabled")
     predictor: str = Field("assessor", description="what scores this LLM: the assessor, or the fallback its trust "

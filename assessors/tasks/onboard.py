@@ -21,8 +21,7 @@ from omegaconf import DictConfig
 from assessors.data.prompt_files import read_prompts, read_reference, write_table
 from assessors.errors import ConfigError, DataError
 from assessors.data.prompts import read_prompt_files as read_prompt_table
-from assessors.routing.engine import load_assessor_model
-from assessors.routing.registry import LLMRegistry
+from assessors.routing.engine import load_assessor_model, registry_for
 from assessors.routing.setup import plain, trust_hook
 from assessors.tasks.predict_common import report, tracking_uri_from_cfg
 
@@ -75,8 +74,7 @@ def onboard_reference(cfg: DictConfig, model) -> dict:
     ref = pd.DataFrame({"reference_id": results.instance_ids, "success": results.success[0]})
     path = write_table(ref, out_dir / "reference.csv")
     # registering validates the vector against the model and computes the trust report (when configured)
-    reg = LLMRegistry(ref_ids, trust_fn=trust_hook(model, cfg.get("trust")),
-                      check=getattr(model.assessor, "check_reference", None))
+    reg = registry_for(model, trust_hook(model, cfg.get("trust")))
     entry = reg.register(name, read_reference(path), source=str(path))
     if entry.trust is not None:
         log_onboarding_trust(cfg, name, entry.trust)
@@ -104,7 +102,10 @@ def onboard_adaptive(cfg: DictConfig, model) -> dict:
                            + np.round(a, 4).tobytes() + np.round(b, 4).tobytes()).hexdigest()[:16]
     runner = AdaptiveOnboarding(instantiate(cfg.onboarding), instantiate(cfg.adaptive), model.assessor,
                                 model.featurizer, assessor_id=ident)
-    summary = {"strategy": "adaptive", **runner.run(pool, Path(ob.out_dir), X_target=X_target)}
+    summary = {"strategy": "adaptive", **runner.run(pool, Path(ob.out_dir), X_target=X_target,
+                                                    pool_files=[str(p) for p in ob.prompts])}
+    # what predict.py mode=score|route takes to score this LLM: llms=[{name, onboarded: <out_dir>}]
+    summary["llm_spec"] = {"name": summary["llm"], "onboarded": str(Path(ob.out_dir).resolve())}
     trust = plain(cfg.get("trust")) or {}
     if trust.get("enabled", True) and "_target_" not in trust:
         from assessors.trust.posterior_policy import PosteriorTrustPolicy

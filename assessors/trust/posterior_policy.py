@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from assessors.core.evidence import Evidence
 from assessors.errors import ConfigError, DataError
 from assessors.trust.posterior_report import OUT, posterior_trust
 from assessors.trust.reference_only import FALLBACK_NAME, ReferenceOnlyPredictor
@@ -139,9 +140,11 @@ def _json_safe(d):
 def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, **options):
     """Registry hook for an :class:`AssessorModel` with a latent assessor.
 
-    ``fn(reference (n_ref,)) -> (report dict, predictor or None)``: the answered reference items are
-    the evidence, the reference prompts the target of the expected accuracy and AUC. ``options``
-    build the policy when none is given (see :class:`PosteriorTrustPolicy`).
+    ``fn(reference (n_ref,) or Evidence) -> (report dict, predictor or None)``: the answered reference
+    items, or the answered items of an :class:`~assessors.core.evidence.Evidence` (prompts outside the
+    reference set), are the evidence; the reference prompts are the target of the expected accuracy and
+    AUC. ``fn.accepts_evidence`` is True (what :class:`~assessors.routing.registry.LLMRegistry` checks).
+    ``options`` build the policy when none is given (see :class:`PosteriorTrustPolicy`).
     """
     assessor = model.assessor
     if not hasattr(assessor, "posterior"):
@@ -151,10 +154,14 @@ def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, *
     X_ref = np.asarray(assessor.reference_features_, dtype=np.float32)
 
     def fn(reference, llm: str = "new"):
+        if isinstance(reference, Evidence):
+            X_answered, y = reference.answered()
+            return policy.assess(assessor, X_answered, y, X_ref, llm=llm)
         r = np.asarray(reference, dtype=np.float64).ravel()
         obs = np.isfinite(r)
         return policy.assess(assessor, X_ref[obs], r[obs], X_ref, llm=llm)
 
+    fn.accepts_evidence = True
     return fn
 
 

@@ -115,6 +115,30 @@ def test_adaptive_onboard_smollm2_kill_and_resume(llama_base_url, llama_model, d
                            capture_output=True, text=True, timeout=600)
     assert other.returncode != 0 and "belongs to another onboarding" in other.stderr
     assert journal.read_bytes() == before
+    # 5) the onboarded LLM is scored from its directory: answers.csv and the pool files of adaptive.json
+    assert summary["llm_spec"] == {"name": "smollm2-135m", "onboarded": str(out.resolve())}
+    _score_onboarded(model_dir, files, out, tmp_path, env)
     print(f"\nSmolLM2 adaptive onboarding: {BUDGET} questions, expected accuracy {summary['expected_accuracy']:.3f} "
           f"[{lo:.3f}, {hi:.3f}], answered accuracy {summary['answered_accuracy']}, {summary['total_tokens']} tokens, "
           f"{summary['seconds']:.1f} s after resume")
+
+
+def _score_onboarded(model_dir, files, out, tmp_path, env):
+    """``predict.py mode=score`` with ``llms=[{name, onboarded: <out>}]`` gives the latent posterior's scores."""
+    import mlflow.pyfunc
+
+    from assessors.data.evidence_files import read_onboarded
+
+    targets, scores = tmp_path / "targets.csv", tmp_path / "scores.csv"
+    prompts = pd.read_csv(files[0], dtype=str, keep_default_na=False)["prompt"].tail(5).tolist()
+    pd.DataFrame({"prompt": prompts}).to_csv(targets, index=False)
+    done = subprocess.run([sys.executable, "predict.py", "mode=score", f"model_uri={model_dir}", f"prompts={targets}",
+                           f"out={scores}", "trust.enabled=false", f"llms=[{{name: smollm2, onboarded: {out}}}]"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    model = mlflow.pyfunc.load_model(str(model_dir)).unwrap_python_model()
+    _, texts, y, pool = read_onboarded(out)
+    assert pool == [str(Path(f).resolve()) for f in files]
+    post = model.assessor.posterior(model.featurizer.transform(texts), y[None, :])
+    want = model.assessor.predict_posterior(model.featurizer.transform(prompts), post)[0][0]
+    np.testing.assert_allclose(pd.read_csv(scores)["p_success"], want, atol=1e-6)

@@ -104,3 +104,46 @@ def test_an_endpoint_that_stops_answering_keeps_the_answers(setup, tmp_path):
     dead = FakeEndpoint(answers, fail=set(pool["prompt"]))
     with pytest.raises(OfflineError):
         _runner(model, feat, 5).run(pool, tmp_path / "dead", http_client=dead.client())
+
+
+def test_the_onboarding_directory_describes_the_llm_for_scoring(setup, tmp_path):
+    """adaptive.json records the pool files; read_onboarded gives back the answers on those prompts."""
+    from assessors.data.evidence_files import read_onboarded
+    from assessors.data.prompts import read_prompt_files
+
+    model, feat, pool, answers = setup
+    pool.to_csv(tmp_path / "pool.csv", index=False)
+    df = read_prompt_files([tmp_path / "pool.csv"])  # as predict.py mode=onboard reads onboard.prompts
+    out = _runner(model, feat, 5).run(df, tmp_path / "out", http_client=FakeEndpoint(answers).client(),
+                                      pool_files=[str(tmp_path / "pool.csv")])
+    ids, texts, y, files = read_onboarded(tmp_path / "out")
+    seq = pd.read_csv(tmp_path / "out" / "answers.csv", dtype={"instance_id": str})
+    assert out["n_asked"] == 5 and ids == seq["instance_id"].tolist() and files == [str(tmp_path / "pool.csv")]
+    np.testing.assert_array_equal(y, seq["success"].to_numpy(dtype=float))
+    prompt = pool.set_index("instance_id")["prompt"]
+    assert texts == [prompt[i] for i in ids] and y.tolist() == [float(answers[t] == "yes") for t in texts]
+
+
+@pytest.mark.slow
+def test_predict_scores_an_llm_from_its_onboarding_directory(data_dir, tmp_path):
+    """Real BBH prompt files and a latent model saved as an MLflow model: an adaptive run (fake endpoint)
+    writes its directory, and ``predict.py mode=score 'llms=[{name, onboarded: <dir>}]'`` scores from it."""
+    import os
+
+    import mlflow.pyfunc
+
+    from assessors.data.prompts import read_prompt_files
+    from test_adaptive_llama import _fit_tiny_latent, _prompt_files, _score_onboarded
+
+    model_dir = tmp_path / "model"
+    _fit_tiny_latent(data_dir, model_dir)
+    model = mlflow.pyfunc.load_model(str(model_dir)).unwrap_python_model()
+    files = _prompt_files(data_dir, tmp_path)
+    pool = read_prompt_files(files)
+    rng = np.random.default_rng(1)
+    answers = {p: (t if rng.random() < 0.6 else "nope") for p, t in zip(pool["prompt"], pool["target"])}
+    out = tmp_path / "onboard"
+    run = _runner(model.assessor, model.featurizer, 8).run(pool, out, http_client=FakeEndpoint(answers).client(),
+                                                           pool_files=files)
+    assert run["n_answered"] == 8
+    _score_onboarded(model_dir, files, out, tmp_path, dict(os.environ, PYTHONUNBUFFERED="1"))

@@ -154,3 +154,22 @@ def test_encoder_error_reaches_every_request_of_the_batch():
         return res
 
     assert all(isinstance(r, RuntimeError) for r in run(main()))
+
+
+def test_embed_only_jobs_share_the_queue_and_return_features():
+    """Evidence at registration: prompts embedded in the same fair batches as scoring, no classifier call for them."""
+    rec = Recorder()
+
+    async def main():
+        b = FairBatcher(rec.embed, rec.score, window_ms=20, max_prompts=64)
+        b.start()
+        emb = b.submit_embed("c1", ["e-3", "e-5"])
+        sc = b.submit("c2", ["s-1"], [Entry("a")])
+        X, (names, P, _) = await emb, await sc
+        await b.stop()
+        return X, names, P
+
+    X, names, P = run(main())
+    np.testing.assert_array_equal(X, [[3.0], [5.0]])
+    assert names == ["a"] and P.tolist() == [[1.0]]
+    assert len(rec.batches) == 1 and sorted(rec.batches[0]) == ["e-3", "e-5", "s-1"] and rec.score_calls == 1

@@ -48,6 +48,16 @@ def _posterior(status: dict, estimator: str = "model") -> O.PosteriorInfo:
                            design_high=p.get("design_high"), n_random=int(p.get("n_random") or 0))
 
 
+def _reference_entry(engine, name: str):
+    """The registered LLM ``name``; 409 when it is described by evidence (these endpoints work on reference answers)."""
+    entry = engine.registry.get(name)
+    if entry.reference is None:
+        raise APIError(f"LLM {name!r} was registered from evidence on arbitrary prompts; /next and /answers work on "
+                       "reference-set answers. Register it again (POST /v1/llms, overwrite=true) with all its evidence, "
+                       "or under another name from reference answers", status=409, type="registered_from_evidence")
+    return entry
+
+
 async def _in_thread(fn, settings):
     with anyio.fail_after(settings.limits.request_timeout_s):
         return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
@@ -59,7 +69,7 @@ async def next_prompts(name: str, req: O.NextRequest, request: Request, engine=D
     """The next reference prompts to ask this LLM, most informative first, and whether to stop."""
     ob = _onboarding(request, engine)
     if name in engine.registry or not req.start:
-        entry = engine.registry.get(name)  # unknown LLM: 404 (pass start=true for a new one)
+        entry = _reference_entry(engine, name)  # unknown LLM: 404 (pass start=true for a new one)
         ref, meta = entry.reference, entry.meta.get(META, {})
     else:
         ref, meta = None, {}
@@ -81,7 +91,7 @@ async def post_answers(name: str, req: O.AnswersRequest, request: Request, engin
     ob = _onboarding(request, engine)
     check_runtime_registration(name, engine, settings)
     if name in engine.registry:
-        old = engine.registry.get(name)
+        old = _reference_entry(engine, name)
         ref, meta, cost = old.reference.astype(np.float64), old.meta.get(META, {}), old.cost
     elif req.create:
         ref, meta = np.full(len(engine.reference_ids), np.nan), {}
