@@ -15,7 +15,10 @@ subprocess, one after the other:
 
 Per run it prints questions asked, prompt and completion tokens, wall seconds of the subprocess,
 CPU seconds of the server and of the onboarding process (from /proc), expected accuracy with its
-band, the trust verdict, and the ratios adaptive / reference. Load average before and after.
+band, the trust verdict, questions / tokens / request seconds per source (BBH, MuSR) from the journals,
+and the ratios adaptive / reference. The adaptive answers are also judged with the reference prompts as
+the target (the reference run's target, where its answers give the realised accuracy). Load average
+before and after.
 
     export ASSESSORS_DATA_DIR=/work/shared/data HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
     nice -n 10 python benchmarks/onboarding_cost.py --model-dir /tmp/onboarding_cost_model --out cost.json
@@ -131,6 +134,21 @@ def row(kind: str, r: dict) -> dict:
     return out
 
 
+def by_source(out_dir: Path) -> dict:
+    """Questions, tokens, request seconds and successes per source (BBH, MuSR) from a run's journal."""
+    out: dict = {}
+    for line in (out_dir / "journal.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        d = out.setdefault(r["instance_id"].split("_", 1)[0], dict.fromkeys(
+            ("questions", "prompt_tokens", "completion_tokens", "request_s", "successes"), 0))
+        d["questions"] += 1
+        d["prompt_tokens"] += r.get("prompt_tokens") or 0
+        d["completion_tokens"] += r.get("completion_tokens") or 0
+        d["request_s"] = round(d["request_s"] + (r.get("latency_s") or 0.0), 1)
+        d["successes"] += int(r.get("success") or 0)
+    return out
+
+
 def adaptive_on_reference_prompts(model_dir: Path, answers_csv: Path, pool_files: list[str], seed: int) -> dict:
     """The trust report from the adaptive answers with the model's reference prompts as its target:
     the target of the reference run's report, whose answers on those prompts give the realised accuracy."""
@@ -175,7 +193,7 @@ def main() -> None:
         runs["adaptive"] = onboard("adaptive", args.model_dir, bbh, base, work / "adaptive", spid)
         runs["reference"] = onboard("reference", args.model_dir, every, base, work / "reference", spid)
     res["loadavg_after"] = loadavg()
-    res["runs"] = {k: row(k, r) for k, r in runs.items()}
+    res["runs"] = {k: {**row(k, r), "by_source": by_source(work / k)} for k, r in runs.items()}
     a, f = res["runs"]["adaptive"], res["runs"]["reference"]
     res["ratio_adaptive_over_reference"] = {
         k: round(a[k] / f[k], 3) for k in ("questions", "prompt_tokens", "completion_tokens", "total_tokens", "wall_s",
