@@ -27,6 +27,15 @@ from typing import Iterator, Mapping
 FAST_SETTINGS: dict[str, object] = {"n_ctx": 2048, "n_batch": 512, "n_threads": 1, "n_threads_batch": 1,
                                     "logits_all": True, "verbose": False}
 MODEL_ALIAS = "smollm2-135m-instruct"
+#: ``python -c`` program that runs ``llama_cpp.server`` with the model's extra buffer types off
+#: (``use_extra_bufts``: the AMX / weight-repacking buffers of llama.cpp). With them, every decode of
+#: the llama-cpp-python 0.3.36 wheel built on this machine (AVX-512 + AMX CPU) dies with SIGSEGV;
+#: the server has no option for it, so the default model parameters are patched before it starts.
+NO_EXTRA_BUFTS = ("import runpy, llama_cpp.llama_cpp as c\n"
+                  "_default = c.llama_model_default_params\n"
+                  "def _params():\n    p = _default()\n    p.use_extra_bufts = False\n    return p\n"
+                  "c.llama_model_default_params = _params\n"
+                  "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)\n")
 
 
 def llama_cpp_missing() -> str | None:
@@ -65,15 +74,17 @@ def _ready(url: str) -> bool:
 
 @contextmanager
 def llama_server(settings: Mapping[str, object] | None = None, startup_timeout: float = 120.0,
-                 log_path: str | os.PathLike | None = None) -> Iterator[str]:
+                 log_path: str | os.PathLike | None = None, extra_bufts: bool = False) -> Iterator[str]:
     """Run ``python -m llama_cpp.server`` on 127.0.0.1:<free port>; yields the ``/v1`` base URL.
 
     ``settings`` are server options (``n_ctx``, ``n_batch``, ``n_threads``, ``logits_all``...),
     passed as ``--name value``. The server is terminated (then killed) on exit; its output
-    goes to ``log_path`` (a temp file by default) and is quoted if startup fails.
+    goes to ``log_path`` (a temp file by default) and is quoted if startup fails. ``extra_bufts``
+    false (default) starts it through :data:`NO_EXTRA_BUFTS`.
     """
     port = free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_gguf()), "--host", "127.0.0.1",
+    launch = ["-m", "llama_cpp.server"] if extra_bufts else ["-c", NO_EXTRA_BUFTS]
+    cmd = [sys.executable, *launch, "--model", str(smollm2_gguf()), "--host", "127.0.0.1",
            "--port", str(port), "--model_alias", MODEL_ALIAS]
     for k, v in dict(FAST_SETTINGS if settings is None else settings).items():
         cmd += [f"--{k}", str(v).lower() if isinstance(v, bool) else str(v)]
