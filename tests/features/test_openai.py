@@ -6,6 +6,7 @@ can fail on demand; the slow test uses llama-cpp-python's server with the SmolLM
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -25,6 +26,8 @@ from assessors.features.openai import OpenAIEmbeddingFeaturizer
 
 KEY = "sk-test-secret-0123456789"
 NATIVE_DIM = 48
+# llama_cpp.server with llama.cpp's extra buffer types off (they crash the 0.3.36 wheel on AMX CPUs)
+LAUNCHER = Path(__file__).resolve().parents[2] / "examples" / "llama_server.py"
 
 
 def _vec(text: str) -> list[float]:
@@ -198,7 +201,7 @@ def test_llama_cpp_server_embeddings(prompts, tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = open(tmp_path / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--embedding", "true",
+    proc = subprocess.Popen([sys.executable, str(LAUNCHER), "--model", str(gguf), "--embedding", "true",
                              "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048"],
                             stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OPENAI_API_KEY": ""})
     try:
@@ -225,6 +228,10 @@ def test_llama_cpp_server_embeddings(prompts, tmp_path):
         # as llama-cpp-python computes them in process for the same batches
         from llama_cpp import Llama
 
+        spec = importlib.util.spec_from_file_location("llama_server_launcher", LAUNCHER)
+        launcher = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(launcher)
+        launcher.disable_extra_bufts()  # the same model parameters as the server's
         llm = Llama(model_path=str(gguf), embedding=True, n_ctx=2048, verbose=False)
         tokens = [llm.create_embedding(texts[i:i + 2])["data"] for i in (0, 2)]
         want = np.array([np.mean(d["embedding"], axis=0) for batch in tokens for d in batch], dtype=np.float32)

@@ -27,15 +27,9 @@ from typing import Iterator, Mapping
 FAST_SETTINGS: dict[str, object] = {"n_ctx": 2048, "n_batch": 512, "n_threads": 1, "n_threads_batch": 1,
                                     "logits_all": True, "verbose": False}
 MODEL_ALIAS = "smollm2-135m-instruct"
-#: ``python -c`` program that runs ``llama_cpp.server`` with the model's extra buffer types off
-#: (``use_extra_bufts``: the AMX / weight-repacking buffers of llama.cpp). With them, every decode of
-#: the llama-cpp-python 0.3.36 wheel built on this machine (AVX-512 + AMX CPU) dies with SIGSEGV;
-#: the server has no option for it, so the default model parameters are patched before it starts.
-NO_EXTRA_BUFTS = ("import runpy, llama_cpp.llama_cpp as c\n"
-                  "_default = c.llama_model_default_params\n"
-                  "def _params():\n    p = _default()\n    p.use_extra_bufts = False\n    return p\n"
-                  "c.llama_model_default_params = _params\n"
-                  "runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)\n")
+#: Starts ``llama_cpp.server`` with llama.cpp's extra buffer types off (see the script's docstring:
+#: with them, every decode of the 0.3.36 wheel built on an AVX-512 + AMX CPU died with SIGSEGV).
+LAUNCHER = Path(__file__).resolve().parents[2] / "examples" / "llama_server.py"
 
 
 def llama_cpp_missing() -> str | None:
@@ -80,10 +74,10 @@ def llama_server(settings: Mapping[str, object] | None = None, startup_timeout: 
     ``settings`` are server options (``n_ctx``, ``n_batch``, ``n_threads``, ``logits_all``...),
     passed as ``--name value``. The server is terminated (then killed) on exit; its output
     goes to ``log_path`` (a temp file by default) and is quoted if startup fails. ``extra_bufts``
-    false (default) starts it through :data:`NO_EXTRA_BUFTS`.
+    false (default) starts it through :data:`LAUNCHER`.
     """
     port = free_port()
-    launch = ["-m", "llama_cpp.server"] if extra_bufts else ["-c", NO_EXTRA_BUFTS]
+    launch = ["-m", "llama_cpp.server"] if extra_bufts else [str(LAUNCHER)]
     cmd = [sys.executable, *launch, "--model", str(smollm2_gguf()), "--host", "127.0.0.1",
            "--port", str(port), "--model_alias", MODEL_ALIAS]
     for k, v in dict(FAST_SETTINGS if settings is None else settings).items():
