@@ -34,12 +34,16 @@ class Capabilities:
     accepts_row_source : bool
         A classifier that consumes lazy row sources (:class:`~assessors.core.rows.PairRows`)
         instead of a materialised matrix.
+    has_posterior : bool
+        An assessor with a posterior over an LLM's abilities (``posterior``, ``evidence_posterior``):
+        it takes answers on any prompts, onboards adaptively and gets the posterior trust report.
     """
 
     uses_results: bool = False
     learns_from_texts: bool = False
     uses_validation: bool = False
     accepts_row_source: bool = False
+    has_posterior: bool = False
 
 
 @dataclass(slots=True)

@@ -9,6 +9,9 @@ from sklearn.utils import get_tags
 
 from assessors.classifiers.mlp import MLPClassifier
 from assessors.classifiers.pair_logreg import PairLogisticRegression
+from assessors.core.generic import GenericAssessor
+from assessors.core.latent import LatentAssessor
+from assessors.core.latent_stream import StreamingLatentAssessor
 from assessors.features.dask_fanout import DaskFanoutFeaturizer
 from assessors.features.ngrams import UnigramFeaturizer
 from assessors.features.success_pattern import SuccessPatternFeaturizer
@@ -30,6 +33,9 @@ from assessors.tags import capability
     (RandomBestOfNSelector(), "uses_validation", True),
     (RandomSelector(), "uses_validation", False),
     (object(), "uses_validation", False),
+    (LatentAssessor(), "has_posterior", True),
+    (StreamingLatentAssessor(), "has_posterior", True),
+    (GenericAssessor(LogisticRegression()), "has_posterior", False),
 ])
 def test_capability_reads_the_declared_tag(est, name, expected):
     assert capability(est, name) is expected

@@ -15,6 +15,7 @@ import numpy as np
 
 from assessors.core.posterior import check_answers
 from assessors.errors import DataError, NoPosteriorError
+from assessors.tags import capability
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,14 +68,9 @@ class Evidence:
         return self.X[obs], self.y[obs]
 
 
-def supports_evidence(assessor) -> bool:
-    """Whether ``assessor`` can describe an LLM by evidence on arbitrary items."""
-    return callable(getattr(assessor, "evidence_posterior", None))
-
-
 def require_evidence_support(assessor, what: str = "evidence on prompts outside the reference set") -> None:
     """Raise :class:`NoPosteriorError` naming ``assessor=latent`` unless ``assessor`` supports evidence."""
-    if not supports_evidence(assessor):
+    if not capability(assessor, "has_posterior"):
         raise NoPosteriorError(
             f"{what} needs an assessor with a posterior over abilities (train with assessor=latent); this model "
             f"holds {type(assessor).__name__}, which conditions on the reference set only: describe the LLM by its "

@@ -31,6 +31,7 @@ from assessors.core.posterior import (GaussianPrior, check_answers, evidence_lab
                                       logit_moments, probit_predictive, sigmoid)
 from assessors.core.residual import FeatureProjection, Residual, fit_residual
 from assessors.errors import DataError
+from assessors.tags import with_capabilities
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +144,9 @@ class LatentAssessor(BaseEstimator):
         self.seed = seed
         self.num_threads = num_threads
         self.progress = progress
+
+    def __sklearn_tags__(self):  # a posterior from any answers: evidence, adaptive onboarding, trust v2
+        return with_capabilities(super().__sklearn_tags__(), has_posterior=True)
 
     # ---------------------------------------------------------------------- fit
     def fit(self, X: np.ndarray, S: np.ndarray, ref_index: np.ndarray, validation=None) -> "LatentAssessor":

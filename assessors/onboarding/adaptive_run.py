@@ -33,8 +33,6 @@ from assessors.onboarding.client import check_prompts
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MANIFEST", "AdaptiveOnboarding", "pool_fingerprint"]
-
 
 class AdaptiveOnboarding:
     """Onboard a new LLM with adaptively chosen prompts from a candidate pool.

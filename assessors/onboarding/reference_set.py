@@ -18,8 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from assessors.errors import DataError, NoPosteriorError
-
-__all__ = ["NoPosteriorError", "OnboardingCache", "ReferenceSetOnboarding"]
+from assessors.tags import capability
 
 
 class ReferenceSetOnboarding:
@@ -37,7 +36,7 @@ class ReferenceSetOnboarding:
     def __init__(self, assessor, reference_ids: Sequence[str], selector_params: dict | None = None):
         from assessors.onboarding.adaptive import AdaptiveSelector
 
-        if not (hasattr(assessor, "posterior") and hasattr(assessor, "reference_features_")):
+        if not (capability(assessor, "has_posterior") and hasattr(assessor, "reference_features_")):
             raise NoPosteriorError(f"adaptive onboarding needs an assessor with a posterior over abilities "
                                    f"(train with assessor=latent); this model holds {type(assessor).__name__}")
         self.ids = list(reference_ids)

@@ -17,6 +17,7 @@ from cachetools import LRUCache
 from assessors.errors import ConfigError, DataError
 from assessors.routing.base import Router, Routing
 from assessors.routing.registry import LLMRegistry
+from assessors.tags import capability
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ def registry_for(model, trust_fn: Callable | None = None) -> LLMRegistry:
     (``check_reference``) and, for assessors with a posterior, evidence (``evidence_posterior``)."""
     assessor = model.assessor
     return LLMRegistry(model.reference_ids, trust_fn=trust_fn, check=getattr(assessor, "check_reference", None),
-                       posterior_fn=getattr(assessor, "evidence_posterior", None))
+                       posterior_fn=assessor.evidence_posterior if capability(assessor, "has_posterior") else None)
 
 
 class Engine:

@@ -11,6 +11,7 @@ from assessors.data.evidence_files import read_answer_prompts, read_onboarded
 from assessors.data.prompt_files import read_reference
 from assessors.errors import ConfigError
 from assessors.routing.engine import Engine, load_assessor_model, registry_for
+from assessors.tags import capability
 
 
 def plain(node) -> Any:
@@ -31,7 +32,7 @@ def trust_hook(model, trust: Mapping | None):
         return instantiate(trust)
     if not trust.get("enabled", True):
         return None
-    if hasattr(model.assessor, "posterior"):  # a latent assessor: report v2, whose verdict drives the fallback
+    if capability(model.assessor, "has_posterior"):  # a latent assessor: report v2, whose verdict drives the fallback
         from assessors.trust.posterior_policy import make_posterior_trust_fn
 
         return make_posterior_trust_fn(model, fallback=trust.get("fallback", True), **(trust.get("posterior") or {}))

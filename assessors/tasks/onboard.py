@@ -23,6 +23,7 @@ from assessors.errors import ConfigError, DataError
 from assessors.data.prompts import read_prompt_files as read_prompt_table
 from assessors.routing.engine import load_assessor_model, registry_for
 from assessors.routing.setup import plain, trust_hook
+from assessors.tags import capability
 from assessors.tasks.predict_common import report, tracking_uri_from_cfg
 
 log = logging.getLogger("assessors.predict")
@@ -39,7 +40,7 @@ def run(cfg: DictConfig, model=None) -> dict:
     strategy = ob.get("strategy", "reference")
     if strategy not in ("auto", "adaptive", "reference"):
         raise ConfigError(f"onboard.strategy must be auto, adaptive or reference, got {strategy!r}")
-    adaptive_ok = hasattr(model.assessor, "posterior")
+    adaptive_ok = capability(model.assessor, "has_posterior")
     if strategy == "adaptive" and not adaptive_ok:
         raise ConfigError(f"onboard.strategy=adaptive needs a latent assessor (train with assessor=latent); "
                           f"{model_uri_name(cfg)} holds {type(model.assessor).__name__}. Use onboard.strategy=reference")

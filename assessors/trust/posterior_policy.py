@@ -18,6 +18,7 @@ import numpy as np
 
 from assessors.core.evidence import Evidence
 from assessors.errors import ConfigError, DataError
+from assessors.tags import capability
 from assessors.trust.posterior_report import OUT, posterior_trust
 from assessors.trust.reference_only import FALLBACK_NAME, ReferenceOnlyPredictor
 from assessors.trust.relevel import RELEVEL_NAME, ReleveledPredictor
@@ -147,7 +148,7 @@ def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, *
     ``options`` build the policy when none is given (see :class:`PosteriorTrustPolicy`).
     """
     assessor = model.assessor
-    if not hasattr(assessor, "posterior"):
+    if not capability(assessor, "has_posterior"):
         raise ConfigError(f"the posterior trust report needs a latent assessor (assessor=latent); the model holds "
                           f"{type(assessor).__name__}")
     policy = policy if policy is not None else PosteriorTrustPolicy(**options)

@@ -15,7 +15,8 @@ import anyio
 import numpy as np
 from fastapi import APIRouter, Depends, Request
 
-from assessors.onboarding.reference_set import NoPosteriorError, OnboardingCache
+from assessors.errors import NoPosteriorError
+from assessors.onboarding.reference_set import OnboardingCache
 from assessors.serving import deps
 from assessors.serving import onboarding_schemas as O
 from assessors.serving import schemas as S
