@@ -200,7 +200,7 @@ async def run(args, tmp: Path, model_dir: Path, prompts: list[str], out: dict) -
     phases = set(args.phases.split(","))
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    extra = [f"server.batching.max_prompts={args.batch}"] + (args.server_override or [])
+    extra = [f"server.batching.max_prompts={args.batch}", f"server.precision={args.precision}"] + (args.server_override or [])
     conn = aiohttp.TCPConnector(limit=max(64, args.concurrency * 2))
     async with aiohttp.ClientSession(connector=conn, timeout=aiohttp.ClientTimeout(total=120)) as session:
         proc = start_server(model_dir, tmp, port, args.workers, extra)
@@ -253,8 +253,21 @@ async def run(args, tmp: Path, model_dir: Path, prompts: list[str], out: dict) -
                 proc.kill()
 
 
-def bare_encode(f, prompts: list[str]) -> dict:
-    """Wall and CPU rate of encoding ``prompts`` one at a time, then in one batched call."""
+def served_precision(f, precision: str) -> str | None:
+    """The resolved precision the server encodes in (None: the featurizer has no such option)."""
+    if "precision" not in f.get_params(deep=False):
+        return None
+    from assessors.features.sentence_transformer import resolve_precision
+
+    return resolve_precision(precision, f.device)
+
+
+def bare_encode(f, prompts: list[str], precision: str | None) -> dict:
+    """Wall and CPU rate of encoding ``prompts`` one at a time, then in one batched call, in
+    ``precision`` (None: the featurizer as it is)."""
+    if precision is not None:
+        f.set_params(precision=precision)
+    f._transform(prompts[:2])  # warm this precision's kernels
     t, c = time.perf_counter(), time.process_time()
     for p in prompts:
         f._transform([p])
@@ -280,6 +293,8 @@ def main() -> None:
     ap.add_argument("--light-rate", type=float, default=20.0)
     ap.add_argument("--mixed-s", type=float, default=20.0, help="duration of the light stream")
     ap.add_argument("--n-memory", type=int, default=20000)
+    ap.add_argument("--precision", default="auto", choices=["float32", "bfloat16", "auto"],
+                    help="server.precision (MiniLM's encoder arithmetic); bare encodes run in it and in float32")
     ap.add_argument("--server-override", action="append", help="extra predict.py override (repeatable)")
     ap.add_argument("--cache-dir", default=os.path.expanduser("~/.cache/assessors/embeddings"))
     args = ap.parse_args()
@@ -299,21 +314,26 @@ def main() -> None:
     prompts = res.prompts(list(res.instances.index))
 
     # bare encode of the uniform phase's prompts, one at a time (a server without cross-request
-    # batching), no cache; before and after the server phases, so both see the same background load
+    # batching), no cache; before and after the server phases, so both see the same background load;
+    # in the served precision (the like-for-like ratio) and in float32 (the trained featurizer's)
     n_bare = args.n_bare or args.n
     bare = unique_prompts(prompts, n_bare, "uniform")
     f = model.featurizer
-    f._transform(bare[:2])
-    before = bare_encode(f, bare)
+    served = served_precision(f, args.precision)
+    precisions = sorted({served, "float32"} - {None}) or [None]
+    before = {p: bare_encode(f, bare, p) for p in precisions}
     asyncio.run(run(args, tmp, tmp / "assessor", prompts, out))
-    after = bare_encode(f, bare)
-    out["bare_encode"] = {"n": n_bare, "before": before, "after": after,
-                          **{k: (before[k] + after[k]) / 2 for k in before}}
+    after = {p: bare_encode(f, bare, p) for p in precisions}
+    out["served_precision"] = served
+    out["bare_encode"] = {str(p): {"n": n_bare, "before": before[p], "after": after[p],
+                                   **{k: (before[p][k] + after[p][k]) / 2 for k in before[p]}} for p in precisions}
     if "uniform" in out:
-        u, b = out["uniform"], out["bare_encode"]
-        u["over_bare_one_at_a_time"] = u["requests_per_s"] / b["one_at_a_time_per_s"]
-        # CPU time is far less sensitive to other processes than wall time on a shared machine
-        u["cpu_over_bare_one_at_a_time"] = b["one_at_a_time_cpu_ms"] / u["server_cpu_ms_per_request"]
+        u = out["uniform"]
+        for p in precisions:
+            b, tag = out["bare_encode"][str(p)], "" if p == served else f"_{p}"
+            u[f"over_bare_one_at_a_time{tag}"] = u["requests_per_s"] / b["one_at_a_time_per_s"]
+            # CPU time is far less sensitive to other processes than wall time on a shared machine
+            u[f"cpu_over_bare_one_at_a_time{tag}"] = b["one_at_a_time_cpu_ms"] / u["server_cpu_ms_per_request"]
     out["loadavg_end"] = os.getloadavg()
     print(json.dumps(out, indent=2, default=str))
 

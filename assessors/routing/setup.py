@@ -10,6 +10,7 @@ from assessors.core.evidence import Evidence, require_evidence_support
 from assessors.data.evidence_files import read_answer_prompts, read_onboarded
 from assessors.data.prompt_files import read_reference
 from assessors.errors import ConfigError
+from assessors.features.sentence_transformer import set_precision
 from assessors.routing.engine import Engine, load_assessor_model, registry_for
 from assessors.tags import capability
 
@@ -44,16 +45,20 @@ def trust_hook(model, trust: Mapping | None):
 
 def build_engine(model_uri: str | None, router: Mapping | None = None, llms: Sequence[Mapping] = (),
                  known_llms: Any = None, default_cost: Mapping | None = None, trust: Mapping | None = None,
-                 embed_cache_size: int = 10_000, model=None, tracking_uri: str | None = None) -> Engine:
+                 embed_cache_size: int = 10_000, model=None, tracking_uri: str | None = None,
+                 precision: str | None = None) -> Engine:
     """Load the assessor from ``model_uri`` (config only) and register the configured LLMs.
 
     ``llms`` entries: ``{name, cost: {...}}`` plus what describes the LLM: ``reference: path``
     (results on the reference set), ``answers: path`` with ``prompts: [files]`` or ``onboarded:
     <adaptive onboarding out_dir>`` (evidence on any prompts, latent assessors only; see
     :func:`register_evidence`), or none of them for an LLM known to the model from training.
-    ``tracking_uri``: the MLflow store ``runs:/`` URIs are looked up in.
+    ``tracking_uri``: the MLflow store ``runs:/`` URIs are looked up in. ``precision``: the
+    encoder arithmetic (``"float32"``, ``"bfloat16"``, ``"auto"``) for featurizers that have the
+    option (sentence-transformers); None keeps the trained featurizer's.
     """
     model = model if model is not None else load_assessor_model(model_uri, tracking_uri)
+    set_precision(model.featurizer, precision)
     engine = Engine(model, registry_for(model, trust_hook(model, trust)),
                     router=instantiate(plain(router)) if router else None, embed_cache_size=embed_cache_size)
     default_cost = dict(plain(default_cost) or {})

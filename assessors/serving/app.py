@@ -40,8 +40,15 @@ WARMUP_PROMPT = "Warm-up prompt: is this router ready to score requests?"
 
 
 def warm_up(engine: Engine) -> None:
-    """Run the whole scoring path once (encoder load, first encode, classifier, router)."""
+    """Run the whole scoring path once (encoder load, first encode, classifier, router).
+
+    The encoder also sees a prompt long enough to be truncated and a small batch: bfloat16
+    kernels are prepared per input shape, and real prompts are mostly at the truncation length.
+    """
+    long = " ".join([WARMUP_PROMPT] * 64)
     engine.embed([WARMUP_PROMPT])
+    engine.embed([long + " (1)"])
+    engine.embed([f"{long} ({i})" for i in range(2, 6)])
     if len(engine.registry):
         entries = engine.resolve(None)
         P = engine.score(engine.embed([WARMUP_PROMPT]), entries)

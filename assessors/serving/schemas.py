@@ -184,6 +184,8 @@ class Health(BaseModel):
     n_reference: Optional[int] = None
     router: Optional[RouterInfo] = None
     featurizer: Optional[str] = None
+    encoder_precision: Optional[str] = Field(None, description="float32 or bfloat16, for featurizers with "
+                                                                "the option (server.precision)")
     queue: Optional[QueueInfo] = None
 
 

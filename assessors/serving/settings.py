@@ -1,7 +1,7 @@
 """Server settings (``server:`` in ``conf/predict.yaml``), validated by pydantic."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -64,6 +64,9 @@ class ServerSettings(_Cfg):
     batching: Batching = Field(default_factory=Batching)
     workers: int = Field(1, ge=1, description="uvicorn worker processes; each loads its own model and registry")
     embed_cache_size: int = Field(10_000, ge=0)
+    precision: Optional[Literal["float32", "bfloat16", "auto"]] = Field(
+        "auto", description="encoder arithmetic for sentence-transformers featurizers; auto: bfloat16 on a CPU "
+                            "with AMX, else float32; null: the trained featurizer's")
     adaptive: dict[str, Any] = Field(default_factory=dict, description="AdaptiveSelector settings of "
                                      "POST /v1/llms/{name}/next (latent assessors)")
     upstreams: dict[str, Upstream] = Field(default_factory=dict)

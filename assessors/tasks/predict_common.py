@@ -24,11 +24,12 @@ def tracking_uri_from_cfg(cfg: DictConfig) -> str | None:
     return tracker.uri if isinstance(tracker, MlflowTracker) else None
 
 
-def engine_from_cfg(cfg: DictConfig, model=None) -> Engine:
-    """The engine of ``cfg.model_uri`` (or ``model``) with the configured router, LLMs and trust options."""
+def engine_from_cfg(cfg: DictConfig, model=None, precision: str | None = None) -> Engine:
+    """The engine of ``cfg.model_uri`` (or ``model``) with the configured router, LLMs and trust options;
+    ``precision``: the encoder's, if not the trained featurizer's."""
     return build_engine(cfg.model_uri, cfg.get("router"), cfg.get("llms") or [], cfg.get("known_llms"),
                         cfg.get("default_cost"), cfg.get("trust"), cfg.server.embed_cache_size, model=model,
-                        tracking_uri=tracking_uri_from_cfg(cfg))
+                        tracking_uri=tracking_uri_from_cfg(cfg), precision=precision)
 
 
 def report(out: dict) -> dict:

@@ -47,7 +47,7 @@ def run(cfg: DictConfig, model=None) -> dict:
                  settings.workers)
         uvicorn.run("assessors.serving.app:app_from_env", factory=True, workers=settings.workers, **options)
         return {}
-    engine = engine_from_cfg(cfg, model)
+    engine = engine_from_cfg(cfg, model, precision=settings.precision)
     calibrate(cfg, engine)
     app = create_app(settings, engine=engine)
     log.info("serving %d LLMs on http://%s:%d (OpenAPI at /docs)", len(engine.registry), settings.host, settings.port)

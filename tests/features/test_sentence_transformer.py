@@ -101,3 +101,33 @@ def test_left_truncation_keeps_the_question_of_long_prompts(minilm):
     assert left.identity() != minilm.identity()  # cached separately
     with pytest.raises(Exception, match="truncation_side"):
         SentenceTransformerFeaturizer(truncation_side="middle").transform(["x"])
+
+
+def test_bfloat16_close_to_float32_and_keyed_apart(minilm, prompts, emb, tmp_path):
+    f = SentenceTransformerFeaturizer(show_progress=False, precision="bfloat16", cache_dir=str(tmp_path))
+    f._model = minilm.model  # same weights; the precision is applied per encode
+    x = f.fit(prompts).transform(prompts)
+    assert x.dtype == np.float32 and x.shape == emb.shape
+    cos = (x * emb).sum(1)
+    # close to float32 (cosine distance ~2e-5 on MiniLM) but not bit-identical: autocast is on
+    assert cos.min() > 0.999 and not np.array_equal(x, emb)
+    assert "'precision': 'bfloat16'" in f.identity()
+    # float32 keeps the cache key it had before the option existed
+    assert "precision" not in minilm.identity()
+
+
+def test_auto_precision_follows_the_cpu(monkeypatch):
+    from assessors.errors import ConfigError
+    from assessors.features import sentence_transformer as st
+
+    monkeypatch.setattr(st, "cpu_has_amx", lambda: True)
+    assert st.resolve_precision("auto", "cpu") == "bfloat16"
+    assert st.resolve_precision("auto", "cuda:0") == "float32"
+    assert st.resolve_precision("float32", "cpu") == "float32"
+    f = SentenceTransformerFeaturizer(precision="auto")
+    assert "'precision': 'bfloat16'" in f.identity()
+    monkeypatch.setattr(st, "cpu_has_amx", lambda: False)
+    assert st.resolve_precision("auto", "cpu") == "float32"
+    assert "precision" not in f.identity()
+    with pytest.raises(ConfigError, match="precision must be one of"):
+        st.resolve_precision("fp16", "cpu")

@@ -294,3 +294,26 @@ def test_upstream_defaults_suit_an_interactive_call():
     up = Upstream(base_url="http://127.0.0.1:8080/v1", model="m")
     # a dead host is reported within seconds, not minutes
     assert up.connect_timeout_s * (up.max_retries + 1) <= 10 and up.timeout_s <= 30
+
+
+def test_server_precision_reaches_sentence_transformer_encoders_only(tiny):
+    import copy
+
+    from pydantic import ValidationError
+
+    from assessors.features.sentence_transformer import SentenceTransformerFeaturizer, encoder_precision
+    from assessors.routing.setup import build_engine
+    from assessors.serving.settings import ServerSettings
+
+    assert ServerSettings().precision == "auto"
+    with pytest.raises(ValidationError, match="precision"):
+        ServerSettings(precision="fp16")
+    model = copy.copy(tiny["model"])
+    model.featurizer = SentenceTransformerFeaturizer()  # never encodes here: only the setting is checked
+    build_engine(None, model=model, precision="bfloat16")
+    assert model.featurizer.precision == "bfloat16" and encoder_precision(model.featurizer) == "bfloat16"
+    build_engine(None, model=model, precision=None)  # null keeps what the model has
+    assert model.featurizer.precision == "bfloat16"
+    # a featurizer without the option is left alone, and reports none
+    plain = build_engine(None, model=copy.copy(tiny["model"]), precision="bfloat16").model.featurizer
+    assert "precision" not in plain.get_params() and encoder_precision(plain) is None

@@ -122,6 +122,10 @@ def test_warm_start_health_starting_then_ready_and_early_requests_wait(server, m
     assert early["r"].status_code == 200, early["r"].text
     body = httpx.get(s.base + "/health").json()
     assert body["featurizer"] == "SentenceTransformerFeaturizer" and body["n_llms"] == 3
+    # server.precision defaults to auto: bfloat16 exactly where this CPU has AMX
+    from assessors.features.sentence_transformer import resolve_precision
+
+    assert body["encoder_precision"] == resolve_precision("auto", "cpu")
 
 
 def test_full_queue_answers_503_with_retry_after(server, minilm_model):

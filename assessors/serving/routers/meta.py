@@ -5,6 +5,7 @@ import os
 
 from fastapi import APIRouter, Depends, Request, Response
 
+from assessors.features.sentence_transformer import encoder_precision
 from assessors.serving import deps
 from assessors.serving import schemas as S
 
@@ -30,7 +31,8 @@ async def health(request: Request, response: Response):
     engine = state.engine
     return S.Health(status="ready", pid=os.getpid(), n_llms=len(engine.registry), n_reference=len(engine.reference_ids),
                     router=router_info(engine) if engine.router is not None else None,
-                    featurizer=type(engine.model.featurizer).__name__, queue=queue)
+                    featurizer=type(engine.model.featurizer).__name__,
+                    encoder_precision=encoder_precision(engine.model.featurizer), queue=queue)
 
 
 @router.get("/v1/reference", response_model=S.ReferenceSet, dependencies=[Depends(deps.require_key)], tags=["llms"])
