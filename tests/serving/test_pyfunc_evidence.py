@@ -135,3 +135,21 @@ def test_evidence_for_a_model_without_posterior_names_the_latent_assessor(tiny, 
     r = tiny["results"].matrix([tiny["test_llms"][0]], tiny["reference_ids"])[0]
     out = loaded_generic.predict(df, params={"reference_success": np.where(np.isnan(r), -1.0, r).tolist()})
     assert list(out.columns) == ["p_success"]
+
+
+def test_mlflow_scoring_server_takes_evidence_and_answers_bad_evidence_with_400(tiny_latent, logged_latent):
+    """The app ``mlflow models serve`` runs, in process."""
+    from fastapi.testclient import TestClient
+    from mlflow.pyfunc import scoring_server
+
+    ev_prompts, y = _evidence(tiny_latent, tiny_latent["test_llms"][0], n=10)
+    records = [{"prompt": p} for p in tiny_latent["results"].prompts(tiny_latent["test_ids"][:3])]
+    with TestClient(scoring_server.init(logged_latent)) as c:
+        ok = c.post("/invocations", json={"dataframe_records": records, "params": {
+            "evidence_prompts": ev_prompts, "evidence_success": [int(v) for v in y]}})
+        assert ok.status_code == 200, ok.text
+        preds = ok.json()["predictions"]
+        assert len(preds) == 3 and all(0 < p["p_success"] < 1 and p["p_std"] > 0 for p in preds)
+        bad = c.post("/invocations", json={"dataframe_records": records, "params": {
+            "evidence_prompts": ev_prompts, "evidence_success": [1, 0]}})
+        assert bad.status_code == 400 and "has 10 prompts but evidence_success has 2" in bad.text
