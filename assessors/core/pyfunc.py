@@ -30,7 +30,8 @@ from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 from mlflow.pyfunc import PythonModel
 
 from assessors.core.evidence import evidence_from_answers, require_evidence_support
-from assessors.errors import AssessorsError, NoPosteriorError
+from assessors.core.posterior import check_answers
+from assessors.errors import AssessorsError, DataError, NoPosteriorError
 
 #: Signature defaults of the evidence params: MLflow sends them when a request leaves the params out.
 NO_EVIDENCE_PROMPTS, NO_EVIDENCE_SUCCESS = [""], [-1.0]
@@ -137,7 +138,7 @@ class AssessorModel(PythonModel):
         if params.get("llm") or self.supplied_reference(params.get("reference_success")) is not None:
             raise AssessorParamError("pass exactly one of llm, reference_success or evidence_prompts/evidence_success; "
                                      "evidence is not combined with the others")
-        return [str(p) for p in prompts], [None if v < 0 else float(v) for v in y]  # -1, NaN: not graded
+        return [str(p) for p in prompts], [None if np.isnan(v) else float(v) for v in y]
 
     def score_evidence(self, prompts: list[str], evidence_prompts: list[str], answers: list) -> tuple:
         """``(p, std)``, each of shape (n_prompts,): the posterior predictive of the LLM whose graded
@@ -168,7 +169,7 @@ class AssessorModel(PythonModel):
 
 
 def _evidence_values(prompts: list | None, success: list | None) -> np.ndarray:
-    """``evidence_success`` as floats (n,) (0, 1, -1 or NaN), checked against ``evidence_prompts`` (n,)."""
+    """``evidence_success`` as floats (n,) (0, 1 or NaN = not graded), checked against ``evidence_prompts`` (n,)."""
     if prompts is None or success is None:
         given, missing = ("evidence_prompts", "evidence_success") if success is None else \
             ("evidence_success", "evidence_prompts")
@@ -180,11 +181,11 @@ def _evidence_values(prompts: list | None, success: list | None) -> np.ndarray:
         raise AssessorParamError("evidence is empty: evidence_prompts and evidence_success have no items; "
                                  "give at least one graded prompt")
     y = np.array([_answer(v) for v in success], dtype=np.float64)
-    bad = np.flatnonzero(~(np.isin(y, (0.0, 1.0, -1.0)) | np.isnan(y)))
-    if len(bad):
-        raise AssessorParamError(f"evidence_success must be 0 or 1 (-1 = not graded); item {int(bad[0])} is "
-                                 f"{success[bad[0]]!r}. Threshold graded scores (success = score >= 0.5) first")
-    if not (y >= 0).any():
+    try:  # -1 is the pyfunc's "not graded"; the 0/1/missing rule is the posterior's own
+        y = check_answers(np.where(y == -1, np.nan, y), "evidence_success")[0]
+    except DataError as e:
+        raise AssessorParamError(str(e)) from e
+    if not np.isfinite(y).any():
         raise AssessorParamError(f"evidence is empty: none of the {len(y)} evidence_success values is graded "
                                  "(0 or 1); give at least one")
     return y

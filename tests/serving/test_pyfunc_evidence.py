@@ -103,8 +103,8 @@ def test_bad_evidence_params_are_400s(tiny_latent, logged_latent):
     ev_prompts, y = _evidence(tiny_latent, tiny_latent["test_llms"][0], n=4)
     cases = [
         ({"evidence_prompts": ev_prompts, "evidence_success": [1.0, 0.0]}, "has 4 prompts but evidence_success has 2"),
-        ({"evidence_prompts": ev_prompts, "evidence_success": [1.0, 0.5, 0.0, 1.0]}, "must be 0 or 1.*item 1 is 0.5"),
-        ({"evidence_prompts": ev_prompts, "evidence_success": [1.0, 2.0, 0.0, 1.0]}, "must be 0 or 1.*item 1 is 2.0"),
+        ({"evidence_prompts": ev_prompts, "evidence_success": [1.0, 0.5, 0.0, 1.0]}, "must be 0, 1 or missing.*item 1 is 0.5"),
+        ({"evidence_prompts": ev_prompts, "evidence_success": [1.0, 2.0, 0.0, 1.0]}, "must be 0, 1 or missing.*item 1 is 2.0"),
         ({"evidence_prompts": [], "evidence_success": []}, "evidence is empty"),
         ({"evidence_prompts": ev_prompts, "evidence_success": [-1.0] * 4}, "evidence is empty: none of the 4"),
         ({"evidence_prompts": ev_prompts}, "evidence_prompts given without evidence_success"),
