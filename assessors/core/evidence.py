@@ -68,13 +68,15 @@ class Evidence:
         return self.X[obs], self.y[obs]
 
 
-def require_evidence_support(assessor, what: str = "evidence on prompts outside the reference set") -> None:
-    """Raise :class:`NoPosteriorError` naming ``assessor=latent`` unless ``assessor`` supports evidence."""
+def require_evidence_support(assessor, what: str = "evidence on prompts outside the reference set",
+                             instead: str = "reference=...", error: type = NoPosteriorError) -> None:
+    """Raise ``error`` (a :class:`NoPosteriorError`) naming ``assessor=latent`` unless ``assessor``
+    supports evidence; ``instead`` names the caller's way to give reference results."""
     if not capability(assessor, "has_posterior"):
-        raise NoPosteriorError(
+        raise error(
             f"{what} needs an assessor with a posterior over abilities (train with assessor=latent); this model "
             f"holds {type(assessor).__name__}, which conditions on the reference set only: describe the LLM by its "
-            "results on the model's reference prompts (reference=...) instead")
+            f"results on the model's reference prompts ({instead}) instead")
 
 
 def evidence_from_answers(X: np.ndarray, answers: Sequence, ids: Sequence[str] | None = None) -> Evidence:

@@ -30,7 +30,7 @@ def check_answers(Y, what: str = "answers") -> np.ndarray:
     bad = np.isfinite(Y) & (Y != 0) & (Y != 1) | np.isinf(Y)
     if bad.any():
         k, j = map(int, np.argwhere(bad)[0])
-        raise DataError(f"{what}: graded answers must be 0, 1 or missing (NaN); row {k}, item {j} is {Y[k, j]!r}. "
+        raise DataError(f"{what}: graded answers must be 0, 1 or missing (NaN); row {k}, item {j} is {float(Y[k, j])!r}. "
                         "Threshold graded scores (e.g. success = score >= 0.5) before passing them")
     return Y
 

@@ -1,13 +1,24 @@
 """The fitted assessor as an MLflow pyfunc model (``mlflow models serve`` works on it).
 
-Input: a DataFrame with a ``prompt`` column. Which LLM: exactly one of ``params={"llm": name}``
-for an LLM known at training time, or ``params={"reference_success": [...]}`` with the new
-LLM's results on the reference set in the order of ``reference_ids`` (-1 = not evaluated).
-An unknown name, both at once, or neither is an error. Output: a DataFrame with ``p_success``
-(and ``p_std``, the posterior-predictive spread, for assessors that give one).
+Input: a DataFrame with a ``prompt`` column. Which LLM: exactly one of
 
-The logged signature's default ``reference_success`` is all -1 (nothing evaluated): MLflow fills
-missing params with their defaults, so the default must mean "not given".
+- ``params={"llm": name}``: an LLM known at training time;
+- ``params={"reference_success": [...]}``: a new LLM's results on the reference set in the order
+  of ``reference_ids`` (-1 = not evaluated);
+- ``params={"evidence_prompts": [...], "evidence_success": [...]}`` (latent assessors only,
+  ``assessor=latent``): a new LLM's graded answers on any prompts, one 0/1 per prompt (-1 = not
+  graded). The prompts are featurized like the scored ones and the assessor's posterior over the
+  LLM's abilities is fitted from them (:meth:`LatentAssessor.evidence_posterior`), as the serving
+  registry does for ``POST /v1/llms`` with ``evidence``.
+
+Evidence is not combined with ``llm`` or ``reference_success`` (as in the serving registry): an
+unknown name, more than one of the three, or none is an error (:class:`AssessorParamError`, HTTP
+400 under ``mlflow models serve``). Output: a DataFrame with ``p_success`` (and ``p_std``, the
+posterior-predictive spread, for assessors that give one).
+
+MLflow fills missing params with the signature's defaults, so each default means "not given":
+``llm`` "", ``reference_success`` all -1 (nothing evaluated), ``evidence_prompts`` ``[""]`` and
+``evidence_success`` ``[-1.0]``.
 """
 from __future__ import annotations
 
@@ -18,7 +29,12 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 from mlflow.pyfunc import PythonModel
 
-from assessors.errors import AssessorsError
+from assessors.core.evidence import evidence_from_answers, require_evidence_support
+from assessors.core.posterior import check_answers
+from assessors.errors import AssessorsError, DataError, NoPosteriorError
+
+#: Signature defaults of the evidence params: MLflow sends them when a request leaves the params out.
+NO_EVIDENCE_PROMPTS, NO_EVIDENCE_SUCCESS = [""], [-1.0]
 
 
 class AssessorParamError(AssessorsError, MlflowException, ValueError):
@@ -26,6 +42,10 @@ class AssessorParamError(AssessorsError, MlflowException, ValueError):
 
     def __init__(self, message: str):
         MlflowException.__init__(self, message, error_code=INVALID_PARAMETER_VALUE)
+
+
+class NoPosteriorParamError(AssessorParamError, NoPosteriorError):
+    """Evidence params for a model whose assessor has no posterior over abilities (not ``assessor=latent``)."""
 
 
 class AssessorModel(PythonModel):
@@ -53,6 +73,24 @@ class AssessorModel(PythonModel):
         self.llms = list(llms)
         self.trust_model = trust_model  # expected-AUC model for trust reports (assessors.trust)
 
+    def supplied_reference(self, reference_success) -> np.ndarray | None:
+        """``reference_success`` as a vector (n_ref,) with NaN = not evaluated; None when nothing
+        is supplied (missing, empty, or all -1: the signature's default).
+
+        Raises
+        ------
+        AssessorParamError
+            A list of the wrong length.
+        """
+        if reference_success is None or len(reference_success) == 0:
+            return None
+        r = np.asarray(reference_success, dtype=np.float32)
+        if r.shape != (len(self.reference_ids),):
+            raise AssessorParamError(f"reference_success must have {len(self.reference_ids)} values "
+                                     f"(one per reference id), got {r.shape}")
+        r = np.where(r < 0, np.nan, r)
+        return None if np.isnan(r).all() else r
+
     def reference_vector(self, llm: str | None = None, reference_success=None) -> np.ndarray:
         """The reference vector (n_ref,) for a known LLM name or a supplied list (-1 = not evaluated).
 
@@ -62,27 +100,53 @@ class AssessorModel(PythonModel):
             Unknown name, both a name and evaluated reference results, neither, or a list of
             the wrong length.
         """
-        r = None
-        if reference_success is not None and len(reference_success) > 0:
-            r = np.asarray(reference_success, dtype=np.float32)
-            if r.shape != (len(self.reference_ids),):
-                raise AssessorParamError(f"reference_success must have {len(self.reference_ids)} values "
-                                         f"(one per reference id), got {r.shape}")
-            r = np.where(r < 0, np.nan, r)
-            if np.isnan(r).all():
-                r = None  # all -1: the signature's default, nothing supplied
+        r = self.supplied_reference(reference_success)
         if llm and r is not None:
             raise AssessorParamError(f"pass either params={{'llm': {llm!r}}} or reference_success, not both")
         if r is not None:
             return r
         if not llm:
-            raise AssessorParamError("pass params={'llm': name} for an LLM known at training time, or "
-                                     "params={'reference_success': [...]} with a new LLM's reference results")
+            raise AssessorParamError("pass params={'llm': name} for an LLM known at training time, "
+                                     "params={'reference_success': [...]} with a new LLM's reference results, or "
+                                     "params={'evidence_prompts': [...], 'evidence_success': [...]} with its graded "
+                                     "answers on any prompts (assessor=latent)")
         if llm not in self.llms:
             raise AssessorParamError(f"unknown LLM {llm!r}: this model knows {len(self.llms)} LLMs "
                                      f"({', '.join(self.llms[:5])}{', ...' if len(self.llms) > 5 else ''}); "
                                      "for a new LLM pass params={'reference_success': [...]}")
         return self.reference_success[self.llms.index(llm)]
+
+    def evidence_answers(self, params: dict) -> tuple[list[str], list] | None:
+        """``(prompts, answers)`` from ``params["evidence_prompts"]`` and ``params["evidence_success"]``
+        (answers 0/1, None where the value was -1 = not graded); None when neither is given (missing
+        or the signature's default).
+
+        Raises
+        ------
+        AssessorParamError
+            Evidence for an assessor without a posterior (:class:`NoPosteriorParamError`), lists of
+            different lengths, values other than 0/1/-1, no graded answer, or evidence together
+            with ``llm`` or ``reference_success``.
+        """
+        prompts, success = (_given(params, k, d) for k, d in (("evidence_prompts", NO_EVIDENCE_PROMPTS),
+                                                                ("evidence_success", NO_EVIDENCE_SUCCESS)))
+        if prompts is None and success is None:
+            return None
+        require_evidence_support(self.assessor, "params evidence_prompts/evidence_success (evidence on any prompts)",
+                                 instead="params={'reference_success': [...]}", error=NoPosteriorParamError)
+        y = _evidence_values(prompts, success)
+        if params.get("llm") or self.supplied_reference(params.get("reference_success")) is not None:
+            raise AssessorParamError("pass exactly one of llm, reference_success or evidence_prompts/evidence_success; "
+                                     "evidence is not combined with the others")
+        return [str(p) for p in prompts], [None if np.isnan(v) else float(v) for v in y]
+
+    def score_evidence(self, prompts: list[str], evidence_prompts: list[str], answers: list) -> tuple:
+        """``(p, std)``, each of shape (n_prompts,): the posterior predictive of the LLM whose graded
+        ``answers`` (0/1, None = not graded) on ``evidence_prompts`` are given."""
+        evidence = evidence_from_answers(self.featurizer.transform(list(evidence_prompts)), answers)
+        post = self.assessor.evidence_posterior(evidence)
+        p, std = self.assessor.predict_posterior(self.featurizer.transform(list(prompts)), post)
+        return p[0], std[0]
 
     def score(self, prompts: list[str], reference: np.ndarray) -> np.ndarray:
         """P(success) of shape (n_prompts,) for one LLM's reference vector (n_ref,)."""
@@ -91,8 +155,12 @@ class AssessorModel(PythonModel):
 
     def predict(self, context, model_input: pd.DataFrame, params: dict | None = None) -> pd.DataFrame:
         params = params or {}
-        r = self.reference_vector(params.get("llm") or None, params.get("reference_success"))
         prompts = model_input["prompt"].astype(str).tolist()
+        evidence = self.evidence_answers(params)
+        if evidence is not None:
+            p, std = self.score_evidence(prompts, *evidence)
+            return pd.DataFrame({"p_success": p, "p_std": std})
+        r = self.reference_vector(params.get("llm") or None, params.get("reference_success"))
         if hasattr(self.assessor, "predict_distribution"):
             # assessors with a posterior (assessor=latent) also give the spread of the prediction
             p, std, _ = self.assessor.predict_distribution(self.featurizer.transform(prompts), r)
@@ -100,13 +168,57 @@ class AssessorModel(PythonModel):
         return pd.DataFrame({"p_success": self.score(prompts, r)})
 
 
+def _evidence_values(prompts: list | None, success: list | None) -> np.ndarray:
+    """``evidence_success`` as floats (n,) (0, 1 or NaN = not graded), checked against ``evidence_prompts`` (n,)."""
+    if prompts is None or success is None:
+        given, missing = ("evidence_prompts", "evidence_success") if success is None else \
+            ("evidence_success", "evidence_prompts")
+        raise AssessorParamError(f"{given} given without {missing}: pass both, one 0/1 per prompt")
+    if len(prompts) != len(success):
+        raise AssessorParamError(f"evidence_prompts has {len(prompts)} prompts but evidence_success has "
+                                 f"{len(success)} values; give one 0/1 per prompt")
+    if not prompts:
+        raise AssessorParamError("evidence is empty: evidence_prompts and evidence_success have no items; "
+                                 "give at least one graded prompt")
+    y = np.array([_answer(v) for v in success], dtype=np.float64)
+    try:  # -1 is the pyfunc's "not graded"; the 0/1/missing rule is the posterior's own
+        y = check_answers(np.where(y == -1, np.nan, y), "evidence_success")[0]
+    except DataError as e:
+        raise AssessorParamError(str(e)) from e
+    if not np.isfinite(y).any():
+        raise AssessorParamError(f"evidence is empty: none of the {len(y)} evidence_success values is graded "
+                                 "(0 or 1); give at least one")
+    return y
+
+
+def _answer(value) -> float:
+    """One ``evidence_success`` value as a float: None or NaN is not graded (NaN), a non-number inf (invalid)."""
+    if value is None:
+        return np.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return np.inf
+
+
+def _given(params: dict, key: str, default: list) -> list | None:
+    """``params[key]`` as a list, or None when it is missing or the signature's ``default``."""
+    value = params.get(key)
+    if value is None:
+        return None
+    value = [value] if isinstance(value, (str, int, float)) else list(value)
+    return None if value == default else value
+
+
 def assessor_signature(model: AssessorModel, example_prompts):
-    """Signature prompt -> p_success with params ``llm`` (default "") and ``reference_success``
-    (default all -1, i.e. not given)."""
+    """Signature prompt -> p_success with params ``llm`` (default ""), ``reference_success``
+    (default all -1), ``evidence_prompts`` (default ``[""]``) and ``evidence_success`` (default
+    ``[-1.0]``): every default means "not given"."""
     from mlflow.models import infer_signature
 
     example = pd.DataFrame({"prompt": list(example_prompts)})
-    params = {"llm": "", "reference_success": [-1.0] * len(model.reference_ids)}
+    params = {"llm": "", "reference_success": [-1.0] * len(model.reference_ids),
+              "evidence_prompts": list(NO_EVIDENCE_PROMPTS), "evidence_success": list(NO_EVIDENCE_SUCCESS)}
     out = model.predict(None, example, {"llm": model.llms[0]})
     return infer_signature(example, out, params=params)
 
