@@ -113,7 +113,8 @@ class AssessorModel(PythonModel):
         if llm not in self.llms:
             raise AssessorParamError(f"unknown LLM {llm!r}: this model knows {len(self.llms)} LLMs "
                                      f"({', '.join(self.llms[:5])}{', ...' if len(self.llms) > 5 else ''}); "
-                                     "for a new LLM pass params={'reference_success': [...]}")
+                                     "for a new LLM pass params={'reference_success': [...]} or, with assessor=latent, "
+                                     "params={'evidence_prompts': [...], 'evidence_success': [...]}")
         return self.reference_success[self.llms.index(llm)]
 
     def evidence_answers(self, params: dict) -> tuple[list[str], list] | None:
