@@ -92,7 +92,8 @@ def init_state(st, settings: ServerSettings, checker: APIKeyChecker, engine: Eng
     # the engine is looked up at call time: it may be loaded at start-up, and tests patch its methods
     st.batcher = FairBatcher(functools.partial(_embed, st), functools.partial(_score, st),
                              window_ms=b.window_ms, max_prompts=b.max_prompts, quantum=b.quantum,
-                             queue_max_prompts=b.queue_max_prompts, client_max_prompts=b.client_max_prompts)
+                             queue_max_prompts=b.queue_max_prompts, client_max_prompts=b.client_max_prompts,
+                             batch_ms=b.batch_ms)
     st.upstream_clients = proxy.UpstreamClients(settings.upstreams)
 
 

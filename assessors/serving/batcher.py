@@ -74,14 +74,15 @@ class FairBatcher:
         ``prompts -> X`` of shape (m, d); called only from the single worker thread.
     score : callable
         ``(X, entries) -> (P, STD)``, each of shape (k, m) (STD may be None); same thread.
-    window_ms, max_prompts, quantum, queue_max_prompts, client_max_prompts
+    window_ms, max_prompts, quantum, queue_max_prompts, client_max_prompts, batch_ms
         See :class:`assessors.serving.settings.Batching`.
     """
 
     def __init__(self, embed: Callable[[list[str]], np.ndarray], score: Callable[[np.ndarray, list], np.ndarray],
                  window_ms: float = 2.0, max_prompts: int = 64, quantum: int = 8, queue_max_prompts: int = 2048,
-                 client_max_prompts: int = 512):
+                 client_max_prompts: int = 512, batch_ms: float = 0.0):
         self.embed, self.score = embed, score
+        self.batch_s = batch_ms / 1000.0
         self.window_s = window_ms / 1000.0
         self.max_prompts, self.quantum = int(max_prompts), int(quantum)
         self.queue_max_prompts, self.client_max_prompts = int(queue_max_prompts), int(client_max_prompts)
@@ -179,31 +180,54 @@ class FairBatcher:
         job.next = len(job.prompts)
 
     def _take(self) -> list[tuple[Job, int, int]]:
-        """The next batch: ``(job, start, stop)`` slices, round-robin over clients, FIFO within one."""
+        """The next batch: ``(job, start, stop)`` slices, round-robin over clients, FIFO within one.
+
+        Each round visits the clients queued now; a client's turn takes up to ``quantum`` prompts
+        from its jobs in order, and no more than an equal share of the room left in the batch, so
+        a client of many one-prompt requests gets as much of a small batch as one large request.
+        """
         batch: list[tuple[Job, int, int]] = []
-        room = self.max_prompts
+        room = self.batch_room()
         while room > 0 and self._queues:
-            client, q = next(iter(self._queues.items()))
-            while q and q[0].future.cancelled():  # its done-callback has not run yet
+            order = list(self._queues)
+            for i, client in enumerate(order):
+                q = self._queues.get(client)
+                if room <= 0 or q is None:
+                    continue
+                room -= self._turn(client, q, min(self.quantum, -(-room // (len(order) - i))), batch)
+                if client in self._queues:  # this client's turn is over: to the back of the rotation
+                    self._queues.move_to_end(client)
+                    if not q:
+                        del self._queues[client]
+        return batch
+
+    def batch_room(self) -> int:
+        """Prompts in the next batch: ``max_prompts``, or fewer when the recent encoder rate says a full
+        batch would take longer than ``batch_ms`` (at least ``quantum``): a waiting client's next
+        turn then comes within about one ``batch_ms``."""
+        if not self.batch_s or not self._rate:
+            return self.max_prompts
+        return int(min(self.max_prompts, max(self.quantum, self._rate * self.batch_s)))
+
+    def _turn(self, client: str, q: collections.deque, turn: int, batch: list) -> int:
+        """Append up to ``turn`` prompts of ``client``'s jobs ``q`` to ``batch``; return how many."""
+        taken = 0
+        while taken < turn and q:
+            if q[0].future.cancelled():  # its done-callback has not run yet
                 self._forget(q[0])
-            if client not in self._queues:
                 continue
             job = q[0]
-            n = min(self.quantum, room, job.remaining)
+            n = min(turn - taken, job.remaining)
             batch.append((job, job.next, job.next + n))
             job.next += n
             self._pending -= n
             self._per_client[client] -= n
-            room -= n
+            taken += n
             if job.remaining == 0:
                 q.popleft()
-                if self._per_client[client] <= 0:
-                    del self._per_client[client]
-            # this client's turn is over: move it to the back of the rotation
-            self._queues.move_to_end(client)
-            if not q:
-                del self._queues[client]
-        return batch
+        if self._per_client.get(client, 1) <= 0:
+            del self._per_client[client]
+        return taken
 
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()

@@ -131,3 +131,24 @@ def test_auto_precision_follows_the_cpu(monkeypatch):
     assert "precision" not in f.identity()
     with pytest.raises(ConfigError, match="precision must be one of"):
         st.resolve_precision("fp16", "cpu")
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_long_texts_are_clipped_without_changing_what_the_model_reads(minilm, prompts, side):
+    from assessors.features.sentence_transformer import clip_long_texts
+
+    tok, n = minilm.model.tokenizer, minilm.model.max_seq_length
+    long_text = " ".join(prompts) * 8  # real prompt text, far past the truncation length
+    blob = "x" * 30_000 + " " + prompts[0]  # one 'word' of 30k characters: a single [UNK] token
+    texts = [prompts[0], long_text, blob]
+    clipped = clip_long_texts(texts, tok, n, side)
+    assert clipped[0] == prompts[0] and len(clipped[1]) < len(long_text) / 4
+    assert clipped[2] == blob  # too few tokens in the cut: the whole text is kept
+    before = tok.truncation_side
+    tok.truncation_side = side
+    try:
+        full = tok(texts, truncation=True, max_length=n)["input_ids"]
+        short = tok(clipped, truncation=True, max_length=n)["input_ids"]
+    finally:
+        tok.truncation_side = before
+    assert full == short

@@ -94,6 +94,27 @@ def test_round_robin_a_big_batch_cannot_starve_a_single_prompt():
     assert sum(len(x) for x in rec.batches) == 91
 
 
+def test_a_client_of_many_one_prompt_requests_gets_a_full_quantum_per_turn():
+    rec = Recorder()
+    rec.gate.clear()
+
+    async def main():
+        b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=8, quantum=4)
+        b.start()
+        heavy = b.submit("heavy", [f"h-{i}" for i in range(40)], [Entry("a")])
+        await held(rec)  # the first batch (8 heavy prompts) is now held in the encoder
+        light = [b.submit("light", [f"l-{i}"], [Entry("a")]) for i in range(6)]
+        rec.gate.set()
+        await asyncio.gather(heavy, *light)
+        await b.stop()
+
+    run(main())
+    # one turn of the light client takes 4 of its one-prompt jobs, not 1: half the next batch
+    second = rec.batches[1]
+    assert sum(p.startswith("l-") for p in second) == 4 and len(second) == 8
+    assert [p for x in rec.batches for p in x if p.startswith("l-")] == [f"l-{i}" for i in range(6)]  # FIFO
+
+
 def test_queue_full_raises_with_retry_after():
     rec = Recorder()
     rec.gate.clear()
@@ -173,3 +194,49 @@ def test_embed_only_jobs_share_the_queue_and_return_features():
     np.testing.assert_array_equal(X, [[3.0], [5.0]])
     assert names == ["a"] and P.tolist() == [[1.0]]
     assert len(rec.batches) == 1 and sorted(rec.batches[0]) == ["e-3", "e-5", "s-1"] and rec.score_calls == 1
+
+
+def test_a_small_batch_is_shared_equally_not_taken_by_whoever_goes_first():
+    rec = Recorder()
+    rec.gate.clear()
+
+    async def main():
+        # room 9 with quantum 8: turn by turn, the first client would take 8 and leave 1 every batch
+        b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=9, quantum=8)
+        b.start()
+        heavy = b.submit("heavy", [f"h-{i}" for i in range(60)], [Entry("a")])
+        await held(rec)
+        light = [b.submit("light", [f"l-{i}"], [Entry("a")]) for i in range(12)]
+        rec.gate.set()
+        await asyncio.gather(heavy, *light)
+        await b.stop()
+
+    run(main())
+    per_batch = [sum(p.startswith("l-") for p in x) for x in rec.batches[1:4]]
+    assert min(per_batch) >= 4, per_batch
+
+
+def test_batches_are_capped_by_the_encoder_time_they_would_take():
+    rec = Recorder()
+    b = FairBatcher(rec.embed, rec.score, max_prompts=64, quantum=8, batch_ms=150)
+    assert b.batch_room() == 64  # no rate measured yet
+    b._rate = 100.0  # prompts/s, as a MiniLM encoder here: 15 prompts take 150 ms
+    assert b.batch_room() == 15
+    b._rate = 20.0
+    assert b.batch_room() == 8  # never below one client's turn
+    b._rate = 5000.0
+    assert b.batch_room() == 64
+    assert FairBatcher(rec.embed, rec.score, max_prompts=64, batch_ms=0).batch_room() == 64
+
+    async def main():  # a measured rate caps the batches _take builds
+        c = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=64, quantum=8, batch_ms=150)
+        c.start()
+        c._rate = 100.0
+        fut = c.submit("a", [f"a-{i}" for i in range(20)], [Entry("x")])
+        batch = c._take()  # before any await: the scheduler coroutine has not run
+        await c.stop()
+        fut.cancel()
+        return batch
+
+    batch = run(main())
+    assert sum(stop - start for _, start, stop in batch) == 15
