@@ -320,7 +320,7 @@ def main() -> None:
     bare = unique_prompts(prompts, n_bare, "uniform")
     f = model.featurizer
     served = served_precision(f, args.precision)
-    precisions = sorted({served, "float32"} - {None}) or [None]
+    precisions = [None] if served is None else sorted({served, "float32"})
     before = {p: bare_encode(f, bare, p) for p in precisions}
     asyncio.run(run(args, tmp, tmp / "assessor", prompts, out))
     after = {p: bare_encode(f, bare, p) for p in precisions}

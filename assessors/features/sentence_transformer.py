@@ -30,6 +30,9 @@ def resolve_model_path(model_name: str) -> str:
 
 PRECISIONS = ("float32", "bfloat16", "auto")
 
+#: Largest forward pass, and the token-length step, of bfloat16 encoding (see ``_transform``).
+BF16_BATCH, BF16_LENGTH_STEP = 16, 64
+
 #: Tokens a clipped text must keep beyond the truncation length: a word at the cut can become up to
 #: 100 word pieces (WordPiece's longest word), and those must lie past the tokens the model reads.
 CLIP_MARGIN = 256
@@ -209,10 +212,15 @@ class SentenceTransformerFeaturizer(Featurizer):
         if not texts:
             dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension  # renamed in v5
             return np.zeros((0, dim()), np.float32)
-        bs = int(self.batch_size)
+        bs, extra = int(self.batch_size), {}
+        if resolve_precision(self.precision, self.device) == "bfloat16":
+            # oneDNN prepares and caches bfloat16 kernels per input shape: with batches of every size
+            # and length the server's memory grew without bound. Few shapes keep it flat (sizes up to
+            # BF16_BATCH, lengths in steps of BF16_LENGTH_STEP tokens; padding does not change the output).
+            bs, extra = min(bs, BF16_BATCH), {"processing_kwargs": {"text": {"pad_to_multiple_of": BF16_LENGTH_STEP}}}
         texts = clip_long_texts(texts, model.tokenizer, model.max_seq_length, self.truncation_side)
         with torch_threads(self.num_threads), self._autocast():
             emb = model.encode(texts, batch_size=bs, normalize_embeddings=bool(self.normalize),
                                show_progress_bar=bool(self.show_progress) and len(texts) > 4 * bs,
-                               convert_to_numpy=True)
+                               convert_to_numpy=True, **extra)
         return np.asarray(emb, dtype=np.float32)
