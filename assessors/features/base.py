@@ -60,6 +60,12 @@ class Featurizer(BaseEstimator, abc.ABC):
     def fit_transform(self, texts: Sequence[str], y=None) -> np.ndarray:
         return self.fit(texts).transform(texts)
 
+    def warm_up(self) -> None:
+        """Prepare whatever the first encodes would otherwise pay for (a server calls it at start-up).
+
+        Nothing by default; a featurizer whose kernels depend on input shapes encodes each shape once.
+        """
+
     @abc.abstractmethod
     def _transform(self, texts: list[str]) -> np.ndarray:
         """Compute features of shape (n_texts, dim) for uncached texts."""

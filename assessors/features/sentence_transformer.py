@@ -207,6 +207,18 @@ class SentenceTransformerFeaturizer(Featurizer):
 
         return torch.autocast(device_type=str(self.device).split(":")[0], dtype=torch.bfloat16)
 
+    def warm_up(self) -> None:
+        """Encode once in every forward-pass shape bfloat16 encoding uses (up to ``BF16_BATCH``
+        prompts x each ``BF16_LENGTH_STEP`` of tokens), so that its per-shape kernels and their
+        memory are in place before the first request; in float32, one short encode."""
+        if resolve_precision(self.precision, self.device) != "bfloat16":
+            self._transform(["warm-up"])
+            return
+        for length in range(BF16_LENGTH_STEP, int(self.max_seq_length) + BF16_LENGTH_STEP, BF16_LENGTH_STEP):
+            text = " ".join(["warm"] * (length - BF16_LENGTH_STEP // 2))  # pads up to ``length`` tokens
+            for n in range(1, BF16_BATCH + 1):
+                self._transform([text] * n)
+
     def _transform(self, texts: list[str]) -> np.ndarray:
         model = self.model
         if not texts:

@@ -40,15 +40,10 @@ WARMUP_PROMPT = "Warm-up prompt: is this router ready to score requests?"
 
 
 def warm_up(engine: Engine) -> None:
-    """Run the whole scoring path once (encoder load, first encode, classifier, router).
-
-    The encoder also sees a prompt long enough to be truncated and a small batch: bfloat16
-    kernels are prepared per input shape, and real prompts are mostly at the truncation length.
-    """
-    long = " ".join([WARMUP_PROMPT] * 64)
+    """Run the whole scoring path once (encoder load, first encode, classifier, router), after the
+    featurizer's own warm-up (a bfloat16 encoder prepares its kernels for every input shape)."""
     engine.embed([WARMUP_PROMPT])
-    engine.embed([long + " (1)"])
-    engine.embed([f"{long} ({i})" for i in range(2, 6)])
+    engine.model.featurizer.warm_up()
     if len(engine.registry):
         entries = engine.resolve(None)
         P = engine.score(engine.embed([WARMUP_PROMPT]), entries)

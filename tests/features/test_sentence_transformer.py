@@ -152,3 +152,21 @@ def test_long_texts_are_clipped_without_changing_what_the_model_reads(minilm, pr
     finally:
         tok.truncation_side = before
     assert full == short
+
+
+def test_bfloat16_warm_up_encodes_every_forward_pass_shape(minilm, monkeypatch):
+    from assessors.features import sentence_transformer as st
+
+    f = SentenceTransformerFeaturizer(precision="bfloat16")
+    calls = []
+    monkeypatch.setattr(f, "_transform", lambda texts: calls.append(texts))
+    f.warm_up()
+    tok = minilm.model.tokenizer
+    shapes = {(len(t), -(-len(tok(t[0])["input_ids"]) // st.BF16_LENGTH_STEP) * st.BF16_LENGTH_STEP) for t in calls}
+    steps = range(st.BF16_LENGTH_STEP, 256 + st.BF16_LENGTH_STEP, st.BF16_LENGTH_STEP)
+    assert {(n, min(L, 256)) for n, L in shapes} == {(n, L) for n in range(1, st.BF16_BATCH + 1) for L in steps}
+    calls.clear()
+    g = SentenceTransformerFeaturizer(precision="float32")
+    monkeypatch.setattr(g, "_transform", lambda texts: calls.append(texts))
+    g.warm_up()
+    assert calls == [["warm-up"]]  # float32: one short encode
