@@ -289,7 +289,7 @@ def main() -> None:
     ap.add_argument("--n-bare", type=int, default=None, help="prompts encoded one at a time in-process (default --n)")
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--batch", type=int, default=64, help="server.batching.max_prompts")
+    ap.add_argument("--batch", type=int, default=32, help="server.batching.max_prompts")
     ap.add_argument("--light-rate", type=float, default=20.0)
     ap.add_argument("--mixed-s", type=float, default=20.0, help="duration of the light stream")
     ap.add_argument("--n-memory", type=int, default=20000)

@@ -30,11 +30,11 @@ class Batching(_Cfg):
     """Micro-batching of concurrent requests in front of the encoder (see ``serving/batcher.py``)."""
 
     window_ms: float = Field(2.0, ge=0, description="wait this long for more requests when the encoder was idle")
-    max_prompts: int = Field(64, gt=0, description="prompts per encoder batch")
+    max_prompts: int = Field(32, gt=0, description="prompts per encoder batch")
     quantum: int = Field(8, gt=0, description="prompts a client gets per round-robin turn within a batch")
     queue_max_prompts: int = Field(2048, gt=0, description="queued prompts over all clients; beyond this: 503")
     client_max_prompts: int = Field(512, gt=0, description="queued prompts of one client; beyond this: 503")
-    batch_ms: float = Field(300.0, ge=0, description="cap a batch at what the encoder does in this long at its "
+    batch_ms: float = Field(0.0, ge=0, description="cap a batch at what the encoder does in this long at its "
                                                      "recent rate (at least quantum prompts); 0: max_prompts only")
 
 
