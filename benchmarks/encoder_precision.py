@@ -6,9 +6,10 @@ What ``server.precision`` trades: each cell is the rate of ``SentenceTransformer
 (no cache) over ``--n`` distinct prompts, cut into calls of ``batch_size`` prompts (1 = one call per
 prompt, the bare one-at-a-time loop), with wall and CPU time. ``cosine_min`` is the smallest cosine
 similarity between each precision's embeddings and float32's; ``p_success_abs_diff`` compares the
-P(success) that ``benchmarks/serve_load.py``'s assessor (fitted on float32 embeddings) gives every
-LLM on these prompts from float32 and from bfloat16 embeddings. Compare cells of one run only: the
-machine is shared.
+P(success) of per-LLM logistic regressions (fitted on float32 embeddings) from float32 and from
+bfloat16 embeddings of these prompts. In bfloat16 the featurizer splits a call into forward passes
+of at most ``BF16_BATCH`` (16) prompts, so larger ``batch_size`` cells measure 16-prompt passes.
+Compare cells of one run only: the machine is shared.
 """
 from __future__ import annotations
 
@@ -25,7 +26,6 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))  # serve_latency.build_model: the served benchmark assessor
 DATA = os.environ.get("ASSESSORS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
 
 
@@ -39,21 +39,29 @@ def rate(f, prompts: list[str], batch_size: int) -> tuple[dict, np.ndarray]:
 
 
 def prediction_shift(f, prompts: list[str], n_train: int) -> dict:
-    """Max and mean |P(success, bfloat16) - P(success, float32)| over the prompts x the assessor's LLMs."""
-    import tempfile
+    """Max and mean |P(success, bfloat16) - P(success, float32)| over the prompts x RouterBench's LLMs,
+    from one logistic regression per LLM fitted on float32 embeddings of ``n_train`` train prompts
+    (a model that uses every embedding dimension; the serving benchmark's small XGBoost assessor
+    barely depends on the prompt, so it would hide any change)."""
+    from sklearn.linear_model import LogisticRegression
 
-    from serve_latency import build_model
+    from assessors.data.loaders.routerbench import load_routerbench
 
-    f.set_params(precision="float32", batch_size=32)
-    with tempfile.TemporaryDirectory() as tmp:
-        res, _, model = build_model(Path(tmp) / "assessor", n_train, None, f)
+    res = load_routerbench(DATA, responses=False)
+    split = res.instances["routerbench_split"].to_numpy()
+    train = list(res.instances.index[split == "train"])[:n_train]
+    f.set_params(precision="float32")
+    X = f._transform(res.prompts(train))
+    S = res.matrix(None, train)
+    models = [LogisticRegression(max_iter=1000).fit(X[np.isfinite(y)], y[np.isfinite(y)]) for y in S
+              if len(np.unique(y[np.isfinite(y)])) == 2]
     P = {}
     for precision in ("float32", "bfloat16"):
         f.set_params(precision=precision)
-        X = f._transform(prompts)
-        P[precision] = np.stack([model.assessor.predict_proba(X, r) for r in model.reference_success])
+        Xp = f._transform(prompts)
+        P[precision] = np.stack([m.predict_proba(Xp)[:, 1] for m in models])
     d = np.abs(P["bfloat16"] - P["float32"])
-    return {"max": float(d.max()), "mean": float(d.mean()), "n_pairs": int(d.size)}
+    return {"max": float(d.max()), "mean": float(d.mean()), "n_pairs": int(d.size), "n_llms": len(models)}
 
 
 def main() -> None:

@@ -32,6 +32,7 @@ from mlflow.pyfunc import PythonModel
 from assessors.core.evidence import evidence_from_answers, require_evidence_support
 from assessors.core.posterior import check_answers
 from assessors.errors import AssessorsError, DataError, NoPosteriorError
+from assessors.tags import capability
 
 #: Signature defaults of the evidence params: MLflow sends them when a request leaves the params out.
 NO_EVIDENCE_PROMPTS, NO_EVIDENCE_SUCCESS = [""], [-1.0]
@@ -162,7 +163,7 @@ class AssessorModel(PythonModel):
             p, std = self.score_evidence(prompts, *evidence)
             return pd.DataFrame({"p_success": p, "p_std": std})
         r = self.reference_vector(params.get("llm") or None, params.get("reference_success"))
-        if hasattr(self.assessor, "predict_distribution"):
+        if capability(self.assessor, "has_posterior"):
             # assessors with a posterior (assessor=latent) also give the spread of the prediction
             p, std, _ = self.assessor.predict_distribution(self.featurizer.transform(prompts), r)
             return pd.DataFrame({"p_success": p, "p_std": std})

@@ -94,25 +94,32 @@ def test_round_robin_a_big_batch_cannot_starve_a_single_prompt():
     assert sum(len(x) for x in rec.batches) == 91
 
 
-def test_a_client_of_many_one_prompt_requests_gets_a_full_quantum_per_turn():
+def heavy_then_light(max_prompts: int, quantum: int, n_heavy: int, n_light: int) -> list[list[str]]:
+    """The encoder batches when one client's ``n_heavy``-prompt request is in the encoder and another
+    client then queues ``n_light`` one-prompt requests."""
     rec = Recorder()
     rec.gate.clear()
 
     async def main():
-        b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=8, quantum=4)
+        b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=max_prompts, quantum=quantum)
         b.start()
-        heavy = b.submit("heavy", [f"h-{i}" for i in range(40)], [Entry("a")])
-        await held(rec)  # the first batch (8 heavy prompts) is now held in the encoder
-        light = [b.submit("light", [f"l-{i}"], [Entry("a")]) for i in range(6)]
+        heavy = b.submit("heavy", [f"h-{i}" for i in range(n_heavy)], [Entry("a")])
+        await held(rec)  # the first batch (heavy prompts only) is now held in the encoder
+        light = [b.submit("light", [f"l-{i}"], [Entry("a")]) for i in range(n_light)]
         rec.gate.set()
         await asyncio.gather(heavy, *light)
         await b.stop()
 
     run(main())
+    return rec.batches
+
+
+def test_a_client_of_many_one_prompt_requests_gets_a_full_quantum_per_turn():
+    batches = heavy_then_light(max_prompts=8, quantum=4, n_heavy=40, n_light=6)
     # one turn of the light client takes 4 of its one-prompt jobs, not 1: half the next batch
-    second = rec.batches[1]
+    second = batches[1]
     assert sum(p.startswith("l-") for p in second) == 4 and len(second) == 8
-    assert [p for x in rec.batches for p in x if p.startswith("l-")] == [f"l-{i}" for i in range(6)]  # FIFO
+    assert [p for x in batches for p in x if p.startswith("l-")] == [f"l-{i}" for i in range(6)]  # FIFO
 
 
 def test_queue_full_raises_with_retry_after():
@@ -197,22 +204,9 @@ def test_embed_only_jobs_share_the_queue_and_return_features():
 
 
 def test_a_small_batch_is_shared_equally_not_taken_by_whoever_goes_first():
-    rec = Recorder()
-    rec.gate.clear()
-
-    async def main():
-        # room 9 with quantum 8: turn by turn, the first client would take 8 and leave 1 every batch
-        b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=9, quantum=8)
-        b.start()
-        heavy = b.submit("heavy", [f"h-{i}" for i in range(60)], [Entry("a")])
-        await held(rec)
-        light = [b.submit("light", [f"l-{i}"], [Entry("a")]) for i in range(12)]
-        rec.gate.set()
-        await asyncio.gather(heavy, *light)
-        await b.stop()
-
-    run(main())
-    per_batch = [sum(p.startswith("l-") for p in x) for x in rec.batches[1:4]]
+    # room 9 with quantum 8: turn by turn, the first client would take 8 and leave 1 every batch
+    batches = heavy_then_light(max_prompts=9, quantum=8, n_heavy=60, n_light=12)
+    per_batch = [sum(p.startswith("l-") for p in x) for x in batches[1:4]]
     assert min(per_batch) >= 4, per_batch
 
 
