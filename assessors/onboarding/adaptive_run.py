@@ -71,16 +71,8 @@ class AdaptiveOnboarding:
         self.max_failed_batches = max_failed_batches
 
     def _features(self, df: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-        """Pool rows the featurizer can embed and their features; the others are reported by id."""
-        X = np.asarray(self.featurizer.transform(df["prompt"].astype(str).tolist()), dtype=np.float32)
-        ok = np.isfinite(X).all(1)
-        if not ok.any():
-            raise DataError(f"candidate pool: none of its {len(df)} prompts can be featurized by the model's "
-                            f"featurizer ({type(self.featurizer).__name__}); pass prompts in the model's input format")
-        if not ok.all():
-            log.warning("candidate pool: %d prompts cannot be featurized and are left out (e.g. %s)",
-                        int((~ok).sum()), list(df.index[~ok][:3]))
-        return df[ok], X[ok]
+        """Pool rows the featurizer can embed and their features (see :func:`featurize_pool`)."""
+        return featurize_pool(df, self.featurizer.transform, type(self.featurizer).__name__)
 
     def _manifest(self, out: Path, df: pd.DataFrame) -> dict:
         ob = self.onboarder
@@ -232,6 +224,39 @@ class AdaptiveOnboarding:
     @staticmethod
     def _write(out: Path, state: dict) -> None:
         atomic_write(out / MANIFEST, lambda tmp: Path(tmp).write_text(json.dumps(state, indent=1, default=float)))
+
+
+def featurize_pool(df: pd.DataFrame, transform, what: str = "the model's featurizer") -> tuple[pd.DataFrame, np.ndarray]:
+    """Rows of a candidate pool the featurizer can embed and their features.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame of shape (n, ...)
+        Indexed by instance id, with a ``prompt`` column.
+    transform : callable
+        ``list of str -> features (n, d)`` (the model's featurizer, or the server's cached embedding).
+    what : str
+        The featurizer's name, for the error.
+
+    Returns
+    -------
+    (pandas.DataFrame of shape (n_ok, ...), ndarray of shape (n_ok, d))
+        Rows whose features are all finite; the others are left out with a warning naming them.
+
+    Raises
+    ------
+    DataError
+        When no prompt of the pool can be featurized.
+    """
+    X = np.asarray(transform(df["prompt"].astype(str).tolist()), dtype=np.float32)
+    ok = np.isfinite(X).all(1)
+    if not ok.any():
+        raise DataError(f"candidate pool: none of its {len(df)} prompts can be featurized by the model's "
+                        f"featurizer ({what}); pass prompts in the model's input format")
+    if not ok.all():
+        log.warning("candidate pool: %d prompts cannot be featurized and are left out (e.g. %s)",
+                    int((~ok).sum()), list(df.index[~ok][:3]))
+    return df[ok], X[ok]
 
 
 @dataclass

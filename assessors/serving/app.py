@@ -28,6 +28,7 @@ from assessors.serving import schemas as S
 from assessors.serving.auth import APIKeyChecker
 from assessors.serving.batcher import FairBatcher
 from assessors.serving.errors import install_error_handlers
+from assessors.serving import pool_onboarding
 from assessors.serving.limits import BodySizeLimit
 from assessors.serving.routers import llms, meta, onboarding, proxy, scoring
 from assessors.serving.settings import ServerSettings
@@ -90,6 +91,7 @@ def init_state(st, settings: ServerSettings, checker: APIKeyChecker, engine: Eng
                              queue_max_prompts=b.queue_max_prompts, client_max_prompts=b.client_max_prompts,
                              batch_ms=b.batch_ms)
     st.upstream_clients = proxy.UpstreamClients(settings.upstreams)
+    st.pool_onboarding = None  # server.onboarding.pool, read and featurized at start-up
 
 
 def _embed(st, prompts: list[str]):
@@ -127,6 +129,8 @@ async def _start(app: FastAPI, engine_factory) -> None:
                 from assessors.serving.engine import engine_from_settings as engine_factory
             st.engine = await st.batcher.run_in_worker(engine_factory, st.settings)
         await st.batcher.run_in_worker(warm_up, st.engine)
+        # the candidate pool is featurized once, on the encoder's thread (an unusable pool fails start-up)
+        st.pool_onboarding = await st.batcher.run_in_worker(pool_onboarding.build, st.engine, st.settings)
         st.loaded.set()  # requests may use the engine from now on (the route warm-up below does)
         await _warm_routes(app)
         log.info("ready: %d LLMs, featurizer %s (pid %d)", len(st.engine.registry),

@@ -33,8 +33,8 @@ async def engine(request: Request):
             await asyncio.wait_for(state.loaded.wait(), state.settings.limits.request_timeout_s)
         except asyncio.TimeoutError:
             raise StartingError("the server is still starting (loading the model)", retry_after_s=5) from None
-        if state.startup_error is not None:
-            raise StartingError("the server failed to start; see its log", retry_after_s=60)
+    if state.startup_error is not None:  # also after start-up: a given engine must not serve a failed start
+        raise StartingError("the server failed to start; see its log", retry_after_s=60)
     return state.engine
 
 

@@ -10,13 +10,15 @@ from assessors.serving.schemas import CostSpec, LLMInfo, Strict
 
 class NextRequest(Strict):
     n: int = Field(1, ge=1, le=100, description="how many prompts to propose")
-    candidates: Optional[list[str]] = Field(None, min_length=1, description="reference ids to choose from "
-                                            "(default: every reference prompt not answered yet)")
+    candidates: Optional[list[str]] = Field(None, min_length=1, description="reference ids (candidate pool ids "
+                                            "with server.onboarding.pool) to choose from (default: every one not "
+                                            "answered yet)")
     start: bool = Field(False, description="the LLM is not registered yet: propose its first prompts under the prior")
 
 
 class PosteriorInfo(BaseModel):
-    expected_accuracy: float = Field(description="posterior-predictive accuracy on the reference prompts")
+    expected_accuracy: float = Field(description="posterior-predictive accuracy on the reference prompts (the "
+                                     "candidate pool's with server.onboarding.pool)")
     low: float = Field(description="90% band of the expected accuracy")
     high: float
     width: float = Field(description="high - low: what the stopping rule compares with stop_width")
@@ -39,14 +41,18 @@ class StopInfo(BaseModel):
 
 class NextResponse(BaseModel):
     llm: str
-    ids: list[str] = Field(description="reference ids to ask next, most informative first (empty: nothing left)")
+    ids: list[str] = Field(description="reference ids (candidate pool ids with server.onboarding.pool) to ask next, "
+                           "most informative first (empty: nothing left)")
+    prompts: Optional[dict[str, str]] = Field(None, description="{id: prompt text} of the proposed ids, with "
+                                              "server.onboarding.pool (null on the reference set)")
     posterior: PosteriorInfo
     stop: StopInfo
 
 
 class AnswersRequest(Strict):
     answers: dict[str, Optional[float]] = Field(min_length=1, description="{reference id: 0 or 1} graded answers "
-                                                "(null: not answered)")
+                                                "(null: not answered); with server.onboarding.pool, pool or "
+                                                "reference ids (null withdraws an answer)")
     create: bool = Field(False, description="register the LLM if it is not registered yet")
     cost: Optional[CostSpec] = Field(None, description="cost model when creating (default: free)")
 

@@ -54,6 +54,14 @@ class Upstream(_Cfg):
     max_retries: int = Field(1, ge=0, description="retries of a failed upstream call (the openai client's)")
 
 
+class OnboardingSettings(_Cfg):
+    """Adaptive onboarding over HTTP (``POST /v1/llms/{name}/next`` and ``/answers``, latent assessors)."""
+
+    pool: list[str] = Field(default_factory=list, description="candidate pool: prompt files (CSV/JSONL, the formats "
+                            "of onboard.prompts) whose prompts /next proposes and whose ids /answers accepts, the "
+                            "answers describing the LLM as evidence; empty: the model's reference set")
+
+
 class ServerSettings(_Cfg):
     """Everything the app factory needs; models are only ever loaded from ``model_uri``."""
 
@@ -71,6 +79,7 @@ class ServerSettings(_Cfg):
                             "with AMX, else float32; null: the trained featurizer's")
     adaptive: dict[str, Any] = Field(default_factory=dict, description="AdaptiveSelector settings of "
                                      "POST /v1/llms/{name}/next (latent assessors)")
+    onboarding: OnboardingSettings = Field(default_factory=OnboardingSettings)
     upstreams: dict[str, Upstream] = Field(default_factory=dict)
     log_level: str = "info"
     # what the engine is built from when the app factory loads it itself (see assessors.routing.setup.build_engine)

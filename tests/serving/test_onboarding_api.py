@@ -8,7 +8,7 @@ import pytest
 API_KEY = "test-key-onboard-0123456789"
 
 
-def make_client(model, monkeypatch, adaptive=None, fallback=True):
+def make_client(model, monkeypatch, adaptive=None, fallback=True, pool=None):
     from fastapi.testclient import TestClient
 
     from assessors.routing.engine import Engine
@@ -17,7 +17,8 @@ def make_client(model, monkeypatch, adaptive=None, fallback=True):
 
     monkeypatch.setenv("TEST_ONBOARD_KEYS", API_KEY)
     engine = Engine(model, trust_fn=make_posterior_trust_fn(model, fallback=fallback))
-    app = create_app({"auth": {"api_keys_env": ["TEST_ONBOARD_KEYS"]}, "adaptive": adaptive or {}}, engine=engine)
+    app = create_app({"auth": {"api_keys_env": ["TEST_ONBOARD_KEYS"]}, "adaptive": adaptive or {},
+                      "onboarding": {"pool": [str(p) for p in pool or ()]}}, engine=engine)
     return TestClient(app, raise_server_exceptions=False, headers={"Authorization": f"Bearer {API_KEY}"})
 
 
@@ -183,3 +184,161 @@ def test_explore_answers_give_the_design_estimate_in_the_posterior(tiny_latent, 
     assert post["n_answered"] == 8 and post["n_random"] == 4 and post["estimator"] == "design"
     assert post["expected_accuracy"] == post["design_accuracy"] != post["model_accuracy"]
     assert post["design_low"] <= post["design_accuracy"] <= post["design_high"]
+
+
+# ------------------------------------------------------------------------------ a candidate pool
+N_POOL = 60
+
+
+@pytest.fixture
+def pool_files(tiny_latent, tmp_path):
+    """Two real prompt files (CSV and JSONL) of held-out prompts, none a reference prompt, read back
+    through the project's loader (ids, prompts) as the server reads them."""
+    from assessors.data.prompts import read_prompt_files
+
+    res, ref = tiny_latent["results"], set(tiny_latent["reference_ids"])
+    ids = [i for i in tiny_latent["test_ids"] if i not in ref][:N_POOL]
+    df = res.instances.loc[ids, ["prompt", "target", "subgroup"]].rename_axis("instance_id").reset_index()
+    df.iloc[:40].to_csv(tmp_path / "pool_a.csv", index=False)
+    df.iloc[40:].to_json(tmp_path / "pool_b.jsonl", orient="records", lines=True)
+    files = [tmp_path / "pool_a.csv", tmp_path / "pool_b.jsonl"]
+    pool = read_prompt_files(files, required=())
+    assert list(pool["instance_id"]) == ids
+    return {"files": files, "ids": ids, "text": dict(zip(pool["instance_id"], pool["prompt"]))}
+
+
+def _pool_selector(model, pool_files, adaptive):
+    """The selector predict.py mode=onboard fits on this pool (features from the model's featurizer)."""
+    from assessors.onboarding.adaptive import AdaptiveSelector
+
+    texts = [pool_files["text"][i] for i in pool_files["ids"]]
+    return AdaptiveSelector(**adaptive).fit(model.assessor, model.featurizer.transform(texts))
+
+
+def test_pool_next_and_answers_follow_the_selector_and_describe_the_llm_by_evidence(tiny_latent, pool_files,
+                                                                                    monkeypatch):
+    """Over a pool, /next proposes unanswered pool prompts with their text, exactly the offline
+    selector's sequence, and the answers are the LLM's evidence: its posterior and predictions follow."""
+    model, res = tiny_latent["model"], tiny_latent["results"]
+    llm, ids = tiny_latent["test_llms"][3], pool_files["ids"]
+    truth = dict(zip(ids, res.matrix([llm], ids)[0].tolist()))
+    adaptive = {"budget": 8, "strata": 6}
+    offline, _ = _pool_selector(model, pool_files, adaptive).simulate(lambda j: float(truth[ids[j]]), n_max=8)
+    asked, body = [], None
+    with make_client(model, monkeypatch, adaptive=adaptive, pool=pool_files["files"]) as c:
+        for step in range(8):
+            r = c.post("/v1/llms/pooled/next", json={"n": 1, "start": step == 0})
+            assert r.status_code == 200, r.text
+            nxt = r.json()
+            assert nxt["prompts"] == {i: pool_files["text"][i] for i in nxt["ids"]}  # the client can ask them
+            assert nxt["posterior"]["n_answered"] == step and not set(nxt["ids"]) & set(asked)
+            asked += nxt["ids"]
+            r = c.post("/v1/llms/pooled/answers", json={"answers": {i: truth[i] for i in nxt["ids"]}, "create": True})
+            assert r.status_code == 200, r.text
+            body = r.json()
+        assert asked == [ids[j] for j in offline]
+        assert body["stop"]["met"] and "budget" in body["stop"]["reason"]
+        assert body["llm"]["n_evidence"] == 8 == body["posterior"]["n_answered"] and body["llm"]["n_reference"] == 0
+        assert body["llm"]["trust"]["version"] == 2 and body["llm"]["trust"]["n_answered"] == 8
+        # predictions are the posterior of the answered pool prompts
+        target = tiny_latent["test_ids"][-10:]
+        out = c.post("/v1/predict", json={"prompts": res.prompts(target), "llms": ["pooled"]})
+        assert out.status_code == 200, out.text
+        got = np.array([x["p_success"]["pooled"] for x in out.json()["results"]])
+        post = model.assessor.posterior(model.featurizer.transform([pool_files["text"][i] for i in asked]),
+                                        np.array([[truth[i] for i in asked]]))
+        X_t = model.featurizer.transform(res.prompts(target))
+        want = (model.assessor.predict_posterior(X_t, post)[0][0] if body["llm"]["predictor"] == "assessor"
+                else c.app.state.engine.registry.get("pooled").predictor(X_t))
+        np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_pool_resumes_mixes_reference_answers_and_names_unknown_ids(tiny_latent, pool_files, monkeypatch):
+    model, res, ref_ids = tiny_latent["model"], tiny_latent["results"], tiny_latent["reference_ids"]
+    llm, ids = tiny_latent["test_llms"][2], pool_files["ids"]
+    truth = dict(zip(ids + ref_ids, res.matrix([llm], ids + ref_ids)[0].tolist()))
+    with make_client(model, monkeypatch, adaptive={"budget": 20}, pool=pool_files["files"]) as c:
+        first = c.post("/v1/llms/mix/next", json={"n": 3, "start": True}).json()["ids"]
+        # answers on pool and reference prompts together; both enter the evidence
+        r = c.post("/v1/llms/mix/answers", json={"answers": {**{i: truth[i] for i in first}, ref_ids[0]: truth[ref_ids[0]]},
+                                                 "create": True})
+        assert r.status_code == 200, r.text
+        assert r.json()["llm"]["n_evidence"] == 4 == r.json()["posterior"]["n_answered"]
+        # resumed: the next prompts continue from the answered ones, the same when asked twice
+        again = [c.post("/v1/llms/mix/next", json={"n": 3}).json()["ids"] for _ in range(2)]
+        assert again[0] == again[1] and len(again[0]) == 3 and not set(again[0]) & set(first)
+        # unknown ids are a 422 naming them (nothing registered); candidates must be pool ids
+        r = c.post("/v1/llms/mix/answers", json={"answers": {"no-such-id": 1, ids[-1]: 1}})
+        assert r.status_code == 422 and "no-such-id" in r.json()["error"]["message"]
+        assert c.get("/v1/llms/mix").json()["n_evidence"] == 4
+        r = c.post("/v1/llms/mix/next", json={"n": 1, "candidates": [ref_ids[1]]})
+        assert r.status_code == 422 and ref_ids[1] in r.json()["error"]["message"]
+        r = c.post("/v1/llms/mix/next", json={"n": 2, "candidates": ids[50:52]})
+        assert r.status_code == 200 and sorted(r.json()["ids"]) == sorted(ids[50:52])
+        assert c.post("/v1/llms/nobody/next", json={"n": 1}).status_code == 404
+        assert c.post("/v1/llms/nobody/answers", json={"answers": {ids[0]: 1}}).status_code == 404
+        # an LLM registered from reference results continues over the pool: its answers carry over as evidence
+        vec = res.matrix([llm], ref_ids)[0].tolist()[:10] + [None] * (len(ref_ids) - 10)
+        assert c.post("/v1/llms", json={"name": "refd", "reference": vec}).status_code == 201
+        nxt = c.post("/v1/llms/refd/next", json={"n": 2}).json()
+        assert nxt["posterior"]["n_answered"] == 10 and set(nxt["ids"]) <= set(ids)
+        r = c.post("/v1/llms/refd/answers", json={"answers": {i: truth[i] for i in nxt["ids"]}})
+        assert r.status_code == 200 and r.json()["llm"]["n_evidence"] == 12 and r.json()["llm"]["n_reference"] == 0
+
+
+def test_pool_accepts_an_llm_registered_from_evidence(tiny_latent, pool_files, monkeypatch):
+    """What POST /v1/llms registered from evidence (prompts without ids) is kept and extended by /answers."""
+    model, res, ids = tiny_latent["model"], tiny_latent["results"], pool_files["ids"]
+    y = res.matrix([tiny_latent["test_llms"][1]], ids)[0]
+    items = [{"prompt": pool_files["text"][i], "success": int(v)} for i, v in zip(ids[:5], y[:5])]
+    with make_client(model, monkeypatch, pool=pool_files["files"]) as c:
+        c.app.state.settings.limits.max_prompt_chars = 20_000
+        r = c.post("/v1/llms", json={"name": "ev", "evidence": items})
+        assert r.status_code == 201, r.text
+        nxt = c.post("/v1/llms/ev/next", json={"n": 2}).json()
+        assert nxt["posterior"]["n_answered"] == 5 and len(nxt["ids"]) == 2
+        r = c.post("/v1/llms/ev/answers", json={"answers": {i: 1 for i in nxt["ids"]}})
+        assert r.status_code == 200, r.text
+        assert r.json()["llm"]["n_evidence"] == 7
+
+
+def _started(c) -> str:
+    """Wait for the start-up to end; ``ready`` or ``failed``."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while (status := c.get("/health").json()["status"]) == "starting" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return status
+
+
+def test_a_pool_the_model_cannot_use_fails_start_up(tiny_latent, pool_files, monkeypatch, tmp_path):
+    from assessors.errors import DataError
+
+    model = tiny_latent["model"]
+    monkeypatch.setattr(type(model.featurizer), "transform", lambda self, X: np.full((len(X), 4), np.nan))
+    with make_client(model, monkeypatch, pool=pool_files["files"]) as c:
+        assert _started(c) == "failed"
+        err = c.app.state.startup_error
+        assert isinstance(err, DataError) and "none of its 60 prompts can be featurized" in str(err)
+        # a failed start-up is never served (no silent fall-back to the reference set)
+        assert c.post("/v1/llms/x/next", json={"n": 1, "start": True}).status_code == 503
+    monkeypatch.undo()
+    with make_client(model, monkeypatch, pool=[tmp_path / "missing.csv"]) as c:
+        assert _started(c) == "failed"
+        assert "missing.csv: prompts file not found" in str(c.app.state.startup_error)
+
+
+def test_a_pool_needs_a_latent_assessor(tiny, pool_files, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from assessors.errors import NoPosteriorError
+    from assessors.routing.engine import Engine
+    from assessors.serving.app import create_app
+
+    app = create_app({"auth": {"enabled": False}, "onboarding": {"pool": [str(f) for f in pool_files["files"]]}},
+                     engine=Engine(tiny["model"]))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        assert _started(c) == "failed"
+        assert isinstance(app.state.startup_error, NoPosteriorError)
+        assert "server.onboarding.pool" in str(app.state.startup_error)

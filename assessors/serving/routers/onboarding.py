@@ -1,9 +1,11 @@
 """Adaptive onboarding and the trust report of a registered LLM.
 
 * ``POST /v1/llms/{name}/next``: the next reference prompts to ask, chosen under the LLM's current
-  posterior (assessors with one, ``assessor=latent``);
+  posterior (assessors with one, ``assessor=latent``); with ``server.onboarding.pool`` set, the next
+  prompts of that candidate pool, with their text (``serving/pool_onboarding.py``);
 * ``POST /v1/llms/{name}/answers``: graded answers on reference prompts; they update the LLM's
-  reference vector (so its posterior, its predictions and its trust report) at once;
+  reference vector (so its posterior, its predictions and its trust report) at once; with a pool,
+  answers on pool (or reference) prompts update the LLM's evidence;
 * ``GET /v1/llms/{name}/trust``: the trust report computed at the last registration or answer,
   with the predictor in use (the reference-only fallback when the verdict says "out of population").
 
@@ -19,6 +21,7 @@ from assessors.errors import NoPosteriorError
 from assessors.onboarding.reference_set import OnboardingCache
 from assessors.serving import deps
 from assessors.serving import onboarding_schemas as O
+from assessors.serving import pool_onboarding as pool
 from assessors.serving import schemas as S
 from assessors.serving.errors import APIError
 from assessors.serving.routers.llms import check_runtime_registration, info
@@ -55,7 +58,9 @@ def _reference_entry(engine, name: str):
     if entry.reference is None:
         raise APIError(f"LLM {name!r} was registered from evidence on arbitrary prompts; /next and /answers work on "
                        "reference-set answers. Register it again (POST /v1/llms, overwrite=true) with all its evidence, "
-                       "or under another name from reference answers", status=409, type="registered_from_evidence")
+                       "or under another name from reference answers, or serve a candidate pool "
+                       "(server.onboarding.pool), whose answers describe LLMs by evidence",
+                       status=409, type="registered_from_evidence")
     return entry
 
 
@@ -67,7 +72,9 @@ async def _in_thread(fn, settings):
 @router.post("/{name:path}/next", response_model=O.NextResponse)
 async def next_prompts(name: str, req: O.NextRequest, request: Request, engine=Depends(deps.engine),
                        settings=Depends(deps.settings)):
-    """The next reference prompts to ask this LLM, most informative first, and whether to stop."""
+    """The next reference (or candidate pool) prompts to ask this LLM, most informative first, and whether to stop."""
+    if request.app.state.pool_onboarding is not None:
+        return await _pool_next(name, req, request.app.state.pool_onboarding, engine, settings)
     ob = _onboarding(request, engine)
     if name in engine.registry or not req.start:
         entry = _reference_entry(engine, name)  # unknown LLM: 404 (pass start=true for a new one)
@@ -88,9 +95,11 @@ async def next_prompts(name: str, req: O.NextRequest, request: Request, engine=D
 @router.post("/{name:path}/answers", response_model=O.AnswersResponse)
 async def post_answers(name: str, req: O.AnswersRequest, request: Request, engine=Depends(deps.engine),
                        settings=Depends(deps.settings)):
-    """Add graded answers (reference id -> 0/1) to the LLM: its posterior, predictions and trust report follow."""
-    ob = _onboarding(request, engine)
+    """Add graded answers (reference or pool id -> 0/1) to the LLM: its posterior, predictions and trust report follow."""
     check_runtime_registration(name, engine, settings)
+    if request.app.state.pool_onboarding is not None:
+        return await _pool_answers(name, req, request.app.state.pool_onboarding, engine, settings)
+    ob = _onboarding(request, engine)
     if name in engine.registry:
         old = _reference_entry(engine, name)
         ref, meta, cost = old.reference.astype(np.float64), old.meta.get(META, {}), old.cost
@@ -115,6 +124,23 @@ async def post_answers(name: str, req: O.AnswersRequest, request: Request, engin
         return entry, status
 
     entry, status = await _in_thread(work, settings)
+    return O.AnswersResponse(llm=info(entry), posterior=_posterior(status, ob.selector.estimator),
+                             stop=O.StopInfo(met=status["stop"], reason=status["stop_reason"]))
+
+
+async def _pool_next(name: str, req: O.NextRequest, ob, engine, settings) -> O.NextResponse:
+    """``/next`` over the candidate pool: unanswered pool prompts and their text."""
+    entry = engine.registry.get(name) if (name in engine.registry or not req.start) else None  # 404 without start
+    status, ids, prompts = await _in_thread(lambda: pool.next_work(ob, entry, req), settings)
+    return O.NextResponse(llm=name, ids=ids, prompts=prompts, posterior=_posterior(status, ob.selector.estimator),
+                          stop=O.StopInfo(met=status["stop"], reason=status["stop_reason"]))
+
+
+async def _pool_answers(name: str, req: O.AnswersRequest, ob, engine, settings) -> O.AnswersResponse:
+    """``/answers`` over the candidate pool: the answers become (part of) the LLM's evidence."""
+    old = engine.registry.get(name) if (name in engine.registry or not req.create) else None  # 404 without create
+    cost = old.cost if old is not None else pool.new_cost(req)
+    entry, status = await _in_thread(lambda: pool.answers_work(ob, engine, name, req, old, cost), settings)
     return O.AnswersResponse(llm=info(entry), posterior=_posterior(status, ob.selector.estimator),
                              stop=O.StopInfo(met=status["stop"], reason=status["stop_reason"]))
 

@@ -1,0 +1,66 @@
+"""``/next`` and ``/answers`` over a candidate pool (``server.onboarding.pool``; see routers/onboarding.py).
+
+With a pool configured, the server reads and featurizes it once at start-up (on the encoder's
+thread, through :meth:`Engine.embed`), proposes unanswered pool prompts with their text, and
+registers the answers as the LLM's evidence: the registry recomputes its posterior, its trust
+report and its fallback, so scoring and routing follow at once. Answers on reference ids are
+accepted too (their features ship with the model); an LLM registered from reference results is
+carried over as evidence on its answered reference prompts.
+"""
+from __future__ import annotations
+
+from assessors.core.evidence import Evidence
+from assessors.onboarding.pool import PoolOnboarding, load_pool
+from assessors.serving import onboarding_schemas as O
+from assessors.serving import schemas as S
+
+#: Where each LLM's onboarding record (estimate after each round) lives in its registry meta.
+META = "onboarding"
+
+
+def build(engine, settings) -> PoolOnboarding | None:
+    """The pool onboarding of ``settings.onboarding.pool`` (None when unset); raises at start-up
+    (:class:`~assessors.errors.DataError`, :class:`~assessors.errors.NoPosteriorError`) when unusable."""
+    files = settings.onboarding.pool
+    if not files:
+        return None
+    return load_pool(files, engine.embed, engine.model.assessor, engine.reference_ids, settings.adaptive)
+
+
+def current(ob: PoolOnboarding, entry) -> tuple[Evidence | None, object]:
+    """A registered LLM's evidence and posterior (evidence on its reference answers when it has a
+    reference vector); ``(None, prior)`` for an LLM not registered (``entry`` None)."""
+    if entry is None:
+        return None, ob.posterior(None)
+    if entry.evidence is not None:
+        post = entry.posterior if entry.posterior is not None else ob.posterior(entry.evidence)
+        return entry.evidence, post
+    ev = ob.from_reference(entry.reference, entry.meta.get(META, {}).get("order", ()))
+    return ev, ob.posterior(ev)
+
+
+def next_work(ob: PoolOnboarding, entry, req: O.NextRequest):
+    """``(status, ids, prompts)`` of ``POST /next`` (runs off the event loop)."""
+    evidence, post = current(ob, entry)
+    history = entry.meta.get(META, {}).get("history", ()) if entry is not None else ()
+    status = ob.status(evidence, post, history)
+    ids = ob.next(evidence, req.n, post, req.candidates)
+    return status, ids, {i: ob.texts[i] for i in ids}
+
+
+def answers_work(ob: PoolOnboarding, engine, name: str, req: O.AnswersRequest, old, cost):
+    """Register ``name`` from its evidence with ``req.answers`` applied; ``(entry, status)``."""
+    evidence = current(ob, old)[0] if old is not None else None
+    history = old.meta.get(META, {}).get("history", []) if old is not None else []
+    evidence = ob.update(evidence, req.answers)
+    # registering validates the answers (0/1) and computes the posterior, the trust report and the fallback
+    entry = engine.registry.register(name, cost=cost, source="api:answers", overwrite=True, evidence=evidence,
+                                     meta={META: {"history": history}})
+    status = ob.status(entry.evidence, entry.posterior, history)
+    entry.meta[META]["history"] = status["history"]
+    return entry, status
+
+
+def new_cost(req: O.AnswersRequest) -> dict:
+    """The cost model of an LLM created by ``/answers``."""
+    return (req.cost or S.CostSpec()).model_dump()
