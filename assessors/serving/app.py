@@ -24,11 +24,11 @@ from typing import Callable
 from fastapi import FastAPI
 
 from assessors.routing.engine import Engine
+from assessors.serving import pool_onboarding
 from assessors.serving import schemas as S
 from assessors.serving.auth import APIKeyChecker
 from assessors.serving.batcher import FairBatcher
 from assessors.serving.errors import install_error_handlers
-from assessors.serving import pool_onboarding
 from assessors.serving.limits import BodySizeLimit
 from assessors.serving.routers import llms, meta, onboarding, proxy, scoring
 from assessors.serving.settings import ServerSettings

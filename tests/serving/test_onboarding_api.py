@@ -224,8 +224,12 @@ def test_pool_next_and_answers_follow_the_selector_and_describe_the_llm_by_evide
     truth = dict(zip(ids, res.matrix([llm], ids)[0].tolist()))
     adaptive = {"budget": 8, "strata": 6}
     offline, _ = _pool_selector(model, pool_files, adaptive).simulate(lambda j: float(truth[ids[j]]), n_max=8)
-    asked, body = [], None
+    asked, body, embedded = [], None, []
     with make_client(model, monkeypatch, adaptive=adaptive, pool=pool_files["files"]) as c:
+        engine = c.app.state.engine
+        embed = engine.embed
+        c.get("/v1/llms")  # start-up done: the pool is featurized
+        monkeypatch.setattr(engine, "embed", lambda prompts: embedded.append(len(prompts)) or embed(prompts))
         for step in range(8):
             r = c.post("/v1/llms/pooled/next", json={"n": 1, "start": step == 0})
             assert r.status_code == 200, r.text
@@ -237,6 +241,7 @@ def test_pool_next_and_answers_follow_the_selector_and_describe_the_llm_by_evide
             assert r.status_code == 200, r.text
             body = r.json()
         assert asked == [ids[j] for j in offline]
+        assert embedded == []  # no request re-embedded the pool (nor any answered prompt)
         assert body["stop"]["met"] and "budget" in body["stop"]["reason"]
         assert body["llm"]["n_evidence"] == 8 == body["posterior"]["n_answered"] and body["llm"]["n_reference"] == 0
         assert body["llm"]["trust"]["version"] == 2 and body["llm"]["trust"]["n_answered"] == 8
@@ -251,6 +256,11 @@ def test_pool_next_and_answers_follow_the_selector_and_describe_the_llm_by_evide
         want = (model.assessor.predict_posterior(X_t, post)[0][0] if body["llm"]["predictor"] == "assessor"
                 else c.app.state.engine.registry.get("pooled").predictor(X_t))
         np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_without_a_pool_next_gives_no_prompt_text(client):
+    r = client.post("/v1/llms/plain/next", json={"n": 2, "start": True})
+    assert r.status_code == 200 and r.json()["prompts"] is None and len(r.json()["ids"]) == 2
 
 
 def test_pool_resumes_mixes_reference_answers_and_names_unknown_ids(tiny_latent, pool_files, monkeypatch):

@@ -31,7 +31,7 @@ router = APIRouter(prefix="/v1/llms", tags=["onboarding"], dependencies=[Depends
                               409: {"model": S.ErrorResponse, "description": "the assessor has no posterior"}})
 
 #: Where each LLM's onboarding record (answer order, estimate after each round) lives in its registry meta.
-META = "onboarding"
+META = pool.META
 
 
 def _onboarding(request: Request, engine):
@@ -96,10 +96,11 @@ async def next_prompts(name: str, req: O.NextRequest, request: Request, engine=D
 async def post_answers(name: str, req: O.AnswersRequest, request: Request, engine=Depends(deps.engine),
                        settings=Depends(deps.settings)):
     """Add graded answers (reference or pool id -> 0/1) to the LLM: its posterior, predictions and trust report follow."""
-    check_runtime_registration(name, engine, settings)
     if request.app.state.pool_onboarding is not None:
+        check_runtime_registration(name, engine, settings)
         return await _pool_answers(name, req, request.app.state.pool_onboarding, engine, settings)
     ob = _onboarding(request, engine)
+    check_runtime_registration(name, engine, settings)
     if name in engine.registry:
         old = _reference_entry(engine, name)
         ref, meta, cost = old.reference.astype(np.float64), old.meta.get(META, {}), old.cost
