@@ -109,17 +109,18 @@ def onboard_adaptive(cfg: DictConfig, model) -> dict:
     summary["llm_spec"] = {"name": summary["llm"], "onboarded": str(Path(ob.out_dir).resolve())}
     trust = plain(cfg.get("trust")) or {}
     if trust.get("enabled", True) and "_target_" not in trust:
-        from assessors.trust.posterior_policy import PosteriorTrustPolicy
+        from assessors.trust.posterior_policy import PosteriorTrustPolicy, policy_options
 
         sel = runner.selector_
-        policy = PosteriorTrustPolicy(fallback=trust.get("fallback", True),
-                                      **{"seed": int(cfg.seed), **(trust.get("posterior") or {})})
+        # the thresholds stored with the model (chosen on validation LLMs) unless trust.posterior sets them
+        opts = policy_options(model, {"seed": int(cfg.seed), **(trust.get("posterior") or {})})
+        policy = PosteriorTrustPolicy(fallback=trust.get("fallback", True), **opts)
         rep, _ = policy.assess(model.assessor, sel.X_pool_[runner.asked_], runner.answers_, sel.X_target_,
                                llm=summary["llm"])
         summary["trust"] = rep
         summary["predictor"] = rep["fallback"]["predictor"]
-        print(f"trust report for {summary['llm']}: {rep['message']} (predictions: {summary['predictor']})",
-              file=sys.stderr)
+        print(f"trust report for {summary['llm']}: {rep['message']} (predictions: {summary['predictor']}; "
+              f"thresholds: {policy.source})", file=sys.stderr)
         log_onboarding_trust(cfg, summary["llm"], rep)
     return summary
 
