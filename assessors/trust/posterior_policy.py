@@ -16,8 +16,8 @@ the stated defaults (:func:`policy_options`). Every report says which in ``polic
 """
 from __future__ import annotations
 
-import logging
 import inspect
+import logging
 from typing import Callable, Mapping, Sequence
 
 import numpy as np

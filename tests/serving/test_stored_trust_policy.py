@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import wait_ready
-
 TINY_LATENT = [
     "assessor=latent", "data.subtasks=[bbh_navigate,bbh_sports_understanding,bbh_web_of_lies]",
     "features=unigram", "features.max_features=200", "selector.size=30",
@@ -40,6 +38,17 @@ def trained(tmp_path_factory, data_dir):
     run = mlflow.search_runs(search_all_experiments=True).iloc[0]
     model = load_assessor_model(run["tags.model_uri"], tracking_uri)
     return {"model": model, "run": run, "out": out, "cfg": cfg}
+
+
+def _ready(c, timeout: float = 60.0) -> dict:
+    """``/health`` once the app has loaded and warmed up."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while (r := c.get("/health")).status_code != 200 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert r.status_code == 200, r.text
+    return r.json()
 
 
 def _register(model, trust):
@@ -109,8 +118,27 @@ def test_predict_config_and_health_name_the_source(trained, compose, monkeypatch
     monkeypatch.setenv("TEST_POLICY_KEYS", "k" * 24)
     app = create_app({"auth": {"api_keys_env": ["TEST_POLICY_KEYS"]}}, engine=engine)
     with TestClient(app) as c:
-        health = wait_ready(c)
+        health = _ready(c)
     assert health["trust_policy"] == {"source": model.trust_policy["source"], **model.trust_policy["options"]}
+
+
+@pytest.mark.slow
+def test_adaptive_onboarding_reports_under_the_stored_policy(trained, compose):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from assessors.tasks.onboard import adaptive_trust
+
+    model = trained["model"]
+    X = np.asarray(model.assessor.reference_features_)
+    runner = SimpleNamespace(selector_=SimpleNamespace(X_pool_=X, X_target_=X), asked_=np.arange(20),
+                             answers_=model.reference_success[0, :20].astype(float))
+    rep = adaptive_trust(compose(["tracking=none"], config_name="predict"), model, runner, "new")
+    assert rep["policy"] == {"source": model.trust_policy["source"], **model.trust_policy["options"]}
+    cfg = compose(["tracking=none", "+trust.posterior.range_margin=0.2"], config_name="predict")
+    rep = adaptive_trust(cfg, model, runner, "new")
+    assert rep["policy"]["range_margin"] == 0.2 and rep["policy"]["source"].endswith("sets range_margin")
 
 
 @pytest.mark.slow
