@@ -75,16 +75,10 @@ def degenerate_prepare(keep: float) -> None:
 
 def _outcomes(model, part: str, prep, idx, X_target, S_target, ood, seed: int):
     """Raw reports and outcomes of the ``part`` LLMs (answers on the reference prompts ``idx``)."""
-    from assessors.trust.posterior_eval import llm_outcome
+    from assessors.trust.posterior_eval import llm_outcomes
 
-    X_pool, Y = prep.X["train"], prep.S(part, "train")
-    reps, outs = [], []
-    for k, llm in enumerate(prep.llms[part]):
-        r, o = llm_outcome(model, X_pool[idx], Y[k, idx].astype(float), X_target, S_target[k], llm=llm,
-                           prompt_ood=ood, seed=seed)
-        reps.append(r)
-        outs.append(o)
-    return reps, outs
+    return llm_outcomes(model, prep.X["train"][idx], prep.S(part, "train")[:, idx], X_target, S_target,
+                        prep.llms[part], prompt_ood=ood, seed=seed)
 
 
 def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:

@@ -64,15 +64,22 @@ class AssessorModel(PythonModel):
     llms : list of str, length n_llms
     trust_model : assessors.trust.expected.TrustModel, optional
         Fitted on validation LLMs; gives trust reports an expected-AUC band.
+    trust_policy : dict, optional
+        Thresholds and fallback of the posterior trust report chosen on the validation LLMs
+        (latent assessors; :meth:`ValidatedTrustPolicy.record`: ``source``, ``options``,
+        ``chosen_by``, ...): the defaults of the trust report wherever the model is used. None (and
+        models saved before it existed): the stated defaults.
     """
 
-    def __init__(self, assessor, featurizer, reference_ids, reference_success, llms, trust_model=None):
+    def __init__(self, assessor, featurizer, reference_ids, reference_success, llms, trust_model=None,
+                 trust_policy=None):
         self.assessor = assessor
         self.featurizer = featurizer
         self.reference_ids = list(reference_ids)
         self.reference_success = np.asarray(reference_success, dtype=np.float32)
         self.llms = list(llms)
         self.trust_model = trust_model  # expected-AUC model for trust reports (assessors.trust)
+        self.trust_policy = trust_policy  # posterior trust thresholds chosen on validation LLMs (dict)
 
     def supplied_reference(self, reference_success) -> np.ndarray | None:
         """``reference_success`` as a vector (n_ref,) with NaN = not evaluated; None when nothing
@@ -226,9 +233,9 @@ def assessor_signature(model: AssessorModel, example_prompts):
 
 
 def log_assessor_model(run, assessor, featurizer, reference_ids, reference_success, llms, example_prompts,
-                       trust_model=None):
+                       trust_model=None, trust_policy=None):
     """Log an :class:`AssessorModel` with its signature (:func:`assessor_signature`)."""
-    model = AssessorModel(assessor, featurizer, reference_ids, reference_success, llms, trust_model)
+    model = AssessorModel(assessor, featurizer, reference_ids, reference_success, llms, trust_model, trust_policy)
     signature = assessor_signature(model, example_prompts)
     return run.log_model(model, "assessor", signature=signature, input_example=None,
                          pip_requirements=["assessors", "mlflow", "sentence-transformers", "xgboost", "scikit-learn"])

@@ -187,6 +187,10 @@ class Health(BaseModel):
     encoder_precision: Optional[str] = Field(None, description="float32 or bfloat16, for featurizers with "
                                                                 "the option (server.precision)")
     queue: Optional[QueueInfo] = None
+    trust_policy: Optional[dict[str, Any]] = Field(
+        None, description="thresholds and fallback of the posterior trust report (assessor=latent) and their "
+                          "source: 'validated on N validation LLMs' (stored with the model by train.py), "
+                          "'stated defaults', plus the keys trust.posterior sets")
 
 
 class ErrorBody(BaseModel):

@@ -107,21 +107,34 @@ def onboard_adaptive(cfg: DictConfig, model) -> dict:
                                                     pool_files=[str(p) for p in ob.prompts])}
     # what predict.py mode=score|route takes to score this LLM: llms=[{name, onboarded: <out_dir>}]
     summary["llm_spec"] = {"name": summary["llm"], "onboarded": str(Path(ob.out_dir).resolve())}
-    trust = plain(cfg.get("trust")) or {}
-    if trust.get("enabled", True) and "_target_" not in trust:
-        from assessors.trust.posterior_policy import PosteriorTrustPolicy
-
-        sel = runner.selector_
-        policy = PosteriorTrustPolicy(fallback=trust.get("fallback", True),
-                                      **{"seed": int(cfg.seed), **(trust.get("posterior") or {})})
-        rep, _ = policy.assess(model.assessor, sel.X_pool_[runner.asked_], runner.answers_, sel.X_target_,
-                               llm=summary["llm"])
+    rep = adaptive_trust(cfg, model, runner, summary["llm"])
+    if rep is not None:
         summary["trust"] = rep
         summary["predictor"] = rep["fallback"]["predictor"]
-        print(f"trust report for {summary['llm']}: {rep['message']} (predictions: {summary['predictor']})",
-              file=sys.stderr)
-        log_onboarding_trust(cfg, summary["llm"], rep)
     return summary
+
+
+def adaptive_trust(cfg: DictConfig, model, runner, llm: str) -> dict | None:
+    """The posterior trust report (v2) of an adaptively onboarded LLM from ``runner``'s asked prompts and
+    answers, about its target prompts; printed (stderr) and logged. None when ``trust`` is off or custom.
+
+    The thresholds and fallback are those stored with the model (chosen on validation LLMs by
+    ``train.py``) unless ``trust.posterior`` sets them, else the stated defaults; ``policy.source``
+    in the report says which.
+    """
+    trust = plain(cfg.get("trust")) or {}
+    if not trust.get("enabled", True) or "_target_" in trust:
+        return None
+    from assessors.trust.posterior_policy import PosteriorTrustPolicy, policy_options
+
+    sel = runner.selector_
+    opts = policy_options(model, {"seed": int(cfg.seed), **(trust.get("posterior") or {})})
+    policy = PosteriorTrustPolicy(fallback=trust.get("fallback", True), **opts)
+    rep, _ = policy.assess(model.assessor, sel.X_pool_[runner.asked_], runner.answers_, sel.X_target_, llm=llm)
+    print(f"trust report for {llm}: {rep['message']} (predictions: {rep['fallback']['predictor']}; "
+          f"thresholds: {policy.source})", file=sys.stderr)
+    log_onboarding_trust(cfg, llm, rep)
+    return rep
 
 
 def log_onboarding_trust(cfg: DictConfig, llm: str, report: dict) -> None:

@@ -150,6 +150,7 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
                            text_features=not capability(prep.featurizer, "uses_results"))
         preds, fitted = predict_methods(cfg, prep)
         fitted["trust_model"] = fit_trust(cfg, prep, fitted["generic"], fitted["reference_ids"], run)
+        fitted["trust_policy"] = fit_trust_policy(cfg, prep, fitted["generic"], fitted["reference_ids"], run)
         long = score_methods(prep, preds)
         prep.timings["total_s"] = time.perf_counter() - t_all
         summary, auc, notes = report_run(run, long, preds, prep.S("test", "test"), fitted["generic"],
@@ -191,6 +192,43 @@ def fit_trust(cfg, prep: Prepared, generic, ref_ids: list[str], run=None):
     return tm
 
 
+def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None) -> dict | None:
+    """Choose the posterior trust report's thresholds and fallback on the validation LLMs.
+
+    For an assessor with a posterior (``assessor=latent``): each validation LLM is described by its
+    answers on the reference prompts, as a new LLM is when served; its report and what happened are
+    about the *validation* prompts (never test prompts or LLMs). ``cfg.trust.validated_policy``
+    configures :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`; ``trust.fit_policy=false``
+    or ``trust.validated_policy=null`` turns this off. Returns its ``record()`` (stored with the model,
+    logged to ``run``), or None (no posterior, no validation LLMs, off): the model then keeps the stated
+    defaults.
+    """
+    from assessors.trust.posterior_eval import fit_on_validation_llms
+
+    tcfg = cfg.get("trust") or {}
+    node = tcfg.get("validated_policy")
+    if not capability(assessor, "has_posterior"):
+        return None
+    off = not tcfg.get("fit_policy", True) or node is None
+    if off or not prep.llms["val"]:
+        why = "turned off" if off else "no validation LLMs"
+        log.info("posterior trust policy: stated defaults (%s)", why)
+        if run is not None:
+            run.set_tags({"trust_policy.source": f"stated defaults ({why})"})
+        return None
+    t0 = time.perf_counter()
+    policy = fit_on_validation_llms(instantiate(node), assessor, assessor.reference_features_,
+                                    prep.results.matrix(prep.llms["val"], ref_ids), prep.X["val"],
+                                    prep.S("val", "val"), prep.llms["val"], seed=int(cfg.seed))
+    record = policy.record()
+    prep.timings["trust_policy_fit_s"] = time.perf_counter() - t0
+    if run is not None:
+        run.log_params({f"trust_policy.{k}": str(v) for k, v in record["options"].items()})
+        run.set_tags({"trust_policy.source": record["source"]})
+        run.log_dict(record, "trust/validated_policy.json")
+    return record
+
+
 def log_model(cfg, run, prep: Prepared, fitted: dict) -> str | None:
     """Log the generic assessor as an MLflow pyfunc model; returns the ``predict.py`` command that
     scores held-out prompts with it (None when no model is logged)."""
@@ -203,7 +241,7 @@ def log_model(cfg, run, prep: Prepared, fitted: dict) -> str | None:
     uri = log_assessor_model(run, fitted["generic"], prep.featurizer, ref_ids,
                              prep.results.matrix(prep.llms["train"], ref_ids), prep.llms["train"],
                              example_prompts=prep.results.prompts(prep.inst["test"][:2]),
-                             trust_model=fitted.get("trust_model"))
+                             trust_model=fitted.get("trust_model"), trust_policy=fitted.get("trust_policy"))
     if not uri:
         return None
     run.set_tags({"model_uri": uri})

@@ -1,9 +1,11 @@
 """What happened to one LLM, next to its posterior trust report: the data the verdict policy is chosen on.
 
 :func:`llm_outcome` gives an LLM's raw report about some target prompts and, on those prompts, its
-realised accuracy and the AUC and Brier score of the latent assessor and of each fallback.
-:func:`fit_validated` fits a :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy` on the
-outcomes of validation LLMs; :func:`verdict_scores` scores a policy's verdicts on held-out LLMs.
+realised accuracy and the AUC and Brier score of the latent assessor and of each fallback
+(:func:`llm_outcomes`: of several LLMs). :func:`fit_validated` fits a
+:class:`~assessors.trust.validated_policy.ValidatedTrustPolicy` on the outcomes of validation LLMs
+(:func:`fit_on_validation_llms`: from their answers, what ``train.py`` and
+``benchmarks/posterior_trust.py`` do); :func:`verdict_scores` scores a policy's verdicts on held-out LLMs.
 """
 from __future__ import annotations
 
@@ -48,6 +50,44 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
         out[f"auc_{kind}"] = masked_auc(s, p)
         out[f"brier_{kind}"] = brier(s[obs], np.asarray(p)[obs]) if obs.any() else np.nan
     return rep, out
+
+
+def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_ood=None, seed: int = 0):
+    """``(reports, outcomes)``: :func:`llm_outcome` of each of ``llms``.
+
+    Parameters
+    ----------
+    X_answered : ndarray of shape (n, d)
+        The prompts every LLM answered (e.g. the reference prompts).
+    Y : ndarray of shape (k, n)
+        Row ``i``: ``llms[i]``'s 0/1 answers (NaN = not answered; left out of its evidence, as the
+        serving registry does).
+    X_target : ndarray of shape (m, d)
+    S_target : ndarray of shape (k, m)
+        Realised success on the target prompts (NaN = not evaluated).
+    llms : sequence of str, length k
+    """
+    X_answered, Y = np.asarray(X_answered, dtype=np.float32), np.asarray(Y, dtype=np.float64)
+    reps, outs = [], []
+    for k, llm in enumerate(llms):
+        obs = np.isfinite(Y[k])
+        r, o = llm_outcome(assessor, X_answered[obs], Y[k, obs], X_target, S_target[k], llm=llm,
+                           prompt_ood=prompt_ood, seed=seed)
+        reps.append(r)
+        outs.append(o)
+    return reps, outs
+
+
+def fit_on_validation_llms(policy, assessor, X_answered, Y, X_target, S_target, llms, *, prompt_ood=None,
+                           seed: int = 0):
+    """Fit ``policy`` (a ValidatedTrustPolicy) on validation LLMs from their answers (see :func:`llm_outcomes`).
+
+    ``Y`` (k, n): the validation LLMs' answers on ``X_answered`` (n, d), the reference prompts;
+    ``X_target`` (m, d) / ``S_target`` (k, m): the *validation* prompts and what happened on them.
+    Returns the fitted ``policy``.
+    """
+    reps, outs = llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, prompt_ood=prompt_ood, seed=seed)
+    return fit_validated(policy, reps, outs)
 
 
 def fit_validated(policy, reports, outcomes):

@@ -8,11 +8,17 @@ ranking (:class:`ReleveledPredictor`), the "reference only" one (:class:`Referen
 when the target prompts are unlike the training prompts. :func:`make_posterior_trust_fn` is the LLM registry's hook for a model with a latent assessor:
 ``fn(reference (n_ref,)) -> (report dict, predictor or None)``; the engine then scores such an LLM
 with the predictor (``predict.py`` and the HTTP API say which predictor was used).
+
+The thresholds and the fallback are, in this order of precedence: options given explicitly
+(``trust.posterior``), the ones ``train.py`` chose on the validation LLMs and stored with the model
+(``AssessorModel.trust_policy``, see :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`),
+the stated defaults (:func:`policy_options`). Every report says which in ``policy.source``.
 """
 from __future__ import annotations
 
+import inspect
 import logging
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,6 +33,12 @@ log = logging.getLogger(__name__)
 
 #: The fallbacks a trust verdict can switch an LLM to.
 FALLBACKS = (RELEVEL_NAME, FALLBACK_NAME)
+#: Where the thresholds come from when neither the model nor the config gives them.
+STATED_DEFAULTS = "stated defaults"
+#: The report thresholds a validated policy chooses (the rest of its options are the fallback's).
+THRESHOLDS = ("misfit_alpha", "range_margin", "max_width", "band_scale", "auc_band_scale")
+#: The options a validated policy chooses and a model may store.
+POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags")
 
 
 def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0):
@@ -62,6 +74,8 @@ class PosteriorTrustPolicy:
         Prior standard deviation of the re-levelled fallback's logit offset.
     prompt_ood : PromptOOD, optional
         Fitted prompt-side out-of-distribution signal (off without one).
+    source : str
+        Where the thresholds and the fallback came from (reported in every report's ``policy``).
     **report_options
         Options of :func:`~assessors.trust.posterior_report.posterior_trust` (``level``,
         ``n_samples``, ``misfit_alpha``, ``max_width``, ``range_margin``, ``band_scale``,
@@ -71,7 +85,7 @@ class PosteriorTrustPolicy:
     def __init__(self, fallback: bool = True, fallback_on: Sequence[str] = (OUT,),
                  fallback_flags: Sequence[str] | None = None, fallback_kind: str = RELEVEL_NAME,
                  ood_fallback: str = FALLBACK_NAME, C: float = 1.0, prior_sd: float = 3.0, prompt_ood=None,
-                 **report_options):
+                 source: str = STATED_DEFAULTS, **report_options):
         allowed = {"level", "n_samples", "misfit_alpha", "max_width", "range_margin", "band_scale",
                    "auc_band_scale", "max_ood_share", "seed"}
         unknown = sorted(set(report_options) - allowed)
@@ -88,7 +102,15 @@ class PosteriorTrustPolicy:
         self.C = float(C)
         self.prior_sd = float(prior_sd)
         self.prompt_ood = prompt_ood
+        self.source = str(source)
         self.report_options = report_options
+
+    def settings(self) -> dict:
+        """``source`` and the thresholds and fallback in force (the report's defaults where not given)."""
+        defaults = inspect.signature(posterior_trust).parameters
+        out = {k: self.report_options.get(k, defaults[k].default) for k in THRESHOLDS}
+        flags = None if self.fallback_flags is None else list(self.fallback_flags)
+        return {"source": self.source, **out, "fallback_kind": self.fallback_kind, "fallback_flags": flags}
 
     def choose(self, rep) -> str | None:
         """The fallback a report asks for under this policy (None: keep the latent assessor)."""
@@ -117,6 +139,7 @@ class PosteriorTrustPolicy:
         out["version"] = 2
         out["fallback"] = {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
                            "predictor": predictor.name if predictor is not None else "latent"}
+        out["policy"] = self.settings()
         if kind is not None and predictor is None:
             why = "disabled (trust.fallback=false)" if not self.fallback else "impossible without answers"
             log.warning("trust verdict for %s is %r but the fallback is %s", llm, rep.message, why)
@@ -138,6 +161,23 @@ def _json_safe(d):
     return d
 
 
+def policy_options(model, options: Mapping | None = None) -> dict:
+    """Keyword arguments of :class:`PosteriorTrustPolicy` for ``model``, with their ``source``.
+
+    The options stored with the model (``model.trust_policy["options"]``, chosen on validation
+    LLMs by ``train.py``; absent from older models and non-latent assessors) over the stated
+    defaults, and ``options`` (explicit, e.g. ``trust.posterior``) over both, key by key.
+    """
+    stored = getattr(model, "trust_policy", None) or {}
+    options = dict(options or {})
+    source = stored.get("source") if stored.get("options") else None
+    source = source or STATED_DEFAULTS
+    given = sorted(k for k in options if k in POLICY_KEYS)
+    if given:
+        source += f"; trust.posterior sets {', '.join(given)}"
+    return {**dict(stored.get("options") or {}), **options, "source": source}
+
+
 def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, **options):
     """Registry hook for an :class:`AssessorModel` with a latent assessor.
 
@@ -145,13 +185,16 @@ def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, *
     items, or the answered items of an :class:`~assessors.core.evidence.Evidence` (prompts outside the
     reference set), are the evidence; the reference prompts are the target of the expected accuracy and
     AUC. ``fn.accepts_evidence`` is True (what :class:`~assessors.routing.registry.LLMRegistry` checks).
-    ``options`` build the policy when none is given (see :class:`PosteriorTrustPolicy`).
+    ``options`` build the policy when none is given, over the options stored with the model (see
+    :func:`policy_options`); ``fn.policy`` is the policy applied.
     """
     assessor = model.assessor
     if not capability(assessor, "has_posterior"):
         raise ConfigError(f"the posterior trust report needs a latent assessor (assessor=latent); the model holds "
                           f"{type(assessor).__name__}")
-    policy = policy if policy is not None else PosteriorTrustPolicy(**options)
+    policy = policy if policy is not None else PosteriorTrustPolicy(**policy_options(model, options))
+    log.info("posterior trust policy (%s): %s", policy.source,
+             {k: v for k, v in policy.settings().items() if k != "source"})
     X_ref = np.asarray(assessor.reference_features_, dtype=np.float32)
 
     def fn(reference, llm: str = "new"):
@@ -163,6 +206,7 @@ def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, *
         return policy.assess(assessor, X_ref[obs], r[obs], X_ref, llm=llm)
 
     fn.accepts_evidence = True
+    fn.policy = policy
     return fn
 
 

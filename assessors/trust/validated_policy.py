@@ -16,7 +16,9 @@ validation prompts) and what happened on the validation prompts, and chooses, in
 Where the validation LLMs cannot decide (fewer than ``min_failures`` failures, fewer than
 ``min_triggered`` triggered LLMs, no finite AUC) the stated default is kept and ``chosen_by_`` says
 so. ``options()`` are the keyword arguments of
-:class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`.
+:class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`; ``record()`` is what ``train.py``
+stores with a model whose assessor is latent (``AssessorModel.trust_policy``), the defaults of
+``predict.py``, the server and onboarding.
 """
 from __future__ import annotations
 
@@ -199,3 +201,12 @@ class ValidatedTrustPolicy(BaseEstimator):
         fs = FLAG_SETS[self.fallback_flags_]
         return {**self.thresholds_, "band_scale": self.band_scale_, "auc_band_scale": self.auc_band_scale_,
                 "fallback_kind": self.fallback_, "fallback_flags": None if fs is None else list(fs)}
+
+    def record(self) -> dict:
+        """What a trained model stores (JSON-safe): ``source``, ``options``, ``chosen_by``,
+        ``n_validation_llms`` and the validation counts and band coverage behind the choice."""
+        check_is_fitted(self, "fallback_")
+        cov = {k: (float(v) if np.isfinite(v) else None) for k, v in self.coverage_.items()}
+        return {"source": f"validated on {self.n_val_} validation LLMs", "options": self.options(),
+                "chosen_by": dict(self.chosen_by_), "n_validation_llms": int(self.n_val_),
+                "n_failures": int(self.n_failures_), "n_out_of_population": int(self.n_triggered_), "coverage": cov}

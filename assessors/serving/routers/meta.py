@@ -17,6 +17,12 @@ def router_info(engine) -> S.RouterInfo:
     return S.RouterInfo(policy=type(r).__name__, knob=r.knob, value=r.knob_value)
 
 
+def trust_policy(engine) -> dict | None:
+    """The posterior trust policy the registry applies (its ``source`` says where it came from), if any."""
+    policy = getattr(engine.registry.trust_fn, "policy", None)
+    return policy.settings() if policy is not None else None
+
+
 @router.get("/health", response_model=S.Health, response_model_exclude_none=True, tags=["meta"],
             responses={503: {"model": S.Health, "description": "starting: model loading or first encode not done"}})
 async def health(request: Request, response: Response):
@@ -32,7 +38,8 @@ async def health(request: Request, response: Response):
     return S.Health(status="ready", pid=os.getpid(), n_llms=len(engine.registry), n_reference=len(engine.reference_ids),
                     router=router_info(engine) if engine.router is not None else None,
                     featurizer=type(engine.model.featurizer).__name__,
-                    encoder_precision=encoder_precision(engine.model.featurizer), queue=queue)
+                    encoder_precision=encoder_precision(engine.model.featurizer), queue=queue,
+                    trust_policy=trust_policy(engine))
 
 
 @router.get("/v1/reference", response_model=S.ReferenceSet, dependencies=[Depends(deps.require_key)], tags=["llms"])

@@ -1,0 +1,169 @@
+"""``train.py assessor=latent`` chooses the posterior trust thresholds on the validation LLMs and stores
+them with the model; the loaded model's trust function (predict.py, the server, /health) uses them, an
+explicit ``trust.posterior`` option wins, and a model without them keeps the stated defaults."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+TINY_LATENT = [
+    "assessor=latent", "data.subtasks=[bbh_navigate,bbh_sports_understanding,bbh_web_of_lies]",
+    "features=unigram", "features.max_features=200", "selector.size=30",
+    "llm_split.n_train=20", "llm_split.n_val=8", "llm_split.n_test=4",
+    "assessor.n_members=1", "assessor.hidden_sizes=[16]", "assessor.max_epochs=8", "assessor.residual_dims=8",
+    "compare.specific=false", "compare.reference_only=false", "compare.all_train_data=false",
+    "compare.random_selector=false", "plots=false",
+]
+STATED = {"misfit_alpha": 0.01, "range_margin": 0.02, "max_width": 0.15, "band_scale": 1.0, "auc_band_scale": 1.0,
+          "fallback_kind": "releveled", "fallback_flags": None}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, data_dir):
+    """A tiny latent assessor trained by the train task (MLflow store under a temporary directory)."""
+    import mlflow
+    from hydra import compose, initialize_config_dir
+
+    from assessors.routing.engine import load_assessor_model
+    from assessors.tasks.train import train_assessors
+    out = tmp_path_factory.mktemp("stored_policy") / "outputs"
+    with initialize_config_dir(config_dir=str(Path(__file__).resolve().parents[2] / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=[f"paths.data_dir={data_dir}", f"paths.outputs={out}", *TINY_LATENT])
+    train_assessors(cfg)
+    tracking_uri = f"sqlite:///{out}/mlflow.db"
+    mlflow.set_tracking_uri(tracking_uri)
+    run = mlflow.search_runs(search_all_experiments=True).iloc[0]
+    model = load_assessor_model(run["tags.model_uri"], tracking_uri)
+    return {"model": model, "run": run, "out": out, "cfg": cfg}
+
+
+def _ready(c, timeout: float = 60.0) -> dict:
+    """``/health`` once the app has loaded and warmed up."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while (r := c.get("/health")).status_code != 200 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _register(model, trust):
+    """Trust report of one held-out LLM registered with ``trust`` options, and the policy applied."""
+    from assessors.routing.engine import registry_for
+    from assessors.routing.setup import trust_hook
+
+    fn = trust_hook(model, trust)
+    reg = registry_for(model, fn)
+    entry = reg.register("new", model.reference_success[0].copy())
+    return entry.trust, fn.policy.settings()
+
+
+@pytest.mark.slow
+def test_training_stores_the_policy_chosen_on_validation_llms(trained):
+    import mlflow
+
+    stored = trained["model"].trust_policy
+    assert stored is not None, "train.py assessor=latent stored no trust policy with the model"
+    assert stored["n_validation_llms"] == 8 and stored["source"] == "validated on 8 validation LLMs"
+    assert set(stored["options"]) == set(STATED)
+    assert {"band_scale", "auc_band_scale", "thresholds", "fallback"} == set(stored["chosen_by"])
+    # logged to MLflow: params and the JSON artifact
+    run = trained["run"]
+    assert run["tags.trust_policy.source"] == stored["source"]
+    for k, v in stored["options"].items():
+        assert run[f"params.trust_policy.{k}"] == str(v)
+    local = mlflow.artifacts.download_artifacts(run_id=run["run_id"], artifact_path="trust/validated_policy.json",
+                                                dst_path=str(trained["out"] / "dl"))
+    assert json.load(open(local)) == stored
+    assert run["metrics.time/trust_policy_fit_s"] > 0
+
+
+@pytest.mark.slow
+def test_the_loaded_model_applies_the_stored_policy_and_an_explicit_option_wins(trained):
+    model = trained["model"]
+    stored = model.trust_policy
+    report, used = _register(model, {"enabled": True, "fallback": True, "posterior": {}})
+    assert used == {"source": stored["source"], **stored["options"]}
+    assert report["policy"] == used
+    # whatever the store holds is what the loaded model applies (not a coincidence with the defaults)
+    other = copy.copy(model)
+    other.trust_policy = copy.deepcopy(stored)
+    other.trust_policy["options"].update(misfit_alpha=0.0777, fallback_kind="reference_only", fallback_flags=["misfit"])
+    _, used = _register(other, {"posterior": {}})
+    assert (used["misfit_alpha"], used["fallback_kind"], used["fallback_flags"]) == (0.0777, "reference_only", ["misfit"])
+    # trust.posterior sets one key: it wins, the others stay the stored ones
+    _, over = _register(model, {"posterior": {"misfit_alpha": 0.1234, "seed": 1}})
+    assert over["misfit_alpha"] == 0.1234
+    assert {k: over[k] for k in STATED if k != "misfit_alpha"} == {k: v for k, v in stored["options"].items()
+                                                                    if k != "misfit_alpha"}
+    assert over["source"] == stored["source"] + "; trust.posterior sets misfit_alpha"
+
+
+@pytest.mark.slow
+def test_predict_config_and_health_name_the_source(trained, compose, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from assessors.serving.app import create_app
+    from assessors.tasks.predict_common import engine_from_cfg
+
+    model = trained["model"]
+    engine = engine_from_cfg(compose(["tracking=none", "known_llms=all"], config_name="predict"), model=model)
+    assert engine.registry.trust_fn.policy.settings()["source"] == model.trust_policy["source"]
+    cfg = compose(["tracking=none", "+trust.posterior.fallback_kind=reference_only"], config_name="predict")
+    assert engine_from_cfg(cfg, model=model).registry.trust_fn.policy.fallback_kind == "reference_only"
+    monkeypatch.setenv("TEST_POLICY_KEYS", "k" * 24)
+    app = create_app({"auth": {"api_keys_env": ["TEST_POLICY_KEYS"]}}, engine=engine)
+    with TestClient(app) as c:
+        health = _ready(c)
+    assert health["trust_policy"] == {"source": model.trust_policy["source"], **model.trust_policy["options"]}
+
+
+@pytest.mark.slow
+def test_adaptive_onboarding_reports_under_the_stored_policy(trained, compose):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from assessors.tasks.onboard import adaptive_trust
+
+    model = trained["model"]
+    X = np.asarray(model.assessor.reference_features_)
+    runner = SimpleNamespace(selector_=SimpleNamespace(X_pool_=X, X_target_=X), asked_=np.arange(20),
+                             answers_=model.reference_success[0, :20].astype(float))
+    rep = adaptive_trust(compose(["tracking=none"], config_name="predict"), model, runner, "new")
+    assert rep["policy"] == {"source": model.trust_policy["source"], **model.trust_policy["options"]}
+    cfg = compose(["tracking=none", "+trust.posterior.range_margin=0.2"], config_name="predict")
+    rep = adaptive_trust(cfg, model, runner, "new")
+    assert rep["policy"]["range_margin"] == 0.2 and rep["policy"]["source"].endswith("sets range_margin")
+
+
+@pytest.mark.slow
+def test_a_model_without_stored_options_keeps_the_stated_defaults(trained):
+    old = copy.copy(trained["model"])
+    del old.trust_policy  # a model pickled before the attribute existed
+    report, used = _register(old, {"posterior": {}})
+    assert used == {"source": "stated defaults", **STATED}
+    assert report["policy"]["source"] == "stated defaults"
+    _, over = _register(old, {"posterior": {"max_width": 0.3}})
+    assert over == {"source": "stated defaults; trust.posterior sets max_width", **STATED, "max_width": 0.3}
+
+
+def test_the_switch_and_a_non_latent_assessor_store_nothing(tiny, compose):
+    from hydra.utils import instantiate
+
+    from assessors.tasks.train import fit_trust_policy
+
+    cfg = compose(["assessor=latent", "trust.fit_policy=false"])
+    latent = instantiate(cfg.assessor)  # unfitted: only its capability is read before the switch
+    assert fit_trust_policy(cfg, None, latent, []) is None
+    assert fit_trust_policy(compose(["assessor=latent", "trust.validated_policy=null"]), None, latent, []) is None
+    assert fit_trust_policy(compose(), None, tiny["model"].assessor, []) is None  # XGBoost: no posterior
+    on = compose(["assessor=latent"])
+    assert on.trust.fit_policy is True and on.trust.validated_policy._target_.endswith("ValidatedTrustPolicy")
+    with pytest.raises(AttributeError):  # on by default: it goes on to read the split (here: none given)
+        fit_trust_policy(on, None, latent, [])
+
