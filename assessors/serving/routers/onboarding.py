@@ -106,7 +106,7 @@ async def post_answers(name: str, req: O.AnswersRequest, request: Request, engin
         ref, meta, cost = old.reference.astype(np.float64), old.meta.get(META, {}), old.cost
     elif req.create:
         ref, meta = np.full(len(engine.reference_ids), np.nan), {}
-        cost = (req.cost or S.CostSpec()).model_dump()
+        cost = pool.new_cost(req)
     else:
         engine.registry.get(name)  # 404, naming the registered LLMs
     ids = list(req.answers)
