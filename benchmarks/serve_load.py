@@ -13,7 +13,8 @@ Phases (``--phases``, comma-separated):
            compared with bare one-at-a-time ``encode`` of the same prompts in this process
   mixed    12 concurrent heavy requests (30 prompts x 32k characters, client A) during a steady
            stream of 1-prompt requests (client B, open loop at ``--light-rate``/s)
-  memory   ``--n-memory`` requests (uncached, concurrency as above); server RSS every 2,000
+  memory   ``--n-memory`` requests (uncached, concurrency as above); server RSS every 2,000 answers,
+           and polled every 0.2 s (the median of each 2,000-request window)
 """
 from __future__ import annotations
 
@@ -123,6 +124,44 @@ async def mixed(session, url: str, heavy: list[dict], light: list[dict], rate: f
     return {"heavy": agg(heavy_res), "light": agg(light_res), "light_rate_per_s": rate}
 
 
+async def memory_phase(session, url: str, proc, prompts: list[str], args) -> dict:
+    """The memory phase: server RSS at every 2,000th answer, and polled every 0.2 s. A single sample
+    swings with the activations of the batch in flight, so the median of each 2,000-request window
+    is compared too (requests 2,000-4,000 against the last window)."""
+    bodies = [{"prompts": [p], "llms": LLMS3} for p in unique_prompts(prompts, args.n_memory, "memory")]
+    samples: dict = {}
+    polled: list[tuple[int, float]] = []
+    done = [0]
+
+    def on_done(k):
+        done[0] = k
+        if k % 2000 == 0:
+            samples[k] = server_rss_mb(proc)
+
+    async def poll():
+        while True:
+            polled.append((done[0], server_rss_mb(proc)))
+            await asyncio.sleep(0.2)
+
+    la0 = os.getloadavg()
+    poller = asyncio.get_running_loop().create_task(poll())
+    try:
+        res = await cpu_cost(proc, closed_loop)(session, url, bodies, args.concurrency, KEY_B, on_done)
+    finally:
+        poller.cancel()
+    windows: dict = {}
+    for k, r in polled:
+        if k > 0:
+            windows.setdefault(2000 * ((k - 1) // 2000 + 1), []).append(r)
+    med = {k: float(np.median(v)) for k, v in sorted(windows.items())}
+    ks, last = sorted(samples), max(med, default=None)
+    return {**res, "rss_mb_by_request": samples,
+            "growth_from_2000_pct": 100 * (samples[ks[-1]] / samples[2000] - 1) if 2000 in samples else None,
+            "rss_mb_window_median": med, "rss_mb_max": max((r for _, r in polled), default=None),
+            "growth_window_median_pct": 100 * (med[last] / med[4000] - 1) if 4000 in med and last != 4000 else None,
+            "loadavg_before": la0, "loadavg_after": os.getloadavg()}
+
+
 def start_server(model_dir: Path, tmp: Path, port: int, workers: int, extra: list[str]) -> subprocess.Popen:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ASSESSORS_API_KEYS": f"{KEY_A},{KEY_B}"}
     cmd = [sys.executable, str(ROOT / "predict.py"), "mode=serve", f"model_uri={model_dir}",
@@ -230,19 +269,7 @@ async def run(args, tmp: Path, model_dir: Path, prompts: list[str], out: dict) -
                 out["mixed"] = {**await mixed(session, url, heavy, light, args.light_rate),
                                 "loadavg_before": la0, "loadavg_after": os.getloadavg()}
             if "memory" in phases:
-                bodies = [{"prompts": [p], "llms": LLMS3} for p in unique_prompts(prompts, args.n_memory, "memory")]
-                samples: dict = {}
-
-                def on_done(k):
-                    if k % 2000 == 0:
-                        samples[k] = server_rss_mb(proc)
-
-                la0 = os.getloadavg()
-                res = await cpu_cost(proc, closed_loop)(session, url, bodies, args.concurrency, KEY_B, on_done)
-                ks = sorted(samples)
-                out["memory"] = {**res, "rss_mb_by_request": samples,
-                                 "growth_from_2000_pct": 100 * (samples[ks[-1]] / samples[2000] - 1) if 2000 in samples else None,
-                                 "loadavg_before": la0, "loadavg_after": os.getloadavg()}
+                out["memory"] = await memory_phase(session, url, proc, prompts, args)
             async with session.get(base + "/health") as r:
                 out["health_after"] = await r.json()
         finally:

@@ -89,7 +89,7 @@ def init_state(st, settings: ServerSettings, checker: APIKeyChecker, engine: Eng
     st.batcher = FairBatcher(functools.partial(_embed, st), functools.partial(_score, st),
                              window_ms=b.window_ms, max_prompts=b.max_prompts, quantum=b.quantum,
                              queue_max_prompts=b.queue_max_prompts, client_max_prompts=b.client_max_prompts,
-                             batch_ms=b.batch_ms)
+                             batch_ms=b.batch_ms, trim_s=b.trim_s)
     st.upstream_clients = proxy.UpstreamClients(settings.upstreams)
     st.pool_onboarding = None  # server.onboarding.pool, read and featurized at start-up
 

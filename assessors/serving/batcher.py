@@ -25,6 +25,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from assessors.serving.heap import HeapTrimmer
+
 log = logging.getLogger("assessors.serving")
 
 
@@ -74,14 +76,15 @@ class FairBatcher:
         ``prompts -> X`` of shape (m, d); called only from the single worker thread.
     score : callable
         ``(X, entries) -> (P, STD)``, each of shape (k, m) (STD may be None); same thread.
-    window_ms, max_prompts, quantum, queue_max_prompts, client_max_prompts, batch_ms
+    window_ms, max_prompts, quantum, queue_max_prompts, client_max_prompts, batch_ms, trim_s
         See :class:`assessors.serving.settings.Batching`.
     """
 
     def __init__(self, embed: Callable[[list[str]], np.ndarray], score: Callable[[np.ndarray, list], np.ndarray],
                  window_ms: float = 2.0, max_prompts: int = 64, quantum: int = 8, queue_max_prompts: int = 2048,
-                 client_max_prompts: int = 512, batch_ms: float = 0.0):
+                 client_max_prompts: int = 512, batch_ms: float = 0.0, trim_s: float = 0.0):
         self.embed, self.score = embed, score
+        self.trim_s = float(trim_s)
         self.batch_s = batch_ms / 1000.0
         self.window_s = window_ms / 1000.0
         self.max_prompts, self.quantum = int(max_prompts), int(quantum)
@@ -93,12 +96,13 @@ class FairBatcher:
         self._task: asyncio.Task | None = None
         self._executor: ThreadPoolExecutor | None = None
         self.stats = {"batches": 0, "prompts_encoded": 0, "prompts_cancelled": 0, "jobs_cancelled": 0,
-                      "rejected": 0}
+                      "rejected": 0, "heap_trims": 0, "heap_trim_ms": 0.0}
         self._rate = 0.0  # prompts/s of recent batches (exponential average), for Retry-After
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assessors-encoder")
+        self._trimmer = HeapTrimmer(self.trim_s)
         self._wake = asyncio.Event()
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="assessors-batcher")
 
@@ -255,6 +259,10 @@ class FairBatcher:
             for job, result in done:
                 if not job.future.done():
                     job.future.set_result(result)
+            if self._trimmer.due():  # after the answers went out: the trim delays the next batch only
+                await loop.run_in_executor(self._executor, self._trimmer.trim)
+                self.stats["heap_trims"], self.stats["heap_trim_ms"] = (self._trimmer.trims,
+                                                                        round(1e3 * self._trimmer.trim_s, 1))
 
     # ---------------------------------------------------------- worker thread
     def _run(self, batch: list[tuple[Job, int, int]]) -> list[tuple[Job, tuple]]:

@@ -173,6 +173,8 @@ class QueueInfo(BaseModel):
     prompts_cancelled: int = Field(description="prompts dropped because their request timed out or went away")
     jobs_cancelled: int
     rejected: int = Field(description="requests answered 503 because the queue was full")
+    heap_trims: int = Field(0, description="times free heap memory was returned to the OS (server.batching.trim_s)")
+    heap_trim_ms: float = Field(0.0, description="time those trims took, in total")
 
 
 class Health(BaseModel):

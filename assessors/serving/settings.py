@@ -36,6 +36,8 @@ class Batching(_Cfg):
     client_max_prompts: int = Field(512, gt=0, description="queued prompts of one client; beyond this: 503")
     batch_ms: float = Field(0.0, ge=0, description="cap a batch at what the encoder does in this long at its "
                                                      "recent rate (at least quantum prompts); 0: max_prompts only")
+    trim_s: float = Field(1.0, ge=0, description="return the C heap's free memory to the OS (glibc malloc_trim) "
+                                                   "between batches at most this often; 0: never")
 
 
 class Upstream(_Cfg):
