@@ -20,6 +20,7 @@ import numpy as np
 
 from assessors.core.evidence import Evidence
 from assessors.errors import DataError, NoPosteriorError
+from assessors.onboarding.reference_set import selector_status
 from assessors.tags import capability
 
 log = logging.getLogger(__name__)
@@ -121,12 +122,7 @@ class PoolOnboarding:
         the answered items (the budget all of them, the design estimate the pool's).
         """
         asked, y = self.history(evidence)
-        est = {k: None if v is None else float(v)
-               for k, v in self.selector.estimate(post, asked=asked, answers=y).items()}
-        est["n"] = 0 if evidence is None else evidence.n_answered
-        hist = [*history, est] if (not history or history[-1].get("n") != est["n"]) else list(history)
-        stop, reason = self.selector.should_stop(est["n"], hist)
-        return {"posterior": est, "history": hist, "stop": bool(stop), "stop_reason": reason or None}
+        return selector_status(self.selector, post, asked, y, 0 if evidence is None else evidence.n_answered, history)
 
     def next(self, evidence: Evidence | None, n: int, post, candidates: Sequence[str] | None = None) -> list[str]:
         """Ids of the next ``n`` unanswered pool prompts (fewer when the pool runs out), most

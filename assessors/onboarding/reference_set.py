@@ -70,12 +70,7 @@ class ReferenceSetOnboarding:
         """Expected accuracy on the reference set with its 90% band (``width``), and the stopping rule."""
         asked, y = self.history(reference, order)
         post = self.selector.posterior(asked, y)
-        est = {k: None if v is None else float(v)
-               for k, v in self.selector.estimate(post, asked=asked, answers=y).items()}
-        est["n"] = len(asked)
-        hist = [*history, est] if (not history or history[-1].get("n") != len(asked)) else list(history)
-        stop, reason = self.selector.should_stop(len(asked), hist)
-        return {"posterior": est, "history": hist, "stop": bool(stop), "stop_reason": reason or None, "post": post}
+        return {**selector_status(self.selector, post, asked, y, len(asked), history), "post": post}
 
     def next(self, reference: np.ndarray | None, n: int, order: Sequence[str] = (),
              candidates: Sequence[str] | None = None, post=None) -> list[str]:
@@ -114,3 +109,14 @@ class OnboardingCache:
                 self._value = ReferenceSetOnboarding(assessor, reference_ids, selector_params)
                 self._key = key
             return self._value
+
+
+def selector_status(selector, post, asked: Sequence[int], y: Sequence[float], n: int,
+                    history: Sequence[dict] = ()) -> dict:
+    """The estimate under ``post`` (with ``n`` answered items) appended to ``history`` once per ``n``,
+    and ``selector``'s stopping rule: ``{posterior, history, stop, stop_reason}``."""
+    est = {k: None if v is None else float(v) for k, v in selector.estimate(post, asked=asked, answers=y).items()}
+    est["n"] = n
+    hist = [*history, est] if (not history or history[-1].get("n") != n) else list(history)
+    stop, reason = selector.should_stop(n, hist)
+    return {"posterior": est, "history": hist, "stop": bool(stop), "stop_reason": reason or None}
