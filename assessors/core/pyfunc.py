@@ -69,10 +69,15 @@ class AssessorModel(PythonModel):
         (latent assessors; :meth:`ValidatedTrustPolicy.record`: ``source``, ``options``,
         ``chosen_by``, ...): the defaults of the trust report wherever the model is used. None (and
         models saved before it existed): the stated defaults.
+    training_prompts : dict, optional
+        Where the training prompts came from (:func:`~assessors.data.training_prompts.training_prompts_record`:
+        prompt files relative to the data dir and the training instance ids, no texts): the default
+        candidate pool of adaptive onboarding. None (and models saved before it existed): onboarding
+        needs prompt files named.
     """
 
     def __init__(self, assessor, featurizer, reference_ids, reference_success, llms, trust_model=None,
-                 trust_policy=None):
+                 trust_policy=None, training_prompts=None):
         self.assessor = assessor
         self.featurizer = featurizer
         self.reference_ids = list(reference_ids)
@@ -80,6 +85,7 @@ class AssessorModel(PythonModel):
         self.llms = list(llms)
         self.trust_model = trust_model  # expected-AUC model for trust reports (assessors.trust)
         self.trust_policy = trust_policy  # posterior trust thresholds chosen on validation LLMs (dict)
+        self.training_prompts = training_prompts  # relative prompt files + training ids (dict)
 
     def supplied_reference(self, reference_success) -> np.ndarray | None:
         """``reference_success`` as a vector (n_ref,) with NaN = not evaluated; None when nothing
@@ -233,9 +239,10 @@ def assessor_signature(model: AssessorModel, example_prompts):
 
 
 def log_assessor_model(run, assessor, featurizer, reference_ids, reference_success, llms, example_prompts,
-                       trust_model=None, trust_policy=None):
+                       trust_model=None, trust_policy=None, training_prompts=None):
     """Log an :class:`AssessorModel` with its signature (:func:`assessor_signature`)."""
-    model = AssessorModel(assessor, featurizer, reference_ids, reference_success, llms, trust_model, trust_policy)
+    model = AssessorModel(assessor, featurizer, reference_ids, reference_success, llms, trust_model, trust_policy,
+                          training_prompts)
     signature = assessor_signature(model, example_prompts)
     return run.log_model(model, "assessor", signature=signature, input_example=None,
                          pip_requirements=["assessors", "mlflow", "sentence-transformers", "xgboost", "scikit-learn"])

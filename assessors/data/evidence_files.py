@@ -5,8 +5,8 @@
   (read by :func:`~assessors.data.prompts.read_prompt_files`, so ids are named as onboarding names
   them: ``<file stem>/<id>`` for files without a ``subgroup`` column);
 * an adaptive onboarding directory (``predict.py mode=onboard``): its ``answers.csv`` and the
-  candidate pool files recorded in its ``adaptive.json``, checked against the pool fingerprint
-  pinned there.
+  candidate pool files recorded in its ``adaptive.json`` (only the ``pool_ids`` it records, when the
+  pool was a part of the files), checked against the pool fingerprint pinned there.
 
 Both give the answered prompts' text and answers; the caller featurizes the text with the model's
 featurizer (the same path as the prompts it scores).
@@ -116,6 +116,8 @@ def read_onboarded(out_dir: str | os.PathLike) -> tuple[list[str], list[str], np
         raise DataError(f"{manifest} records no candidate pool files (an onboarding from before they were recorded); "
                         f"pass answers: {answers} with prompts: [the onboard.prompts files] instead")
     pool = read_prompt_files(files)
+    if state.get("pool_ids") is not None:  # the pool was a part of its files (e.g. the model's training prompts)
+        pool = pool[pool["instance_id"].isin(set(state["pool_ids"]))]
     fp = pool_fingerprint(pool.set_index("instance_id"))
     if fp != pinned.get("pool"):
         raise DataError(f"{out}: the pool files {files} changed since the onboarding (pool fingerprint {fp}, onboarding "

@@ -217,5 +217,6 @@ def load_semisynthetic(bank: str | Path, n_llms: int, items: Results, seed: int 
     instances = items.instances.loc[bank.instance_ids].copy()
     llms = [f"synth_{i:05d}" for i in range(int(n_llms))]
     return Results(instances=instances, llms=llms, success=success, name=f"semisynthetic:{items.name}",
-                   meta={"bank": bank.digest(), "seed": int(seed), "path": str(out)})
+                   meta={"bank": bank.digest(), "seed": int(seed), "path": str(out),
+                         "prompt_files": dict(items.meta.get("prompt_files") or {})})
 

@@ -97,7 +97,7 @@ class AdaptiveOnboarding:
         return pinned
 
     def run(self, pool: pd.DataFrame, out_dir: str | os.PathLike, X_target: np.ndarray | None = None,
-            http_client=None, pool_files: list[str] | None = None) -> dict:
+            http_client=None, pool_files: list[str] | None = None, record_pool_ids: bool = False) -> dict:
         """Ask, grade and journal adaptively chosen prompts until the selector's stopping rule holds.
 
         Parameters
@@ -113,6 +113,9 @@ class AdaptiveOnboarding:
         pool_files : list of str, optional
             The files ``pool`` was read from, recorded in ``adaptive.json`` (``pool_files``) so that
             ``predict.py`` can score the LLM from this directory (``llms=[{name, onboarded: <out_dir>}]``).
+        record_pool_ids : bool
+            The pool is a part of ``pool_files`` (e.g. the model's training prompts): its ids are
+            recorded too (``pool_ids``), so that the pool read back from the files is this one.
 
         Returns
         -------
@@ -131,6 +134,7 @@ class AdaptiveOnboarding:
         pinned = self._manifest(out, df)
         sel = self.selector.fit(self.assessor, X_pool, X_target)
         state = {"pinned": pinned, "pool_files": [str(Path(f).resolve()) for f in pool_files or ()],
+                 **({"pool_ids": [str(i) for i in df.index]} if record_pool_ids else {}),
                  "sequence": [], "history": [], "stop_reason": None}
         self._write(out, state)
         prog = _Progress()

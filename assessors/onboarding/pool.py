@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from assessors.core.evidence import Evidence
-from assessors.errors import DataError, NoPosteriorError
+from assessors.errors import ConfigError, DataError, NoPosteriorError
 from assessors.onboarding.reference_set import selector_status
 from assessors.tags import capability
 
@@ -43,16 +43,19 @@ class PoolOnboarding:
         The model's reference ids: answers on them are accepted (features ``reference_features_``).
     selector_params : dict
         :class:`AdaptiveSelector` parameters (criterion, strata, budget, stop_width, ...).
+    source : str
+        Where the pool came from (logged, and shown by ``/health``).
     """
 
     def __init__(self, assessor, ids: Sequence[str], texts: Sequence[str], X_pool: np.ndarray,
-                 reference_ids: Sequence[str] = (), selector_params: dict | None = None):
+                 reference_ids: Sequence[str] = (), selector_params: dict | None = None, source: str = ""):
         from assessors.onboarding.adaptive import AdaptiveSelector
 
         if not (capability(assessor, "has_posterior") and hasattr(assessor, "reference_features_")):
             raise NoPosteriorError(f"adaptive onboarding over a candidate pool needs an assessor with a posterior over "
                                    f"abilities (train with assessor=latent); this model holds {type(assessor).__name__}")
         self.assessor = assessor
+        self.source = source
         self.ids = [str(i) for i in ids]
         self.texts = dict(zip(self.ids, map(str, texts)))
         self.pos = {k: i for i, k in enumerate(self.ids)}
@@ -166,12 +169,8 @@ def load_pool(files: Sequence[str], embed, assessor, reference_ids: Sequence[str
         A file is missing or malformed, an id occurs twice, or no prompt can be featurized.
     """
     from assessors.data.prompts import read_prompt_files
-    from assessors.onboarding.adaptive_run import featurize_pool
 
-    if not capability(assessor, "has_posterior"):
-        raise NoPosteriorError(f"server.onboarding.pool needs an assessor with a posterior over abilities (train with "
-                               f"assessor=latent); this model holds {type(assessor).__name__}. Unset the pool to "
-                               "onboard on the reference set")
+    _require_posterior(assessor, "server.onboarding.pool")
     files = [str(f) for f in files]
     df = read_prompt_files(files, required=())
     if df.empty:
@@ -180,7 +179,58 @@ def load_pool(files: Sequence[str], embed, assessor, reference_ids: Sequence[str
     if len(dup):
         raise DataError(f"server.onboarding.pool {files}: instance id {dup.iloc[0]!r} occurs more than once; "
                         "pass each pool file once")
+    return _fit_pool(df, embed, assessor, reference_ids, selector_params,
+                     f"server.onboarding.pool ({len(files)} file(s))")
+
+
+def load_training_pool(record: dict | None, embed, assessor, reference_ids: Sequence[str],
+                       selector_params: dict | None = None, data_dir=None, cache_dir=None) -> PoolOnboarding:
+    """The model's training prompts as the candidate pool (``server.onboarding.pool: training``): read
+    from the data dir (:func:`~assessors.data.training_prompts.read_training_prompts`), featurized once
+    with ``embed`` and the selector fitted on them.
+
+    Parameters
+    ----------
+    record : dict or None
+        The model's ``training_prompts`` (prompt files relative to the data dir, training ids).
+    data_dir, cache_dir : path, optional
+        Where the files are looked up (``paths.data_dir``, else ``$ASSESSORS_DATA_DIR``; then the cache).
+
+    Raises
+    ------
+    NoPosteriorError
+        The assessor has no posterior.
+    ConfigError
+        The model records no training prompts.
+    DataError
+        A prompt file is missing from the data dir, or no prompt can be featurized.
+    """
+    from assessors.data.training_prompts import read_training_prompts
+
+    _require_posterior(assessor, "server.onboarding.pool=training")
+    if not record:
+        raise ConfigError("server.onboarding.pool=training: this model records no training prompts (trained before "
+                          "they were recorded, or on data without prompt files); list prompt files in "
+                          "server.onboarding.pool instead")
+    df, files = read_training_prompts(record, data_dir, cache_dir, required=(),
+                                      instead="list prompt files in server.onboarding.pool")
+    return _fit_pool(df, embed, assessor, reference_ids, selector_params,
+                     f"the model's training prompts ({record.get('data')}), {len(files)} file(s)")
+
+
+def _require_posterior(assessor, setting: str) -> None:
+    if not capability(assessor, "has_posterior"):
+        raise NoPosteriorError(f"{setting} needs an assessor with a posterior over abilities (train with "
+                               f"assessor=latent); this model holds {type(assessor).__name__}. Unset the pool to "
+                               "onboard on the reference set")
+
+
+def _fit_pool(df, embed, assessor, reference_ids: Sequence[str], selector_params: dict | None,
+              source: str) -> PoolOnboarding:
+    """Featurize the pool prompts ``df`` (``instance_id, prompt, ...``) and fit the selector on them."""
+    from assessors.onboarding.adaptive_run import featurize_pool
+
     df, X = featurize_pool(df.set_index("instance_id"), embed, "server.onboarding.pool")
-    log.info("candidate pool: %d prompts from %d file(s)", len(df), len(files))
+    log.info("candidate pool: %d prompts from %s", len(df), source)
     return PoolOnboarding(assessor, list(df.index), df["prompt"].astype(str).tolist(), X, reference_ids,
-                          selector_params)
+                          selector_params, source)

@@ -1,6 +1,7 @@
 """``/next`` and ``/answers`` over a candidate pool (``server.onboarding.pool``; see routers/onboarding.py).
 
-With a pool configured, the server reads and featurizes it once at start-up (on the encoder's
+With a pool configured (prompt files, or ``training``: the model's training prompts, read from the
+data dir), the server reads and featurizes it once at start-up (on the encoder's
 thread, through :meth:`Engine.embed`), proposes unanswered pool prompts with their text, and
 registers the answers as the LLM's evidence: the registry recomputes its posterior, its trust
 report and its fallback, so scoring and routing follow at once. Answers on reference ids are
@@ -10,20 +11,26 @@ carried over as evidence on its answered reference prompts.
 from __future__ import annotations
 
 from assessors.core.evidence import Evidence
-from assessors.onboarding.pool import PoolOnboarding, load_pool
+from assessors.onboarding.pool import PoolOnboarding, load_pool, load_training_pool
 from assessors.serving import onboarding_schemas as O
 from assessors.serving import schemas as S
+from assessors.serving.settings import TRAINING_POOL
 
 #: Where each LLM's onboarding record (estimate after each round) lives in its registry meta.
 META = "onboarding"
 
 
 def build(engine, settings) -> PoolOnboarding | None:
-    """The pool onboarding of ``settings.onboarding.pool`` (None when unset); raises at start-up
-    (:class:`~assessors.errors.DataError`, :class:`~assessors.errors.NoPosteriorError`) when unusable."""
+    """The pool onboarding of ``settings.onboarding.pool`` (None when unset): prompt files, or ``training``
+    (the model's training prompts, read from ``settings.data_dir``). Raises at start-up
+    (:class:`~assessors.errors.DataError`, :class:`~assessors.errors.ConfigError`,
+    :class:`~assessors.errors.NoPosteriorError`) when unusable."""
     files = settings.onboarding.pool
     if not files:
         return None
+    if files == TRAINING_POOL:
+        return load_training_pool(getattr(engine.model, "training_prompts", None), engine.embed, engine.model.assessor,
+                                  engine.reference_ids, settings.adaptive, settings.data_dir, settings.cache_dir)
     return load_pool(files, engine.embed, engine.model.assessor, engine.reference_ids, settings.adaptive)
 
 

@@ -193,6 +193,9 @@ class Health(BaseModel):
         None, description="thresholds and fallback of the posterior trust report (assessor=latent) and their "
                           "source: 'validated on N validation LLMs' (stored with the model by train.py), "
                           "'stated defaults', plus the keys trust.posterior sets")
+    onboarding_pool: Optional[dict[str, Any]] = Field(
+        None, description="the candidate pool of /next and /answers (server.onboarding.pool): its source (prompt "
+                          "files, or the model's training prompts) and n_prompts; absent: the reference set")
 
 
 class ErrorBody(BaseModel):

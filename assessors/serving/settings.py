@@ -1,9 +1,12 @@
 """Server settings (``server:`` in ``conf/predict.yaml``), validated by pydantic."""
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+#: ``server.onboarding.pool`` value that makes the model's training prompts the candidate pool.
+TRAINING_POOL = "training"
 
 
 class _Cfg(BaseModel):
@@ -59,9 +62,16 @@ class Upstream(_Cfg):
 class OnboardingSettings(_Cfg):
     """Adaptive onboarding over HTTP (``POST /v1/llms/{name}/next`` and ``/answers``, latent assessors)."""
 
-    pool: list[str] = Field(default_factory=list, description="candidate pool: prompt files (CSV/JSONL, the formats "
-                            "of onboard.prompts) whose prompts /next proposes and whose ids /answers accepts, the "
-                            "answers describing the LLM as evidence; empty: the model's reference set")
+    pool: Union[Literal["training"], list[str]] = Field(
+        default_factory=list, description="candidate pool: prompt files (CSV/JSONL, the formats of onboard.prompts) "
+        "whose prompts /next proposes and whose ids /answers accepts, the answers describing the LLM as evidence; "
+        "'training': the model's training prompts, read from the data dir (data_dir); empty: the model's reference set")
+
+    @field_validator("pool", mode="before")
+    @classmethod
+    def _one_file(cls, v):
+        """A single file name (``server.onboarding.pool=my.csv``) is a pool of one file."""
+        return [v] if isinstance(v, str) and v != TRAINING_POOL else v
 
 
 class ServerSettings(_Cfg):
@@ -82,6 +92,9 @@ class ServerSettings(_Cfg):
     adaptive: dict[str, Any] = Field(default_factory=dict, description="AdaptiveSelector settings of "
                                      "POST /v1/llms/{name}/next (latent assessors)")
     onboarding: OnboardingSettings = Field(default_factory=OnboardingSettings)
+    data_dir: Optional[str] = Field(None, description="where server.onboarding.pool=training reads the model's "
+                                    "training prompt files (paths.data_dir; null: $ASSESSORS_DATA_DIR)")
+    cache_dir: Optional[str] = Field(None, description="the download cache, looked in after data_dir (paths.cache_dir)")
     upstreams: dict[str, Upstream] = Field(default_factory=dict)
     log_level: str = "info"
     # what the engine is built from when the app factory loads it itself (see assessors.routing.setup.build_engine)

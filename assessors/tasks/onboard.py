@@ -32,9 +32,10 @@ log = logging.getLogger("assessors.predict")
 def run(cfg: DictConfig, model=None) -> dict:
     """Onboard ``onboarding.model``: on the model's reference prompts, adaptively, or on every prompt."""
     ob = cfg.onboard
-    if not ob.prompts:
-        raise ConfigError("mode=onboard needs onboard.prompts=[files with the prompts and targets]")
     if model is None and not cfg.get("model_uri"):
+        if not ob.prompts:
+            raise ConfigError("mode=onboard without a model (model_uri) needs onboard.prompts=[files with the prompts "
+                              "and targets]")
         return report(onboard_prompts(cfg))
     model = model if model is not None else load_assessor_model(cfg.model_uri, tracking_uri_from_cfg(cfg))
     strategy = ob.get("strategy", "reference")
@@ -58,17 +59,52 @@ def onboard_prompts(cfg: DictConfig) -> dict:
     return summary
 
 
+#: What the errors say when no prompt files are named and the model's training prompts cannot be read.
+NAME_FILES = "pass onboard.prompts=[files with the prompts and targets]"
+
+
+def read_onboard_prompts(cfg: DictConfig, model, ids=None) -> tuple[pd.DataFrame, list[str], str]:
+    """``(prompts, files, source)``: the prompts of ``onboard.prompts`` when given (they win), else the
+    model's training prompts read from the data dir (``paths.data_dir``, ``ASSESSORS_DATA_DIR``; see
+    :mod:`assessors.data.training_prompts`). ``ids`` keeps those instance ids (default: all of the
+    files, or the training ids).
+
+    Raises
+    ------
+    ConfigError
+        No files named and the model records no training prompts.
+    DataError
+        A training prompt file is missing (the message names ``ASSESSORS_DATA_DIR`` and ``onboard.prompts``).
+    """
+    from assessors.data.training_prompts import read_training_prompts
+
+    ob = cfg.onboard
+    if ob.prompts:
+        files = [str(p) for p in ob.prompts]
+        return read_prompt_table(files, ids=None if ids is None else set(ids)), files, "onboard.prompts"
+    record = getattr(model, "training_prompts", None)
+    if not record:
+        raise ConfigError(f"mode=onboard needs onboard.prompts=[files with the prompts and targets]: "
+                          f"{model_uri_name(cfg)} records no training prompts to use instead (trained before they were "
+                          "recorded, or on data without prompt files)")
+    paths = cfg.get("paths") or {}
+    prompts, files = read_training_prompts(record, paths.get("data_dir"), paths.get("cache_dir"), ids=ids,
+                                           instead=NAME_FILES)
+    return prompts, files, f"the model's training prompts ({record.get('data')})"
+
+
 def onboard_reference(cfg: DictConfig, model) -> dict:
     """Run the new LLM on the model's reference prompts -> ``<out>/reference.csv``."""
     ob = cfg.onboard
     ref_ids = list(model.reference_ids)
-    prompts = read_prompt_table(list(ob.prompts), ids=set(ref_ids))
+    prompts, files, source = read_onboard_prompts(cfg, model, ids=ref_ids)
     missing = sorted(set(ref_ids) - set(prompts["instance_id"]))
     if missing:
         log.warning("%d of %d reference prompts are not in %s (e.g. %s); they stay unanswered",
-                    len(missing), len(ref_ids), list(ob.prompts), missing[:3])
+                    len(missing), len(ref_ids), files, missing[:3])
     if prompts.empty:
-        raise DataError(f"none of the {len(ref_ids)} reference ids occur in {list(ob.prompts)}")
+        raise DataError(f"none of the {len(ref_ids)} reference ids occur in {files}")
+    log.info("reference prompts from %s: %d of %d", source, len(prompts), len(ref_ids))
     out_dir = Path(ob.out_dir)
     results, summary = instantiate(cfg.onboarding).run(prompts, out_dir)
     name = results.llms[0]
@@ -87,13 +123,15 @@ def model_uri_name(cfg: DictConfig) -> str:
 
 
 def onboard_adaptive(cfg: DictConfig, model) -> dict:
-    """Ask the new LLM adaptively chosen prompts of the pool (``onboard.prompts``) -> ``<out>/answers.csv``."""
+    """Ask the new LLM adaptively chosen prompts of the pool (``onboard.prompts``, else the model's training
+    prompts) -> ``<out>/answers.csv``."""
     from assessors.onboarding.adaptive_run import AdaptiveOnboarding
 
     ob = cfg.onboard
-    pool = read_prompt_table(list(ob.prompts))
+    pool, files, source = read_onboard_prompts(cfg, model)
     if pool.empty:
-        raise DataError(f"the candidate pool {list(ob.prompts)} holds no prompts")
+        raise DataError(f"the candidate pool {files} holds no prompts")
+    log.info("candidate pool: %s, %d prompts from %d file(s)", source, len(pool), len(files))
     X_target = None
     if ob.get("target"):
         X_target = model.featurizer.transform(read_prompts(ob.target)["prompt"].tolist())
@@ -103,8 +141,10 @@ def onboard_adaptive(cfg: DictConfig, model) -> dict:
                            + np.round(a, 4).tobytes() + np.round(b, 4).tobytes()).hexdigest()[:16]
     runner = AdaptiveOnboarding(instantiate(cfg.onboarding), instantiate(cfg.adaptive), model.assessor,
                                 model.featurizer, assessor_id=ident)
-    summary = {"strategy": "adaptive", **runner.run(pool, Path(ob.out_dir), X_target=X_target,
-                                                    pool_files=[str(p) for p in ob.prompts])}
+    summary = {"strategy": "adaptive", **runner.run(pool, Path(ob.out_dir), X_target=X_target, pool_files=files,
+                                                    # the training ids are a part of their files
+                                                    record_pool_ids=not ob.prompts)}
+    summary["pool"] = {"source": source, "n_prompts": int(len(pool)), "files": files}
     # what predict.py mode=score|route takes to score this LLM: llms=[{name, onboarded: <out_dir>}]
     summary["llm_spec"] = {"name": summary["llm"], "onboarded": str(Path(ob.out_dir).resolve())}
     rep = adaptive_trust(cfg, model, runner, summary["llm"])

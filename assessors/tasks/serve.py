@@ -22,7 +22,14 @@ def server_settings(cfg: DictConfig):
                                           "router": plain(cfg.get("router")), "llms": plain(cfg.get("llms") or []),
                                           "known_llms": plain(cfg.get("known_llms")),
                                           "default_cost": plain(cfg.get("default_cost") or {}),
-                                          "trust": plain(cfg.get("trust"))})
+                                          "trust": plain(cfg.get("trust")),
+                                          "data_dir": _path(cfg, "data_dir"), "cache_dir": _path(cfg, "cache_dir")})
+
+
+def _path(cfg: DictConfig, key: str) -> str | None:
+    """``cfg.paths.<key>`` as a string (None when unset)."""
+    value = (cfg.get("paths") or {}).get(key)
+    return None if value in (None, "") else str(value)
 
 
 def run(cfg: DictConfig, model=None) -> dict:

@@ -241,7 +241,8 @@ def log_model(cfg, run, prep: Prepared, fitted: dict) -> str | None:
     uri = log_assessor_model(run, fitted["generic"], prep.featurizer, ref_ids,
                              prep.results.matrix(prep.llms["train"], ref_ids), prep.llms["train"],
                              example_prompts=prep.results.prompts(prep.inst["test"][:2]),
-                             trust_model=fitted.get("trust_model"), trust_policy=fitted.get("trust_policy"))
+                             trust_model=fitted.get("trust_model"), trust_policy=fitted.get("trust_policy"),
+                             training_prompts=training_prompts(prep, run))
     if not uri:
         return None
     run.set_tags({"model_uri": uri})
@@ -249,3 +250,22 @@ def log_model(cfg, run, prep: Prepared, fitted: dict) -> str | None:
     ids = list(prep.inst["test"][:20])
     prompts = example_prompts(ids, prep.results.prompts(ids), cfg.paths.outputs, run.run_id)
     return predict_command(cfg.tracking, cfg.paths.outputs, uri, prompts)
+
+
+def training_prompts(prep: Prepared, run=None) -> dict | None:
+    """The provenance of the training prompts stored with the model (prompt files relative to the data
+    dir and the training ids; :func:`~assessors.data.training_prompts.training_prompts_record`): the
+    default candidate pool of adaptive onboarding. Logged to ``run`` as tags and ``data/training_prompts.json``."""
+    from assessors.data.training_prompts import training_prompts_record
+
+    record = training_prompts_record(prep.results, prep.inst["train"])
+    if record is None:
+        log.info("training prompts: %s lists no prompt files; onboarding will need prompt files named", prep.results.name)
+        return None
+    log.info("training prompts: %d ids in %d prompt file(s) recorded with the model (%d without a file)",
+             len(record["instance_ids"]), len(record["files"]), record["n_without_file"])
+    if run is not None:
+        run.set_tags({"training_prompts.n": str(len(record["instance_ids"])),
+                      "training_prompts.files": str(len(record["files"]))})
+        run.log_dict(record, "data/training_prompts.json")
+    return record

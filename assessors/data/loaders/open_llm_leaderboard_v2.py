@@ -123,7 +123,17 @@ def load_open_llm_leaderboard_v2(
              success.shape[1], len(blocks), int(np.isnan(success).sum()))
     return Results(instances=instances, llms=llms, success=success, name=NAME,
                    meta={"subtasks": chosen, "root": str(base), "missing_prompt_files": no_prompt_file,
+                         "prompt_files": _prompt_files(blocks, prompts, no_prompt_file),
                          "item_order": order_report})
+
+
+def _prompt_files(blocks: list, prompts: bool, no_prompt_file: dict) -> dict[str, str]:
+    """``{subtask: its prompt file relative to the data dir}`` of the subtasks whose prompts were read;
+    :func:`~assessors.data.prompts.read_prompt_files` reads them with these instance ids."""
+    if not prompts:
+        return {}
+    return {sub: f"{NAME}/prompts/{sub}_prompts.csv" for sub, _, _ in blocks
+            if sub != "mmlu_pro" and sub not in no_prompt_file}
 
 
 def _detect_item_order(blocks: list, llms: list[str], files: dict, chosen: list[str]):

@@ -75,6 +75,8 @@ def load_score_matrix(name: str, root: str | Path | None = None, cache_dir: str 
                                  index=pd.Index([f"{name}/{j}" for j in range(n_items)], name="instance_id"))
     else:
         instances = _check_items(items, n_items, path)
+        if items.meta.get("prompt_files"):  # the items' prompt files name these instances
+            meta["prompt_files"] = dict(items.meta["prompt_files"])
         if item_order == "detect":
             success, llms, meta["item_order"] = _align_to(success, llms, items, path)
         elif item_order != "as_written":

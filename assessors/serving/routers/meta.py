@@ -23,6 +23,11 @@ def trust_policy(engine) -> dict | None:
     return policy.settings() if policy is not None else None
 
 
+def onboarding_pool(pool) -> dict | None:
+    """Where the candidate pool came from and its size (None: onboarding on the reference set)."""
+    return None if pool is None else {"source": pool.source, "n_prompts": len(pool.ids)}
+
+
 @router.get("/health", response_model=S.Health, response_model_exclude_none=True, tags=["meta"],
             responses={503: {"model": S.Health, "description": "starting: model loading or first encode not done"}})
 async def health(request: Request, response: Response):
@@ -39,7 +44,7 @@ async def health(request: Request, response: Response):
                     router=router_info(engine) if engine.router is not None else None,
                     featurizer=type(engine.model.featurizer).__name__,
                     encoder_precision=encoder_precision(engine.model.featurizer), queue=queue,
-                    trust_policy=trust_policy(engine))
+                    trust_policy=trust_policy(engine), onboarding_pool=onboarding_pool(state.pool_onboarding))
 
 
 @router.get("/v1/reference", response_model=S.ReferenceSet, dependencies=[Depends(deps.require_key)], tags=["llms"])

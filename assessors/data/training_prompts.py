@@ -1,0 +1,152 @@
+"""Where a model's training prompts came from, so that onboarding can ask them again.
+
+A loader that reads prompt files in the format of :func:`~assessors.data.prompts.read_prompt_files`
+(ids named as that reader names them) lists them in ``Results.meta["prompt_files"]``:
+``{subgroup: path relative to the data dir}`` (e.g. ``bbh_navigate ->
+open_llm_leaderboard_v2/prompts/bbh_navigate_prompts.csv``). ``train.py`` stores a small record with
+the model (:func:`training_prompts_record`): the relative files that hold its training prompts and
+their instance ids, never texts or absolute paths. Onboarding (``predict.py mode=onboard``, the
+server's ``server.onboarding.pool: training``) reads them back from the data dir
+(:func:`read_training_prompts`): ``paths.data_dir`` / ``ASSESSORS_DATA_DIR``, else the download cache
+the loaders fill.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path, PurePosixPath
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from assessors.data.prompts import read_prompt_files
+from assessors.data.results import Results
+from assessors.errors import DataError
+
+log = logging.getLogger(__name__)
+
+#: ``Results.meta`` key of ``{subgroup: prompt file relative to the data dir}``.
+PROMPT_FILES = "prompt_files"
+#: Version of the record stored with a model (``AssessorModel.training_prompts``).
+RECORD_VERSION = 1
+_UNSET = (None, "", "None", "null")
+
+
+def training_prompts_record(results: Results, ids: Sequence[str]) -> dict | None:
+    """What a model stores about its training prompts ``ids``: relative prompt files and ids.
+
+    Parameters
+    ----------
+    results : Results
+        The training data; its ``meta["prompt_files"]`` maps subgroups to relative prompt files.
+    ids : sequence of str, length n_train
+        The training instance ids.
+
+    Returns
+    -------
+    dict or None
+        ``{"version", "data", "files", "instance_ids", "n_without_file"}``: the files (relative
+        POSIX paths, in first-use order) holding the training prompts, the ids found in them, and
+        how many training ids have no prompt file. None when the data lists no prompt files (or
+        none of ``ids`` is in one): the model then carries no default pool.
+    """
+    files = {str(k): str(v) for k, v in (results.meta.get(PROMPT_FILES) or {}).items()}
+    bad = [v for v in files.values() if Path(v).is_absolute() or ".." in PurePosixPath(v).parts]
+    if bad:
+        raise DataError(f"{results.name}: meta['{PROMPT_FILES}'] must hold paths relative to the data dir, got {bad[:2]}")
+    sub = results.instances.loc[list(ids), "subgroup"].astype(str)
+    has = sub.isin(list(files)).to_numpy()
+    if not files or not has.any():
+        return None
+    return {"version": RECORD_VERSION, "data": results.name,
+            "files": [files[s] for s in dict.fromkeys(sub[has])],
+            "instance_ids": [str(i) for i in sub.index[has]], "n_without_file": int((~has).sum())}
+
+
+def data_roots(data_dir: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None) -> list[Path]:
+    """Where relative data files are looked up, in order: ``data_dir`` (else ``$ASSESSORS_DATA_DIR``),
+    then the download cache (``cache_dir``, else :func:`~assessors.data.download.default_cache_dir`)."""
+    from assessors.data.download import default_cache_dir
+
+    data = data_dir if data_dir not in _UNSET else os.environ.get("ASSESSORS_DATA_DIR")
+    roots = [Path(str(data)).expanduser()] if data not in _UNSET else []
+    roots.append(Path(str(cache_dir)).expanduser() if cache_dir not in _UNSET else default_cache_dir())
+    return roots
+
+
+def _find(rel: str, roots: Iterable[Path]) -> Path | None:
+    """``<root>/<rel>`` under the first root holding it; a root may also be the data set folder itself
+    (``ASSESSORS_DATA_DIR=.../open_llm_leaderboard_v2``), as the loaders accept."""
+    parts = PurePosixPath(rel).parts
+    for root in roots:
+        for p in (root.joinpath(*parts), root.parent.joinpath(*parts) if root.name == parts[0] else None):
+            if p is not None and p.is_file():
+                return p
+    return None
+
+
+def resolve_training_files(record: dict, data_dir=None, cache_dir=None, instead: str = "") -> list[Path]:
+    """The record's prompt files found under the data roots (:func:`data_roots`).
+
+    Raises
+    ------
+    DataError
+        A file is in none of the roots: names the files, where they were looked for, and the fix
+        (``ASSESSORS_DATA_DIR``, or ``instead``: the option that names prompt files).
+    """
+    roots = data_roots(data_dir, cache_dir)
+    found = {rel: _find(rel, roots) for rel in record["files"]}
+    missing = [rel for rel, p in found.items() if p is None]
+    if missing:
+        unset = data_dir in _UNSET and not os.environ.get("ASSESSORS_DATA_DIR")
+        why = ("no data dir is set (paths.data_dir / ASSESSORS_DATA_DIR) and the download cache does not hold them"
+               if unset else "they are not in the data dir")
+        raise DataError(f"the model's training prompts ({len(record['instance_ids'])} prompts of {record.get('data')}) "
+                        f"are read from its prompt files, but {len(missing)} of {len(found)} are missing, e.g. "
+                        f"{missing[0]} (looked under {', '.join(map(str, roots))}): {why}. Set ASSESSORS_DATA_DIR "
+                        f"(or paths.data_dir=...) to the data the model was trained on"
+                        + (f", or {instead}" if instead else ""))
+    return [found[rel] for rel in record["files"]]
+
+
+def read_training_prompts(record: dict, data_dir=None, cache_dir=None, ids: Iterable[str] | None = None,
+                          required: Sequence[str] = ("target",), instead: str = "") -> tuple[pd.DataFrame, list[str]]:
+    """Read a model's training prompts back from the data dir.
+
+    Parameters
+    ----------
+    record : dict
+        The model's ``training_prompts`` (:func:`training_prompts_record`).
+    data_dir, cache_dir : path, optional
+        See :func:`data_roots`.
+    ids : iterable of str, optional
+        Keep these instance ids (default: the record's training ids).
+    required : sequence of str
+        Columns the files must have besides ``instance_id`` and ``prompt`` (``target`` for grading).
+    instead : str
+        The other way to name prompt files, for the errors (e.g. ``"pass onboard.prompts=[...]"``).
+
+    Returns
+    -------
+    prompts : pandas.DataFrame of shape (n, ...)
+        ``instance_id, prompt, target, subgroup`` as :func:`read_prompt_files` returns them.
+    files : list of str
+        The files read.
+
+    Raises
+    ------
+    DataError
+        A file is missing (:func:`resolve_training_files`), or none of the ids is in the files.
+    """
+    files = [str(f) for f in resolve_training_files(record, data_dir, cache_dir, instead)]
+    want = set(record["instance_ids"] if ids is None else ids)
+    df = read_prompt_files(files, ids=want, required=required)
+    if df.empty:
+        raise DataError(f"none of the model's {len(want)} training prompt ids occur in {files}: the data dir holds "
+                        "other data than the model was trained on. Set ASSESSORS_DATA_DIR to that data"
+                        + (f", or {instead}" if instead else ""))
+    lost = len(want) - df["instance_id"].nunique()
+    if lost and ids is None:
+        log.warning("%d of the model's %d training prompts are no longer in %d prompt file(s); using the %d found",
+                    lost, len(want), len(files), len(df))
+    return df, files

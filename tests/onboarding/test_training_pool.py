@@ -1,0 +1,174 @@
+"""The model's training prompts as the default candidate pool of adaptive onboarding: what the model
+records (relative prompt files and training ids), how it is read back from the data dir, and
+``predict.py mode=onboard`` using it when ``onboard.prompts`` is empty (named files win). Real BBH
+results and prompt files, a tiny latent assessor, an in-process endpoint (httpx MockTransport)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from assessors.errors import ConfigError, DataError
+
+from test_onboarding_client import FakeEndpoint
+
+SUBTASKS = ["bbh_navigate", "bbh_sports_understanding", "bbh_web_of_lies"]
+N_TRAIN = 300
+
+
+@pytest.fixture(scope="module")
+def results(data_dir):
+    from assessors.data.loaders.open_llm_leaderboard_v2 import load_open_llm_leaderboard_v2
+
+    return load_open_llm_leaderboard_v2(root=data_dir, subtasks=SUBTASKS, download=False)
+
+
+@pytest.fixture(scope="module")
+def split(results):
+    rng = np.random.default_rng(0)
+    ids = np.array(results.instance_ids)[rng.permutation(len(results.instance_ids))]
+    return {"train": sorted(ids[:N_TRAIN].tolist()), "test": sorted(ids[N_TRAIN:].tolist())}
+
+
+@pytest.fixture(scope="module")
+def saved(results, split, tmp_path_factory):
+    """A tiny latent assessor with its training-prompt record, saved as an MLflow model and loaded back
+    through the path predict.py uses."""
+    import mlflow.pyfunc
+
+    from assessors.core.latent import LatentAssessor
+    from assessors.core.pyfunc import AssessorModel
+    from assessors.data.training_prompts import training_prompts_record
+    from assessors.features.ngrams import UnigramFeaturizer
+    from assessors.routing.engine import load_assessor_model
+
+    train = split["train"]
+    llms = results.llms[:20]
+    feat = UnigramFeaturizer(max_features=200).fit(results.prompts(train))
+    ref = np.arange(0, N_TRAIN, 10)
+    latent = LatentAssessor(dims=2, hidden_sizes=(16,), n_members=1, max_epochs=10, patience=3, residual=False,
+                            num_threads=1).fit(feat.transform(results.prompts(train)), results.matrix(llms, train), ref)
+    ref_ids = [train[i] for i in ref]
+    record = training_prompts_record(results, train)
+    model = AssessorModel(latent, feat, ref_ids, results.matrix(llms, ref_ids), llms, training_prompts=record)
+    path = tmp_path_factory.mktemp("training_pool") / "model"
+    mlflow.pyfunc.save_model(str(path), python_model=model)
+    return {"dir": path, "model": load_assessor_model(str(path))}
+
+
+def test_the_record_names_relative_prompt_files_and_the_training_ids(results, split, saved, data_dir):
+    from assessors.data.training_prompts import read_training_prompts
+
+    record = saved["model"].training_prompts  # saved with the model and loaded back
+    assert record["files"] == [f"open_llm_leaderboard_v2/prompts/{t}_prompts.csv" for t in SUBTASKS]
+    assert record["instance_ids"] == split["train"] and record["n_without_file"] == 0
+    text = json.dumps(record)
+    assert str(data_dir) not in text and not any(Path(f).is_absolute() for f in record["files"])
+    assert results.prompts(split["train"][:1])[0] not in text  # ids and file names, no texts
+    df, files = read_training_prompts(record, data_dir)
+    assert files == [str(data_dir / f) for f in record["files"]]
+    assert sorted(df["instance_id"]) == split["train"]
+    got = df.set_index("instance_id").loc[split["train"]]
+    assert got["prompt"].tolist() == results.prompts(split["train"])
+    assert got["target"].tolist() == results.instances.loc[split["train"], "target"].tolist()
+    # a data dir pointing at the data set folder itself is accepted, as the loaders accept it
+    df2, _ = read_training_prompts(record, data_dir / "open_llm_leaderboard_v2")
+    assert sorted(df2["instance_id"]) == split["train"]
+
+
+def test_data_without_prompt_files_records_nothing(results, split):
+    from assessors.data.training_prompts import training_prompts_record
+
+    bare = results.subset(ids=split["train"])
+    bare.meta = {k: v for k, v in bare.meta.items() if k != "prompt_files"}
+    assert training_prompts_record(bare, split["train"]) is None
+    bare.meta["prompt_files"] = {"bbh_navigate": "/abs/bbh_navigate_prompts.csv"}
+    with pytest.raises(DataError, match="relative to the data dir"):
+        training_prompts_record(bare, split["train"])
+
+
+def test_a_missing_data_dir_is_an_error_naming_the_fix(saved, tmp_path, monkeypatch):
+    from assessors.data.training_prompts import read_training_prompts
+
+    record = saved["model"].training_prompts
+    with pytest.raises(DataError, match="ASSESSORS_DATA_DIR") as e:
+        read_training_prompts(record, tmp_path / "elsewhere", tmp_path / "cache", instead="pass onboard.prompts=[...]")
+    assert "onboard.prompts" in str(e.value) and "bbh_navigate_prompts.csv" in str(e.value)
+    monkeypatch.delenv("ASSESSORS_DATA_DIR", raising=False)
+    with pytest.raises(DataError, match="no data dir is set"):
+        read_training_prompts(record, None, tmp_path / "cache")
+
+
+def _onboard(compose, saved, tmp_path, results, overrides=(), data_dir=None, monkeypatch=None):
+    """``predict.py mode=onboard`` (adaptive, budget 6) of an LLM that answers 60% of the prompts right."""
+    from assessors.onboarding.adaptive_run import AdaptiveOnboarding
+    from assessors.tasks.onboard import run
+
+    rng = np.random.default_rng(1)
+    inst = results.instances
+    labels = inst.groupby("subgroup")["target"].unique()
+    answers = {p: (t if rng.random() < 0.6 else next(x for x in labels[g] if x != t))
+               for p, t, g in zip(inst["prompt"], inst["target"], inst["subgroup"])}
+    endpoint = FakeEndpoint(answers)
+    real = AdaptiveOnboarding.run
+    monkeypatch.setattr(AdaptiveOnboarding, "run",
+                        lambda self, *a, **k: real(self, *a, http_client=endpoint.client(), **k))
+    extra = [] if data_dir is None else [f"paths.data_dir={data_dir}"]
+    cfg = compose(["mode=onboard", f"model_uri={saved['dir']}", "onboard.strategy=adaptive", "adaptive.budget=6",
+                   f"onboard.out_dir={tmp_path / 'onboard'}", "onboarding.model=fake", "onboarding.max_retries=0",
+                   "onboarding.show_progress=false", "onboarding.logprobs=false", "tracking=none", *extra,
+                   *overrides], config_name="predict")
+    return run(cfg, model=saved["model"])
+
+
+def test_onboarding_defaults_to_the_training_prompts(compose, saved, split, results, tmp_path, monkeypatch, caplog):
+    from assessors.data.evidence_files import read_onboarded
+
+    with caplog.at_level("INFO", logger="assessors.predict"):
+        out = _onboard(compose, saved, tmp_path, results, monkeypatch=monkeypatch)
+    assert out["pool"]["source"] == "the model's training prompts (open_llm_leaderboard_v2)"
+    assert out["pool"]["n_prompts"] == N_TRAIN and len(out["pool"]["files"]) == 3
+    assert f"candidate pool: the model's training prompts (open_llm_leaderboard_v2), {N_TRAIN} prompts" in caplog.text
+    asked = pd.read_csv(tmp_path / "onboard" / "answers.csv", dtype={"instance_id": str})["instance_id"].tolist()
+    assert out["n_asked"] == len(asked) == 6 and set(asked) <= set(split["train"])
+    # the onboarding directory scores the LLM: its pool is the training ids of the recorded files
+    state = json.loads((tmp_path / "onboard" / "adaptive.json").read_text())
+    assert sorted(state["pool_ids"]) == split["train"]
+    ids, texts, y, files = read_onboarded(tmp_path / "onboard")
+    assert ids == asked and texts == results.prompts(asked) and files == out["pool"]["files"]
+
+
+def test_named_prompt_files_win(compose, saved, split, results, tmp_path, monkeypatch):
+    test = split["test"][:80]
+    df = results.instances.loc[test, ["prompt", "target", "subgroup"]].rename_axis("instance_id").reset_index()
+    df.to_csv(tmp_path / "mine.csv", index=False)
+    out = _onboard(compose, saved, tmp_path, results, [f"onboard.prompts=[{tmp_path / 'mine.csv'}]"],
+                   data_dir=tmp_path / "no-data-here", monkeypatch=monkeypatch)
+    assert out["pool"] == {"source": "onboard.prompts", "n_prompts": 80, "files": [str(tmp_path / "mine.csv")]}
+    asked = pd.read_csv(tmp_path / "onboard" / "answers.csv", dtype={"instance_id": str})["instance_id"]
+    assert set(asked) <= set(test)
+    assert "pool_ids" not in json.loads((tmp_path / "onboard" / "adaptive.json").read_text())
+
+
+def test_onboarding_without_data_or_record_names_the_fix(compose, saved, results, tmp_path, monkeypatch):
+    import copy
+
+    with pytest.raises(DataError, match=r"Set ASSESSORS_DATA_DIR .* or pass onboard.prompts="):
+        _onboard(compose, saved, tmp_path, results, data_dir=tmp_path / "no-data-here", monkeypatch=monkeypatch)
+    old = copy.copy(saved["model"])
+    del old.training_prompts  # a model saved before the record existed
+    with pytest.raises(ConfigError, match="needs onboard.prompts=.*records no training prompts"):
+        _onboard(compose, {**saved, "model": old}, tmp_path, results, monkeypatch=monkeypatch)
+
+
+def test_reference_onboarding_reads_the_reference_prompts_from_the_training_files(compose, saved, tmp_path,
+                                                                                   results, monkeypatch):
+    from assessors.tasks.onboard import read_onboard_prompts
+
+    model = saved["model"]
+    cfg = compose(["mode=onboard", "tracking=none"], config_name="predict")
+    df, files, source = read_onboard_prompts(cfg, model, ids=model.reference_ids)
+    assert sorted(df["instance_id"]) == sorted(model.reference_ids) and source.startswith("the model's training")
