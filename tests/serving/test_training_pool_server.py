@@ -1,0 +1,108 @@
+"""``server.onboarding.pool: training``: the server's candidate pool is the model's training prompts, read
+from the data dir and featurized at start-up like a pool of named files; a missing data dir or a
+model without the record fails start-up (``/health`` failed, 503), and ``[]`` keeps the reference set."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+API_KEY = "test-key-training-pool-0123456789"
+
+
+@pytest.fixture(scope="module")
+def with_record(tiny_latent):
+    """The tiny latent model carrying the provenance of its training prompts (the 450 non-test ids)."""
+    from assessors.data.training_prompts import training_prompts_record
+
+    res, test = tiny_latent["results"], set(tiny_latent["test_ids"])
+    train = [i for i in res.instance_ids if i not in test]
+    model = copy.copy(tiny_latent["model"])
+    model.training_prompts = training_prompts_record(res, train)
+    return {"model": model, "train": train}
+
+
+def _client(model, monkeypatch, pool, data_dir, cache_dir=None):
+    from fastapi.testclient import TestClient
+
+    from assessors.routing.engine import Engine
+    from assessors.serving.app import create_app
+    from assessors.trust.posterior_policy import make_posterior_trust_fn
+
+    monkeypatch.setenv("TEST_TRAINING_POOL_KEYS", API_KEY)
+    app = create_app({"auth": {"api_keys_env": ["TEST_TRAINING_POOL_KEYS"]}, "adaptive": {"budget": 12},
+                      "onboarding": {"pool": pool}, "data_dir": None if data_dir is None else str(data_dir),
+                      "cache_dir": None if cache_dir is None else str(cache_dir)},
+                     engine=Engine(model, trust_fn=make_posterior_trust_fn(model)))
+    return TestClient(app, raise_server_exceptions=False, headers={"Authorization": f"Bearer {API_KEY}"})
+
+
+def _health(c) -> tuple[int, dict]:
+    """``/health`` once start-up has ended (ready or failed)."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while (r := c.get("/health")).json()["status"] == "starting" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return r.status_code, r.json()
+
+
+def test_the_training_pool_is_read_from_the_data_dir(with_record, tiny_latent, data_dir, monkeypatch):
+    res = tiny_latent["results"]
+    llm, train = tiny_latent["test_llms"][1], with_record["train"]
+    with _client(with_record["model"], monkeypatch, "training", data_dir) as c:
+        code, health = _health(c)
+        assert code == 200, health
+        assert health["onboarding_pool"] == {"source": "the model's training prompts (open_llm_leaderboard_v2), "
+                                                       "3 file(s)", "n_prompts": len(train)}
+        assert sorted(c.app.state.pool_onboarding.ids) == sorted(train)
+        nxt = c.post("/v1/llms/fresh/next", json={"n": 3, "start": True}).json()
+        assert len(nxt["ids"]) == 3 and set(nxt["ids"]) <= set(train)
+        assert nxt["prompts"] == dict(zip(nxt["ids"], res.prompts(nxt["ids"])))
+        truth = dict(zip(nxt["ids"], res.matrix([llm], nxt["ids"])[0].tolist()))
+        r = c.post("/v1/llms/fresh/answers", json={"answers": truth, "create": True})
+        assert r.status_code == 200 and r.json()["llm"]["n_evidence"] == 3
+
+
+def test_an_empty_pool_keeps_the_reference_set(with_record, tiny_latent, data_dir, monkeypatch, tmp_path):
+    # the record alone changes nothing: [] is the reference set, and no data dir is needed
+    with _client(with_record["model"], monkeypatch, [], tmp_path / "no-data") as c:
+        code, health = _health(c)
+        assert code == 200 and "onboarding_pool" not in health
+        nxt = c.post("/v1/llms/plain/next", json={"n": 2, "start": True}).json()
+        assert nxt["prompts"] is None and set(nxt["ids"]) <= set(tiny_latent["reference_ids"])
+
+
+def test_a_missing_data_dir_fails_start_up(with_record, monkeypatch, tmp_path):
+    from assessors.errors import DataError
+
+    with _client(with_record["model"], monkeypatch, "training", tmp_path / "no-data", tmp_path / "cache") as c:
+        code, health = _health(c)
+        assert (code, health["status"]) == (503, "failed")
+        err = c.app.state.startup_error
+        assert isinstance(err, DataError) and "Set ASSESSORS_DATA_DIR" in str(err)
+        assert "list prompt files in server.onboarding.pool" in str(err)
+        # a failed start-up is never served (no silent fall-back to the reference set)
+        assert c.post("/v1/llms/x/next", json={"n": 1, "start": True}).status_code == 503
+
+
+def test_a_model_without_the_record_fails_start_up(tiny_latent, data_dir, monkeypatch):
+    from assessors.errors import ConfigError
+
+    old = copy.copy(tiny_latent["model"])
+    old.__dict__.pop("training_prompts", None)  # a model saved before the record existed
+    with _client(old, monkeypatch, "training", data_dir) as c:
+        code, health = _health(c)
+        assert (code, health["status"]) == (503, "failed")
+        err = c.app.state.startup_error
+        assert isinstance(err, ConfigError) and "records no training prompts" in str(err)
+
+
+def test_predict_config_passes_the_setting_and_the_data_dir(compose, data_dir):
+    from assessors.tasks.serve import server_settings
+
+    s = server_settings(compose(["mode=serve", "server.onboarding.pool=training"], config_name="predict"))
+    assert s.onboarding.pool == "training" and s.data_dir == str(data_dir)
+    s = server_settings(compose(["mode=serve", "server.onboarding.pool=my.csv"], config_name="predict"))
+    assert s.onboarding.pool == ["my.csv"]
+    assert server_settings(compose(["mode=serve"], config_name="predict")).onboarding.pool == []
