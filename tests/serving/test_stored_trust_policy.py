@@ -167,3 +167,30 @@ def test_the_switch_and_a_non_latent_assessor_store_nothing(tiny, compose):
     with pytest.raises(AttributeError):  # on by default: it goes on to read the split (here: none given)
         fit_trust_policy(on, None, latent, [])
 
+
+
+@pytest.mark.slow
+def test_training_stores_where_its_prompts_came_from(trained, data_dir):
+    """The model records its training prompts' files (relative to the data dir) and ids, logged to the
+    run too; they read back from the data dir as the training split's prompts."""
+    import mlflow
+
+    from assessors.data.training_prompts import read_training_prompts
+    from assessors.tasks.prepare import prepare
+
+    record = trained["model"].training_prompts
+    assert record is not None, "train.py stored no training prompts with the model"
+    subtasks = ["bbh_navigate", "bbh_sports_understanding", "bbh_web_of_lies"]
+    assert sorted(record["files"]) == [f"open_llm_leaderboard_v2/prompts/{t}_prompts.csv" for t in subtasks]
+    prep = prepare(trained["cfg"])  # the same split again (seeded)
+    assert record["instance_ids"] == list(prep.inst["train"]) and record["n_without_file"] == 0
+    assert set(trained["model"].reference_ids) <= set(record["instance_ids"])
+    assert str(data_dir) not in json.dumps(record)
+    df, _ = read_training_prompts(record, data_dir)
+    assert df.set_index("instance_id").loc[record["instance_ids"], "prompt"].tolist() == \
+        prep.results.prompts(record["instance_ids"])
+    run = trained["run"]
+    assert run["tags.training_prompts.n"] == str(len(record["instance_ids"]))
+    local = mlflow.artifacts.download_artifacts(run_id=run["run_id"], artifact_path="data/training_prompts.json",
+                                                dst_path=str(trained["out"] / "dl_prompts"))
+    assert json.load(open(local)) == record
