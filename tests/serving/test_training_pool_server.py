@@ -4,6 +4,7 @@ model without the record fails start-up (``/health`` failed, 503), and ``[]`` ke
 from __future__ import annotations
 
 import copy
+import time
 
 import pytest
 
@@ -39,8 +40,6 @@ def _client(model, monkeypatch, pool, data_dir, cache_dir=None):
 
 def _health(c) -> tuple[int, dict]:
     """``/health`` once start-up has ended (ready or failed)."""
-    import time
-
     deadline = time.monotonic() + 60
     while (r := c.get("/health")).json()["status"] == "starting" and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -106,3 +105,50 @@ def test_predict_config_passes_the_setting_and_the_data_dir(compose, data_dir):
     s = server_settings(compose(["mode=serve", "server.onboarding.pool=my.csv"], config_name="predict"))
     assert s.onboarding.pool == ["my.csv"]
     assert server_settings(compose(["mode=serve"], config_name="predict")).onboarding.pool == []
+
+
+@pytest.fixture(scope="module")
+def saved_with_record(with_record, tiny_latent, tmp_path_factory):
+    import mlflow.pyfunc
+
+    path = tmp_path_factory.mktemp("training_pool") / "assessor"
+    mlflow.pyfunc.save_model(str(path), python_model=with_record["model"])
+    return tiny_latent, path
+
+
+@pytest.mark.slow
+def test_a_real_server_onboards_from_the_training_prompts(saved_with_record, with_record, data_dir, tmp_path):
+    """``predict.py mode=serve server.onboarding.pool=training``: the data dir reaches the server from
+    ``paths.data_dir``; without the data the start-up fails and every request is a 503."""
+    import httpx
+
+    from test_server_slow import Server
+
+    srv = Server(saved_with_record, tmp_path, ["server.onboarding.pool=training", f"paths.data_dir={data_dir}"])
+    try:
+        srv.health_until_ready()
+        health = httpx.get(srv.base + "/health", timeout=5).json()
+        assert health["onboarding_pool"]["n_prompts"] == len(with_record["train"])
+        assert health["onboarding_pool"]["source"].startswith("the model's training prompts")
+        nxt = httpx.post(srv.base + "/v1/llms/new/next", json={"n": 2, "start": True}, timeout=30).json()
+        assert set(nxt["ids"]) <= set(with_record["train"]) and set(nxt["prompts"]) == set(nxt["ids"])
+    finally:
+        srv.stop()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    srv = Server(saved_with_record, bad, ["server.onboarding.pool=training", f"paths.data_dir={tmp_path / 'none'}",
+                                          f"paths.cache_dir={tmp_path / 'cache'}"])
+    try:
+        deadline, r, status = time.monotonic() + 300, None, None
+        while time.monotonic() < deadline and status != "failed":
+            try:
+                r = httpx.get(srv.base + "/health", timeout=5)
+                status = r.json()["status"]
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        assert r is not None and (r.status_code, status) == (503, "failed"), srv.log.read_text()[-3000:]
+        assert httpx.post(srv.base + "/v1/llms/x/next", json={"n": 1, "start": True}, timeout=5).status_code == 503
+        assert "Set ASSESSORS_DATA_DIR" in srv.log.read_text()
+    finally:
+        srv.stop()
