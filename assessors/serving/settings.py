@@ -70,7 +70,10 @@ class OnboardingSettings(_Cfg):
     @field_validator("pool", mode="before")
     @classmethod
     def _one_file(cls, v):
-        """A single file name (``server.onboarding.pool=my.csv``) is a pool of one file."""
+        """A single file name (``server.onboarding.pool=my.csv``) is a pool of one file; ``[training]``
+        is ``training``."""
+        if isinstance(v, (list, tuple)) and list(v) == [TRAINING_POOL]:
+            return TRAINING_POOL
         return [v] if isinstance(v, str) and v != TRAINING_POOL else v
 
 

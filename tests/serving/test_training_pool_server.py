@@ -104,6 +104,8 @@ def test_predict_config_passes_the_setting_and_the_data_dir(compose, data_dir):
     assert s.onboarding.pool == "training" and s.data_dir == str(data_dir)
     s = server_settings(compose(["mode=serve", "server.onboarding.pool=my.csv"], config_name="predict"))
     assert s.onboarding.pool == ["my.csv"]
+    s = server_settings(compose(["mode=serve", "server.onboarding.pool=[training]"], config_name="predict"))
+    assert s.onboarding.pool == "training"
     assert server_settings(compose(["mode=serve"], config_name="predict")).onboarding.pool == []
 
 
