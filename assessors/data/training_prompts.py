@@ -45,10 +45,12 @@ def training_prompts_record(results: Results, ids: Sequence[str]) -> dict | None
     Returns
     -------
     dict or None
-        ``{"version", "data", "files", "instance_ids", "n_without_file"}``: the files (relative
-        POSIX paths, in first-use order) holding the training prompts, the ids found in them, and
-        how many training ids have no prompt file. None when the data lists no prompt files (or
-        none of ``ids`` is in one): the model then carries no default pool.
+        ``{"version", "data", "files", "n_ids", "n_without_file"}``. ``files`` lists, in first-use
+        order, ``{"path", "prefix", "ids"}``: a prompt file (relative POSIX path), and the training
+        ids in it as ``prefix + id`` (the ids' common ``<subgroup>/`` part is stored once:
+        :func:`training_ids` joins them). ``n_without_file`` counts training ids in no prompt file.
+        None when the data lists no prompt files (or none of ``ids`` is in one): the model then
+        carries no default pool.
     """
     files = {str(k): str(v) for k, v in (results.meta.get(PROMPT_FILES) or {}).items()}
     bad = [v for v in files.values() if Path(v).is_absolute() or ".." in PurePosixPath(v).parts]
@@ -58,9 +60,26 @@ def training_prompts_record(results: Results, ids: Sequence[str]) -> dict | None
     has = sub.isin(list(files)).to_numpy()
     if not files or not has.any():
         return None
-    return {"version": RECORD_VERSION, "data": results.name,
-            "files": [files[s] for s in dict.fromkeys(sub[has])],
-            "instance_ids": [str(i) for i in sub.index[has]], "n_without_file": int((~has).sum())}
+    groups = [(files[g], [str(i) for i in sub.index[has & (sub == g).to_numpy()]]) for g in dict.fromkeys(sub[has])]
+    return {"version": RECORD_VERSION, "data": results.name, "files": [_group(path, g) for path, g in groups],
+            "n_ids": int(has.sum()), "n_without_file": int((~has).sum())}
+
+
+def _group(path: str, ids: list[str]) -> dict:
+    """One file's entry: its ids' common part up to a ``/`` stored once as ``prefix``."""
+    common = os.path.commonprefix(ids)
+    prefix = common[:common.rfind("/") + 1]
+    return {"path": path, "prefix": prefix, "ids": [i[len(prefix):] for i in ids]}
+
+
+def training_files(record: dict) -> list[str]:
+    """The record's prompt files, relative to the data dir."""
+    return [f["path"] for f in record["files"]]
+
+
+def training_ids(record: dict) -> list[str]:
+    """The record's training instance ids, file by file."""
+    return [f["prefix"] + i for f in record["files"] for i in f["ids"]]
 
 
 def data_roots(data_dir: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None) -> list[Path]:
@@ -95,18 +114,18 @@ def resolve_training_files(record: dict, data_dir=None, cache_dir=None, instead:
         (``ASSESSORS_DATA_DIR``, or ``instead``: the option that names prompt files).
     """
     roots = data_roots(data_dir, cache_dir)
-    found = {rel: _find(rel, roots) for rel in record["files"]}
+    found = {rel: _find(rel, roots) for rel in training_files(record)}
     missing = [rel for rel, p in found.items() if p is None]
     if missing:
         unset = data_dir in _UNSET and not os.environ.get("ASSESSORS_DATA_DIR")
         why = ("no data dir is set (paths.data_dir / ASSESSORS_DATA_DIR) and the download cache does not hold them"
                if unset else "they are not in the data dir")
-        raise DataError(f"the model's training prompts ({len(record['instance_ids'])} prompts of {record.get('data')}) "
+        raise DataError(f"the model's training prompts ({record.get('n_ids')} prompts of {record.get('data')}) "
                         f"are read from its prompt files, but {len(missing)} of {len(found)} are missing, e.g. "
                         f"{missing[0]} (looked under {', '.join(map(str, roots))}): {why}. Set ASSESSORS_DATA_DIR "
                         f"(or paths.data_dir=...) to the data the model was trained on"
                         + (f", or {instead}" if instead else ""))
-    return [found[rel] for rel in record["files"]]
+    return [found[rel] for rel in training_files(record)]
 
 
 def read_training_prompts(record: dict, data_dir=None, cache_dir=None, ids: Iterable[str] | None = None,
@@ -139,7 +158,7 @@ def read_training_prompts(record: dict, data_dir=None, cache_dir=None, ids: Iter
         A file is missing (:func:`resolve_training_files`), or none of the ids is in the files.
     """
     files = [str(f) for f in resolve_training_files(record, data_dir, cache_dir, instead)]
-    want = set(record["instance_ids"] if ids is None else ids)
+    want = set(training_ids(record) if ids is None else ids)
     df = read_prompt_files(files, ids=want, required=required)
     if df.empty:
         raise DataError(f"none of the model's {len(want)} training prompt ids occur in {files}: the data dir holds "

@@ -263,9 +263,9 @@ def training_prompts(prep: Prepared, run=None) -> dict | None:
         log.info("training prompts: %s lists no prompt files; onboarding will need prompt files named", prep.results.name)
         return None
     log.info("training prompts: %d ids in %d prompt file(s) recorded with the model (%d without a file)",
-             len(record["instance_ids"]), len(record["files"]), record["n_without_file"])
+             record["n_ids"], len(record["files"]), record["n_without_file"])
     if run is not None:
-        run.set_tags({"training_prompts.n": str(len(record["instance_ids"])),
+        run.set_tags({"training_prompts.n": str(record["n_ids"]),
                       "training_prompts.files": str(len(record["files"]))})
         run.log_dict(record, "data/training_prompts.json")
     return record

@@ -60,16 +60,19 @@ def saved(results, split, tmp_path_factory):
 
 
 def test_the_record_names_relative_prompt_files_and_the_training_ids(results, split, saved, data_dir):
-    from assessors.data.training_prompts import read_training_prompts
+    from assessors.data.training_prompts import read_training_prompts, training_files, training_ids
 
     record = saved["model"].training_prompts  # saved with the model and loaded back
-    assert record["files"] == [f"open_llm_leaderboard_v2/prompts/{t}_prompts.csv" for t in SUBTASKS]
-    assert record["instance_ids"] == split["train"] and record["n_without_file"] == 0
+    assert training_files(record) == [f"open_llm_leaderboard_v2/prompts/{t}_prompts.csv" for t in SUBTASKS]
+    assert sorted(training_ids(record)) == split["train"] and record["n_ids"] == N_TRAIN
+    assert record["n_without_file"] == 0
+    # each file's ids share their subtask prefix once: bbh_navigate/17 is stored as "17"
+    assert [f["prefix"] for f in record["files"]] == [f"{t}/" for t in SUBTASKS]
     text = json.dumps(record)
-    assert str(data_dir) not in text and not any(Path(f).is_absolute() for f in record["files"])
+    assert str(data_dir) not in text and not any(Path(f).is_absolute() for f in training_files(record))
     assert results.prompts(split["train"][:1])[0] not in text  # ids and file names, no texts
     df, files = read_training_prompts(record, data_dir)
-    assert files == [str(data_dir / f) for f in record["files"]]
+    assert files == [str(data_dir / f) for f in training_files(record)]
     assert sorted(df["instance_id"]) == split["train"]
     got = df.set_index("instance_id").loc[split["train"]]
     assert got["prompt"].tolist() == results.prompts(split["train"])
@@ -172,3 +175,17 @@ def test_reference_onboarding_reads_the_reference_prompts_from_the_training_file
     cfg = compose(["mode=onboard", "tracking=none"], config_name="predict")
     df, files, source = read_onboard_prompts(cfg, model, ids=model.reference_ids)
     assert sorted(df["instance_id"]) == sorted(model.reference_ids) and source.startswith("the model's training")
+
+
+def test_ids_round_trip_whatever_their_shape():
+    from assessors.data.results import Results
+    from assessors.data.training_prompts import training_ids, training_prompts_record
+
+    ids = ["a/b/1", "a/b/10", "x7", "x8", "solo/3", "c/1", "c/2"]
+    inst = pd.DataFrame({"subgroup": ["ab", "ab", "x", "x", "solo", "c", "none"]}, index=pd.Index(ids))
+    res = Results(instances=inst, llms=["m"], success=np.ones((1, len(ids)), np.float32),
+                  meta={"prompt_files": {"ab": "d/ab.csv", "x": "d/x.jsonl", "solo": "d/solo.csv", "c": "d/c.csv"}})
+    record = training_prompts_record(res, ids)
+    assert training_ids(record) == ids[:-1] and record["n_ids"] == 6 and record["n_without_file"] == 1
+    assert [(f["path"], f["prefix"]) for f in record["files"]] == [("d/ab.csv", "a/b/"), ("d/x.jsonl", ""),
+                                                                   ("d/solo.csv", "solo/"), ("d/c.csv", "c/")]

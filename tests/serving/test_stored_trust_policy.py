@@ -175,22 +175,23 @@ def test_training_stores_where_its_prompts_came_from(trained, data_dir):
     run too; they read back from the data dir as the training split's prompts."""
     import mlflow
 
-    from assessors.data.training_prompts import read_training_prompts
+    from assessors.data.training_prompts import read_training_prompts, training_files, training_ids
     from assessors.tasks.prepare import prepare
 
     record = trained["model"].training_prompts
     assert record is not None, "train.py stored no training prompts with the model"
     subtasks = ["bbh_navigate", "bbh_sports_understanding", "bbh_web_of_lies"]
-    assert sorted(record["files"]) == [f"open_llm_leaderboard_v2/prompts/{t}_prompts.csv" for t in subtasks]
+    assert sorted(training_files(record)) == [f"open_llm_leaderboard_v2/prompts/{t}_prompts.csv" for t in subtasks]
     prep = prepare(trained["cfg"])  # the same split again (seeded)
-    assert record["instance_ids"] == list(prep.inst["train"]) and record["n_without_file"] == 0
-    assert set(trained["model"].reference_ids) <= set(record["instance_ids"])
+    ids = training_ids(record)
+    assert sorted(ids) == sorted(prep.inst["train"]) and record["n_ids"] == len(ids)
+    assert record["n_without_file"] == 0
+    assert set(trained["model"].reference_ids) <= set(ids)
     assert str(data_dir) not in json.dumps(record)
     df, _ = read_training_prompts(record, data_dir)
-    assert df.set_index("instance_id").loc[record["instance_ids"], "prompt"].tolist() == \
-        prep.results.prompts(record["instance_ids"])
+    assert df.set_index("instance_id").loc[ids, "prompt"].tolist() == prep.results.prompts(ids)
     run = trained["run"]
-    assert run["tags.training_prompts.n"] == str(len(record["instance_ids"]))
+    assert run["tags.training_prompts.n"] == str(len(ids))
     local = mlflow.artifacts.download_artifacts(run_id=run["run_id"], artifact_path="data/training_prompts.json",
                                                 dst_path=str(trained["out"] / "dl_prompts"))
     assert json.load(open(local)) == record
