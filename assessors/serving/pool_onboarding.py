@@ -1,8 +1,9 @@
 """``/next`` and ``/answers`` over a candidate pool (``server.onboarding.pool``; see routers/onboarding.py).
 
 With a pool configured (prompt files, or ``training``: the model's training prompts, read from the
-data dir), the server reads and featurizes it once at start-up (on the encoder's
-thread, through :meth:`Engine.embed`), proposes unanswered pool prompts with their text, and
+data dir), the server reads and featurizes it once at start-up (on the encoder's thread, through the
+on-disk embedding cache of ``paths.cache_dir`` when set, else :meth:`Engine.embed`), proposes
+unanswered pool prompts with their text, and
 registers the answers as the LLM's evidence: the registry recomputes its posterior, its trust
 report and its fallback, so scoring and routing follow at once. Answers on reference ids are
 accepted too (their features ship with the model); an LLM registered from reference results is
@@ -10,11 +11,17 @@ carried over as evidence on its answered reference prompts.
 """
 from __future__ import annotations
 
+import copy
+import logging
+from pathlib import Path
+
 from assessors.core.evidence import Evidence
 from assessors.onboarding.pool import PoolOnboarding, load_pool, load_training_pool
 from assessors.serving import onboarding_schemas as O
 from assessors.serving import schemas as S
 from assessors.serving.settings import TRAINING_POOL
+
+log = logging.getLogger(__name__)
 
 #: Where each LLM's onboarding record (estimate after each round) lives in its registry meta.
 META = "onboarding"
@@ -28,10 +35,33 @@ def build(engine, settings) -> PoolOnboarding | None:
     files = settings.onboarding.pool
     if not files:
         return None
+    embed = pool_embed(engine, settings.cache_dir)
     if files == TRAINING_POOL:
-        return load_training_pool(getattr(engine.model, "training_prompts", None), engine.embed, engine.model.assessor,
+        return load_training_pool(getattr(engine.model, "training_prompts", None), embed, engine.model.assessor,
                                   engine.reference_ids, settings.adaptive, settings.data_dir, settings.cache_dir)
-    return load_pool(files, engine.embed, engine.model.assessor, engine.reference_ids, settings.adaptive)
+    return load_pool(files, embed, engine.model.assessor, engine.reference_ids, settings.adaptive)
+
+
+def pool_embed(engine, cache_dir: str | None):
+    """How the pool is featurized at start-up: the engine's encoder, through the on-disk embedding cache
+    ``<cache_dir>/embeddings`` (where train.py and predict.py keep theirs, ``paths.cache_dir``) when
+    ``cache_dir`` is set and the featurizer has one. Requests never use that cache (it reloads its
+    shards per call); a pool of thousands of prompts is embedded once, and a restarted server reads
+    it back. A cache that cannot be read or written is skipped with a warning."""
+    feat = engine.model.featurizer
+    if not cache_dir or "cache_dir" not in feat.get_params():
+        return engine.embed
+    cached = copy.copy(feat)  # shares the loaded encoder; only this copy reads and writes the cache
+    cached.set_params(cache_dir=str(Path(cache_dir) / "embeddings"))
+
+    def embed(texts):
+        try:
+            return cached.transform(texts)
+        except OSError as e:
+            log.warning("embedding cache %s unusable (%s); embedding the pool without it", cached.cache_dir, e)
+            return engine.embed(texts)
+
+    return embed
 
 
 def current(ob: PoolOnboarding, entry) -> tuple[Evidence | None, object]:

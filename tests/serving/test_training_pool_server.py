@@ -154,3 +154,27 @@ def test_a_real_server_onboards_from_the_training_prompts(saved_with_record, wit
         assert "Set ASSESSORS_DATA_DIR" in srv.log.read_text()
     finally:
         srv.stop()
+
+
+def test_the_pool_is_embedded_once_through_the_disk_cache(with_record, data_dir, monkeypatch, tmp_path):
+    """With ``cache_dir`` (``paths.cache_dir``) the pool's vectors are stored on disk: a restart computes none."""
+    import numpy as np
+
+    model = with_record["model"]
+    cls, calls = type(model.featurizer), []
+    real = cls._transform
+    monkeypatch.setattr(cls, "_transform", lambda self, texts: calls.extend(texts) or real(self, texts))
+    pools = []
+    for _ in range(2):
+        calls.clear()
+        with _client(model, monkeypatch, "training", data_dir, cache_dir=tmp_path) as c:
+            code, health = _health(c)
+            assert code == 200, health
+            pools.append(c.app.state.pool_onboarding)
+        pool_texts = set(pools[-1].texts.values())
+        pools[-1].n_computed = sum(t in pool_texts for t in calls)  # not the warm-up encode
+    assert pools[0].n_computed == len(with_record["train"]) and pools[1].n_computed == 0
+    assert (tmp_path / "embeddings").is_dir()
+    np.testing.assert_array_equal(pools[0].X_pool, pools[1].X_pool)
+    texts = [pools[0].texts[i] for i in pools[0].ids]
+    np.testing.assert_allclose(pools[1].X_pool, real(model.featurizer, texts), atol=1e-6)
