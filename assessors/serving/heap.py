@@ -7,15 +7,45 @@ although the live data does not grow: one measured server held 1.87 GB, and 0.79
 ``malloc_trim(0)`` (``docs/serving.md``). :class:`HeapTrimmer` calls ``malloc_trim`` at most every
 ``interval_s`` seconds between encoder batches. Where the C library has no ``malloc_trim``
 (musl, macOS) it does nothing.
+
+A bfloat16 encoder also keeps a prepared oneDNN kernel (a "primitive") for every input shape it
+has met, up to oneDNN's default of 1,024. A fresh server meets new batch shapes for thousands of
+requests, so its memory rose by about 10% between requests 2,000 and 20,000 even with trimming.
+:func:`limit_kernel_cache` caps that cache; oneDNN reads the cap when it prepares its first kernel,
+so it must run before the process encodes anything.
 """
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 import logging
+import os
 import time
 
 log = logging.getLogger("assessors.serving")
+
+#: The environment variable oneDNN reads its primitive-cache capacity from.
+KERNEL_CACHE_ENV = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
+
+
+def limit_kernel_cache(capacity: int) -> int | None:
+    """Cap oneDNN's cache of prepared kernels at ``capacity`` for this process and its children.
+
+    Call it before the first encode: oneDNN reads the cap once, when it prepares its first kernel.
+    A cap the environment already sets wins (it is logged); ``capacity`` 0 keeps oneDNN's default.
+
+    Returns
+    -------
+    int or None
+        The cap in force, or None for oneDNN's default.
+    """
+    if os.environ.get(KERNEL_CACHE_ENV):
+        log.info("oneDNN kernel cache: %s=%s from the environment", KERNEL_CACHE_ENV, os.environ[KERNEL_CACHE_ENV])
+        return int(os.environ[KERNEL_CACHE_ENV])
+    if capacity <= 0:
+        return None
+    os.environ[KERNEL_CACHE_ENV] = str(int(capacity))
+    return int(capacity)
 
 
 def _malloc_trim():

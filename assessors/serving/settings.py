@@ -41,6 +41,9 @@ class Batching(_Cfg):
                                                      "recent rate (at least quantum prompts); 0: max_prompts only")
     trim_s: float = Field(1.0, ge=0, description="return the C heap's free memory to the OS (glibc malloc_trim) "
                                                    "between batches at most this often; 0: never")
+    kernel_cache: int = Field(16, ge=0, description="bfloat16 encoder kernels (oneDNN primitives, one per input "
+                                                    "shape) kept for reuse; 0: oneDNN's default of 1,024, which a "
+                                                    "server fills over thousands of requests")
 
 
 class Upstream(_Cfg):

@@ -38,7 +38,11 @@ def run(cfg: DictConfig, model=None) -> dict:
 
     from assessors.serving.app import SETTINGS_ENV, create_app
 
+    from assessors.serving.heap import limit_kernel_cache
+
     settings = server_settings(cfg)
+    # before anything encodes (calibration below, the warm-up); worker processes inherit it
+    limit_kernel_cache(settings.batching.kernel_cache)
     options = dict(host=settings.host, port=settings.port, log_level=settings.log_level, timeout_keep_alive=5,
                    timeout_graceful_shutdown=10)
     if settings.workers > 1:
