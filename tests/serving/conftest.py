@@ -3,23 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from client_helpers import API_KEY, wait_ready
 from tiny_assessor import fit_degenerate, fit_tiny
-
-API_KEY = "test-key-0123456789abcdef"
-
-
-def wait_ready(c, timeout: float = 60.0) -> dict:
-    """Poll ``/health`` until the app has loaded and warmed up; its last body."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while True:
-        r = c.get("/health")
-        if r.status_code == 200 or time.monotonic() > deadline:
-            assert r.status_code == 200, r.text
-            return r.json()
-        assert r.json()["status"] == "starting"
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="session")

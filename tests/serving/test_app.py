@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import API_KEY, wait_ready
+from client_helpers import API_KEY, wait_ready
 
 
 def prompts(tiny, n=3):
