@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 
 import pandas as pd
 
+from assessors.data.download import default_cache_dir
 from assessors.data.prompts import read_prompt_files
 from assessors.data.results import Results
 from assessors.errors import DataError
@@ -82,47 +83,49 @@ def training_ids(record: dict) -> list[str]:
     return [f["prefix"] + i for f in record["files"] for i in f["ids"]]
 
 
-def data_roots(data_dir: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None) -> list[Path]:
-    """Where relative data files are looked up, in order: ``data_dir`` (else ``$ASSESSORS_DATA_DIR``),
-    then the download cache (``cache_dir``, else :func:`~assessors.data.download.default_cache_dir`)."""
-    from assessors.data.download import default_cache_dir
+def _folder(name: str, data_dir, cache_dir) -> Path | None:
+    """Data set ``name``'s folder, found as the loaders find it (:func:`~assessors.data.download.locate`:
+    ``data_dir``, else ``$ASSESSORS_DATA_DIR``, else a complete download cache; never downloading), or None."""
+    from assessors.data.download import locate
+    from assessors.errors import OfflineError
 
-    data = data_dir if data_dir not in _UNSET else os.environ.get("ASSESSORS_DATA_DIR")
-    roots = [Path(str(data)).expanduser()] if data not in _UNSET else []
-    roots.append(Path(str(cache_dir)).expanduser() if cache_dir not in _UNSET else default_cache_dir())
-    return roots
+    try:
+        return locate(name, None if data_dir in _UNSET else data_dir, cache_dir, download=False)
+    except (DataError, OfflineError):
+        return None
 
 
-def _find(rel: str, roots: Iterable[Path]) -> Path | None:
-    """``<root>/<rel>`` under the first root holding it; a root may also be the data set folder itself
-    (``ASSESSORS_DATA_DIR=.../open_llm_leaderboard_v2``), as the loaders accept."""
-    parts = PurePosixPath(rel).parts
-    for root in roots:
-        for p in (root.joinpath(*parts), root.parent.joinpath(*parts) if root.name == parts[0] else None):
-            if p is not None and p.is_file():
-                return p
-    return None
+def _found_files(files: list[str], data_dir, cache_dir) -> dict[str, Path | None]:
+    """Each relative file (``<data set>/<path in it>``) under its data set's folder, or None where absent."""
+    parts = {rel: PurePosixPath(rel).parts for rel in files}
+    folders = {p[0]: _folder(p[0], data_dir, cache_dir) for p in parts.values()}  # each data set located once
+    found = {}
+    for rel, (name, *rest) in parts.items():
+        path = None if folders[name] is None else folders[name].joinpath(*rest)
+        found[rel] = path if path is not None and path.is_file() else None
+    return found
 
 
 def resolve_training_files(record: dict, data_dir=None, cache_dir=None, instead: str = "") -> list[Path]:
-    """The record's prompt files found under the data roots (:func:`data_roots`).
+    """The record's prompt files, found where the loaders find their data (:func:`_folder`).
 
     Raises
     ------
     DataError
-        A file is in none of the roots: names the files, where they were looked for, and the fix
+        A file is not found: names the files, where they were looked for, and the fix
         (``ASSESSORS_DATA_DIR``, or ``instead``: the option that names prompt files).
     """
-    roots = data_roots(data_dir, cache_dir)
-    found = {rel: _find(rel, roots) for rel in training_files(record)}
+    found = _found_files(training_files(record), data_dir, cache_dir)
     missing = [rel for rel, p in found.items() if p is None]
     if missing:
-        unset = data_dir in _UNSET and not os.environ.get("ASSESSORS_DATA_DIR")
+        data = data_dir if data_dir not in _UNSET else os.environ.get("ASSESSORS_DATA_DIR")
+        unset = not data
+        where = ([] if unset else [str(data)]) + [str(cache_dir if cache_dir not in _UNSET else default_cache_dir())]
         why = ("no data dir is set (paths.data_dir / ASSESSORS_DATA_DIR) and the download cache does not hold them"
                if unset else "they are not in the data dir")
         raise DataError(f"the model's training prompts ({record.get('n_ids')} prompts of {record.get('data')}) "
                         f"are read from its prompt files, but {len(missing)} of {len(found)} are missing, e.g. "
-                        f"{missing[0]} (looked under {', '.join(map(str, roots))}): {why}. Set ASSESSORS_DATA_DIR "
+                        f"{missing[0]} (looked under {', '.join(where)}): {why}. Set ASSESSORS_DATA_DIR "
                         f"(or paths.data_dir=...) to the data the model was trained on"
                         + (f", or {instead}" if instead else ""))
     return [found[rel] for rel in training_files(record)]
@@ -137,7 +140,7 @@ def read_training_prompts(record: dict, data_dir=None, cache_dir=None, ids: Iter
     record : dict
         The model's ``training_prompts`` (:func:`training_prompts_record`).
     data_dir, cache_dir : path, optional
-        See :func:`data_roots`.
+        Where to look (see :func:`_folder`).
     ids : iterable of str, optional
         Keep these instance ids (default: the record's training ids).
     required : sequence of str
