@@ -47,7 +47,7 @@ def test_killed_sweep_resumes_without_redoing_or_losing_jobs(tmp_path, data_dir,
         assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
         time.sleep(0.5)
     os.killpg(proc.pid, sig)
-    proc.wait(60)
+    proc.wait(300)  # a SIGTERM'd job closes its MLflow run first: slow on a loaded 2-core machine
     before = {h: (rid, s) for rid, s, h in _runs(db)}
     finished_before = {h: rid for h, (rid, s) in before.items() if s == "FINISHED"}
     assert 2 <= len(finished_before) < 6, "the kill must land half-way"
