@@ -23,6 +23,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from assessors.core.item_offsets import NeighbourOffsets, member_offsets
 from assessors.core.latent_calibration import (IDENTITY, accuracy_band, apply_calibration, excess_accuracy_error,
                                                 fit_platt)
 from assessors.core.latent_net import item_parameters, train_member
@@ -100,6 +101,10 @@ class LatentAssessor(BaseEstimator):
         Candidate prior scales of the residual weights (0 is always a candidate).
     residual_min_gain : float
         Log Bayes factor the residual needs over none to be switched on for an LLM.
+    item_neighbours : int
+        Each training prompt's difficulty offset (what its training LLMs' answers say beyond the item
+        network) is carried to a new prompt as the shrunk mean over its ``item_neighbours`` nearest
+        training prompts (:mod:`assessors.core.item_offsets`); 0 turns it off.
     seed : int
     num_threads : int, optional
         Torch threads while training and BLAS threads while predicting (None: the libraries'
@@ -114,6 +119,8 @@ class LatentAssessor(BaseEstimator):
         Per member: item-network weights (numpy), training abilities, epochs.
     priors_ : list of GaussianPrior
         Ability prior per member, fitted on its training LLMs' abilities.
+    offsets_ : NeighbourOffsets or None
+        The training prompts' difficulty offsets and the neighbour rule (None when off).
     reference_features_ : ndarray of shape (n_ref, d)
     classifier_name_ : str
         Short description (what run reports show for the generic assessor's selected classifier).
@@ -123,7 +130,7 @@ class LatentAssessor(BaseEstimator):
                  weight_decay: float = 1e-3, prior_var: float = 1.0, n_members: int = 3, batch_prompts: int = 64,
                  max_epochs: int = 60, patience: int = 5, monitor: str = "loss", validation_fraction: float = 0.1,
                  residual: bool = True, residual_dims: int = 32, residual_taus=(0.05, 0.1, 0.2, 0.4),
-                 residual_min_gain: float = 1.0, seed: int = 0,
+                 residual_min_gain: float = 1.0, item_neighbours: int = 10, seed: int = 0,
                  num_threads: int | None = 1, progress: bool = False):
         self.dims = dims
         self.hidden_sizes = hidden_sizes
@@ -141,6 +148,7 @@ class LatentAssessor(BaseEstimator):
         self.residual_dims = residual_dims
         self.residual_taus = residual_taus
         self.residual_min_gain = residual_min_gain
+        self.item_neighbours = item_neighbours
         self.seed = seed
         self.num_threads = num_threads
         self.progress = progress
@@ -187,7 +195,7 @@ class LatentAssessor(BaseEstimator):
         self._fit_members(lambda seed: train_member(
             X, li, ii, y, S.shape[0], train_prompts=train_prompts, seed=seed, validate=val_fn,
             monitor=self._monitor_name(), **self._training_kwargs()))
-        return self._finish(X, validation, "latent")
+        return self._finish(X, validation, "latent", S.T)
 
     def _training_kwargs(self) -> dict:
         """The training hyperparameters every member gets, in-memory or streamed."""
@@ -210,8 +218,14 @@ class LatentAssessor(BaseEstimator):
             self.members_.append(member)
             self.priors_.append(GaussianPrior.fit(member["theta"]))
 
-    def _finish(self, X, validation, name: str) -> "LatentAssessor":
-        """The fitted state after the members: residual projection, reference cache, recalibration."""
+    def _finish(self, X, validation, name: str, answers) -> "LatentAssessor":
+        """The fitted state after the members: item offsets (from the prompt-major ``answers`` (n,
+        n_llms)), residual projection, reference cache, recalibration."""
+        self.offsets_ = None
+        if int(self.item_neighbours) > 0:
+            self.offsets_ = NeighbourOffsets(int(self.item_neighbours)).fit(X, member_offsets(self.members_, X, answers))
+            log.info("latent item offsets: %d neighbours, shrink %s", self.item_neighbours,
+                     np.round(self.offsets_.shrink_, 3).tolist())
         self.projection_ = FeatureProjection(X, int(self.residual_dims), seed=int(self.seed))
         self._cache_reference()
         self.calibration_, self.accuracy_error_sd_ = IDENTITY, 0.0
@@ -261,7 +275,12 @@ class LatentAssessor(BaseEstimator):
             self._cache_reference()
 
     def _params(self, X) -> list[tuple[np.ndarray, np.ndarray]]:
-        return [item_parameters(m["weights"], X) for m in self.members_]
+        params = [item_parameters(m["weights"], X) for m in self.members_]
+        offsets = getattr(self, "offsets_", None)  # absent on models pickled before it existed
+        if offsets is None or not len(X):
+            return params
+        c = offsets(X)
+        return [(a, (b - c[m]).astype(b.dtype)) for m, (a, b) in enumerate(params)]
 
     # ------------------------------------------------------------- rich API
     def item_parameters(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -484,7 +503,7 @@ class LatentAssessor(BaseEstimator):
         """
         self._check_fitted()
         rng = np.random.default_rng(seed)
-        a, b = item_parameters(self.members_[member]["weights"], np.asarray(X, dtype=np.float32))
+        a, b = self._params(np.asarray(X, dtype=np.float32))[member]
         th = self.priors_[member].sample(n_llms, rng)
         return th, (rng.random((n_llms, len(a))) < sigmoid(th @ a.T - b)).astype(np.float32)
 

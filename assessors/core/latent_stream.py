@@ -169,13 +169,14 @@ class StreamingLatentAssessor(LatentAssessor):
                  weight_decay: float = 1e-3, prior_var: float = 1.0, n_members: int = 1, batch_prompts: int = 64,
                  max_epochs: int = 60, patience: int = 5, monitor: str = "loss", validation_fraction: float = 0.1,
                  residual: bool = True, residual_dims: int = 32, residual_taus=(0.05, 0.1, 0.2, 0.4),
-                 residual_min_gain: float = 1.0, seed: int = 0, num_threads: int | None = 1, progress: bool = False,
-                 strategy: str = "auto", devices: int = 1, num_nodes: int = 1):
+                 residual_min_gain: float = 1.0, item_neighbours: int = 10, seed: int = 0,
+                 num_threads: int | None = 1, progress: bool = False, strategy: str = "auto", devices: int = 1, num_nodes: int = 1):
         super().__init__(dims=dims, hidden_sizes=hidden_sizes, dropout=dropout, lr=lr, weight_decay=weight_decay,
                          prior_var=prior_var, n_members=n_members, batch_prompts=batch_prompts,
                          max_epochs=max_epochs, patience=patience, monitor=monitor,
                          validation_fraction=validation_fraction, residual=residual, residual_dims=residual_dims,
-                         residual_taus=residual_taus, residual_min_gain=residual_min_gain, seed=seed,
+                         residual_taus=residual_taus, residual_min_gain=residual_min_gain,
+                         item_neighbours=item_neighbours, seed=seed,
                          num_threads=num_threads, progress=progress)
         self.strategy = strategy
         self.devices = devices
@@ -228,4 +229,4 @@ class StreamingLatentAssessor(LatentAssessor):
             monitor=self._monitor_name(), strategy=self.strategy, devices=self.devices, num_nodes=self.num_nodes,
             **self._training_kwargs()))
         self.n_pairs_ = n_pairs
-        return self._finish(X, validation, "latent-stream")
+        return self._finish(X, validation, "latent-stream", A)
