@@ -20,6 +20,7 @@ from assessors.onboarding.pool import PoolOnboarding, load_pool, load_training_p
 from assessors.serving import onboarding_schemas as O
 from assessors.serving import schemas as S
 from assessors.serving.settings import TRAINING_POOL
+from assessors.trust.posterior_policy import POOL_TARGET
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,19 @@ def build(engine, settings) -> PoolOnboarding | None:
         return load_training_pool(getattr(engine.model, "training_prompts", None), embed, engine.model.assessor,
                                   engine.reference_ids, settings.adaptive, settings.data_dir, settings.cache_dir)
     return load_pool(files, embed, engine.model.assessor, engine.reference_ids, settings.adaptive)
+
+
+def target_trust(engine, ob: PoolOnboarding | None, max_prompts: int | None) -> int:
+    """Make the pool's prompts (at most ``max_prompts`` of them, a seeded random subsample) the target of
+    the registry's posterior trust report, and recompute the reports of the LLMs registered before the
+    pool was ready; the number of LLMs re-reported. Nothing changes without a pool or with a trust
+    report that has no target (off, custom, or the reference-set report of a non-latent assessor)."""
+    retarget = getattr(engine.registry.trust_fn, "with_target", None)
+    if ob is None or retarget is None:
+        return 0
+    fn = retarget(target=ob.X_pool, target_source=POOL_TARGET, max_target=max_prompts)
+    log.info("trust report target: the candidate pool, %d of its %d prompts", fn.target["n_prompts"], len(ob.ids))
+    return engine.registry.set_trust_fn(fn)
 
 
 def pool_embed(engine, cache_dir: str | None):
