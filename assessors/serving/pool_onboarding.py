@@ -5,7 +5,8 @@ data dir), the server reads and featurizes it once at start-up (on the encoder's
 on-disk embedding cache of ``paths.cache_dir`` when set, else :meth:`Engine.embed`), proposes
 unanswered pool prompts with their text, and
 registers the answers as the LLM's evidence: the registry recomputes its posterior, its trust
-report and its fallback, so scoring and routing follow at once. Answers on reference ids are
+report and its fallback, so scoring and routing follow at once. The pool's prompts are the target of
+every posterior trust report (:func:`target_trust`). Answers on reference ids are
 accepted too (their features ship with the model); an LLM registered from reference results is
 carried over as evidence on its answered reference prompts.
 """

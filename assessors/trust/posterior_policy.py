@@ -7,7 +7,9 @@ that replaces the latent assessor's predictions for that LLM: by default the re-
 ranking (:class:`ReleveledPredictor`), the "reference only" one (:class:`ReferenceOnlyPredictor`)
 when the target prompts are unlike the training prompts. :func:`make_posterior_trust_fn` is the LLM registry's hook for a model with a latent assessor:
 ``fn(reference (n_ref,)) -> (report dict, predictor or None)``; the engine then scores such an LLM
-with the predictor (``predict.py`` and the HTTP API say which predictor was used).
+with the predictor (``predict.py`` and the HTTP API say which predictor was used). Its reports are
+about the reference prompts, or about the ``target`` prompts it is given (the server's candidate
+pool), and say which in ``target``.
 
 The thresholds and the fallback are, in this order of precedence: options given explicitly
 (``trust.posterior``), the ones ``train.py`` chose on the validation LLMs and stored with the model

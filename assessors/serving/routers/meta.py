@@ -50,7 +50,8 @@ async def health(request: Request, response: Response):
                     router=router_info(engine) if engine.router is not None else None,
                     featurizer=type(engine.model.featurizer).__name__,
                     encoder_precision=encoder_precision(engine.model.featurizer), queue=queue,
-                    trust_policy=trust_policy(engine), trust_target=trust_target(engine), onboarding_pool=onboarding_pool(state.pool_onboarding))
+                    trust_policy=trust_policy(engine), trust_target=trust_target(engine),
+                    onboarding_pool=onboarding_pool(state.pool_onboarding))
 
 
 @router.get("/v1/reference", response_model=S.ReferenceSet, dependencies=[Depends(deps.require_key)], tags=["llms"])
