@@ -8,7 +8,7 @@ posterior over abilities (``assessor=latent``) turns into a posterior once, at r
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -173,15 +173,13 @@ class LLMRegistry:
             raise DataError(f"{what}: give either reference results or evidence, not {'both' if evidence else 'neither'}")
         cost = _cost_model(cost)
         if evidence is not None:
-            r, posterior, trust = None, self._evidence_posterior(evidence, what), self._evidence_trust(evidence)
+            r, posterior = None, self._evidence_posterior(evidence, what)
         else:
             r = reference_vector(reference, self.reference_ids, source=what, min_answered=self.min_answered)
             if self.check is not None:
                 self.check(r)
-            posterior, trust = None, (self.trust_fn(r) if self.trust_fn is not None else None)
-        trust, predictor = trust if isinstance(trust, tuple) else (trust, None)
-        if isinstance(trust, dict) and "llm" in trust:
-            trust = {**trust, "llm": name}
+            posterior = None
+        trust, predictor = self._trust(name, r, evidence)
         entry = RegisteredLLM(name=name, reference=r, cost=cost, source=source, trust=trust, meta=dict(meta or {}),
                               predictor=predictor, evidence=evidence, posterior=posterior)
         with self._lock:
@@ -203,6 +201,28 @@ class LLMRegistry:
             raise DataError(f"{what}: only {evidence.n_answered} of {evidence.n_items} evidence items answered; "
                             f"at least {self.min_answered} needed")
         return self.posterior_fn(evidence)
+
+    def _trust(self, name: str, reference: np.ndarray | None, evidence: Evidence | None) -> tuple[Any, Callable | None]:
+        """``(trust report, predictor or None)`` of LLM ``name`` from its reference vector or its evidence."""
+        if self.trust_fn is None:
+            return None, None
+        trust = self._evidence_trust(evidence) if evidence is not None else self.trust_fn(reference)
+        trust, predictor = trust if isinstance(trust, tuple) else (trust, None)
+        if isinstance(trust, dict) and "llm" in trust:
+            trust = {**trust, "llm": name}
+        return trust, predictor
+
+    def set_trust_fn(self, trust_fn: Callable | None) -> int:
+        """Replace the trust hook and recompute, with it, the trust report and predictor of every LLM
+        registered so far (e.g. when the server's candidate pool becomes the report's target at
+        start-up); the number of LLMs re-reported. An LLM registered again meanwhile keeps its newer entry."""
+        self.trust_fn = trust_fn
+        old = list(self._llms.values())
+        new = {id(e): replace(e, **dict(zip(("trust", "predictor"), self._trust(e.name, e.reference, e.evidence))))
+               for e in old}
+        with self._lock:
+            self._llms = {k: new.get(id(e), e) for k, e in self._llms.items()}
+        return len(new)
 
     def _evidence_trust(self, evidence: Evidence):
         """The trust report of an LLM registered from evidence (see ``posterior_fn``)."""

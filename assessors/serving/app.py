@@ -131,6 +131,9 @@ async def _start(app: FastAPI, engine_factory) -> None:
         await st.batcher.run_in_worker(warm_up, st.engine)
         # the candidate pool is featurized once, on the encoder's thread (an unusable pool fails start-up)
         st.pool_onboarding = await st.batcher.run_in_worker(pool_onboarding.build, st.engine, st.settings)
+        # with a pool, its prompts are the trust report's target (LLMs registered before are re-reported)
+        await st.batcher.run_in_worker(pool_onboarding.target_trust, st.engine, st.pool_onboarding,
+                                       st.settings.onboarding.trust_target_max)
         st.loaded.set()  # requests may use the engine from now on (the route warm-up below does)
         await _warm_routes(app)
         log.info("ready: %d LLMs, featurizer %s (pid %d)", len(st.engine.registry),

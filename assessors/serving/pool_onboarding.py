@@ -5,7 +5,8 @@ data dir), the server reads and featurizes it once at start-up (on the encoder's
 on-disk embedding cache of ``paths.cache_dir`` when set, else :meth:`Engine.embed`), proposes
 unanswered pool prompts with their text, and
 registers the answers as the LLM's evidence: the registry recomputes its posterior, its trust
-report and its fallback, so scoring and routing follow at once. Answers on reference ids are
+report and its fallback, so scoring and routing follow at once. The pool's prompts are the target of
+every posterior trust report (:func:`target_trust`). Answers on reference ids are
 accepted too (their features ship with the model); an LLM registered from reference results is
 carried over as evidence on its answered reference prompts.
 """
@@ -20,6 +21,7 @@ from assessors.onboarding.pool import PoolOnboarding, load_pool, load_training_p
 from assessors.serving import onboarding_schemas as O
 from assessors.serving import schemas as S
 from assessors.serving.settings import TRAINING_POOL
+from assessors.trust.posterior_policy import POOL_TARGET
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,19 @@ def build(engine, settings) -> PoolOnboarding | None:
         return load_training_pool(getattr(engine.model, "training_prompts", None), embed, engine.model.assessor,
                                   engine.reference_ids, settings.adaptive, settings.data_dir, settings.cache_dir)
     return load_pool(files, embed, engine.model.assessor, engine.reference_ids, settings.adaptive)
+
+
+def target_trust(engine, ob: PoolOnboarding | None, max_prompts: int | None) -> int:
+    """Make the pool's prompts (at most ``max_prompts`` of them, a seeded random subsample) the target of
+    the registry's posterior trust report, and recompute the reports of the LLMs registered before the
+    pool was ready; the number of LLMs re-reported. Nothing changes without a pool or with a trust
+    report that has no target (off, custom, or the reference-set report of a non-latent assessor)."""
+    retarget = getattr(engine.registry.trust_fn, "with_target", None)
+    if ob is None or retarget is None:
+        return 0
+    fn = retarget(target=ob.X_pool, target_source=POOL_TARGET, max_target=max_prompts)
+    log.info("trust report target: the candidate pool, %d of its %d prompts", fn.target["n_prompts"], len(ob.ids))
+    return engine.registry.set_trust_fn(fn)
 
 
 def pool_embed(engine, cache_dir: str | None):

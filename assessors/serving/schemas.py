@@ -193,6 +193,11 @@ class Health(BaseModel):
         None, description="thresholds and fallback of the posterior trust report (assessor=latent) and their "
                           "source: 'validated on N validation LLMs' (stored with the model by train.py), "
                           "'stated defaults', plus the keys trust.posterior sets")
+    trust_target: Optional[dict[str, Any]] = Field(
+        None, description="the prompts the posterior trust report's expected accuracy and AUC are about (every "
+                          "report's `target`): source 'reference' (the model's reference prompts) or 'pool' (the "
+                          "candidate pool, server.onboarding.pool; n_available: the pool's size when "
+                          "server.onboarding.trust_target_max cut it), and n_prompts")
     onboarding_pool: Optional[dict[str, Any]] = Field(
         None, description="the candidate pool of /next and /answers (server.onboarding.pool): its source (prompt "
                           "files, or the model's training prompts) and n_prompts; absent: the reference set")

@@ -69,6 +69,10 @@ class OnboardingSettings(_Cfg):
         default_factory=list, description="candidate pool: prompt files (CSV/JSONL, the formats of onboard.prompts) "
         "whose prompts /next proposes and whose ids /answers accepts, the answers describing the LLM as evidence; "
         "'training': the model's training prompts, read from the data dir (data_dir); empty: the model's reference set")
+    trust_target_max: Optional[int] = Field(
+        10_000, ge=1, description="with a pool, the posterior trust report is about the pool's prompts: a seeded "
+        "random subsample of this many when the pool is larger (the report's cost per registration grows with "
+        "them: about 0.4-0.6 s at 10,000 prompts with the default latent model on 2 cores); null: the whole pool")
 
     @field_validator("pool", mode="before")
     @classmethod

@@ -7,7 +7,9 @@ that replaces the latent assessor's predictions for that LLM: by default the re-
 ranking (:class:`ReleveledPredictor`), the "reference only" one (:class:`ReferenceOnlyPredictor`)
 when the target prompts are unlike the training prompts. :func:`make_posterior_trust_fn` is the LLM registry's hook for a model with a latent assessor:
 ``fn(reference (n_ref,)) -> (report dict, predictor or None)``; the engine then scores such an LLM
-with the predictor (``predict.py`` and the HTTP API say which predictor was used).
+with the predictor (``predict.py`` and the HTTP API say which predictor was used). Its reports are
+about the reference prompts, or about the ``target`` prompts it is given (the server's candidate
+pool), and say which in ``target``.
 
 The thresholds and the fallback are, in this order of precedence: options given explicitly
 (``trust.posterior``), the ones ``train.py`` chose on the validation LLMs and stored with the model
@@ -16,6 +18,7 @@ the stated defaults (:func:`policy_options`). Every report says which in ``polic
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from typing import Callable, Mapping, Sequence
@@ -39,6 +42,8 @@ STATED_DEFAULTS = "stated defaults"
 THRESHOLDS = ("misfit_alpha", "range_margin", "max_width", "band_scale", "auc_band_scale")
 #: The options a validated policy chooses and a model may store.
 POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags")
+#: The report's ``target.source``: the model's reference prompts, or a candidate pool (the server's).
+REFERENCE_TARGET, POOL_TARGET = "reference", "pool"
 
 
 def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0):
@@ -178,15 +183,29 @@ def policy_options(model, options: Mapping | None = None) -> dict:
     return {**dict(stored.get("options") or {}), **options, "source": source}
 
 
-def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, **options):
+def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None,
+                            target_source: str = POOL_TARGET, max_target: int | None = None, **options):
     """Registry hook for an :class:`AssessorModel` with a latent assessor.
 
     ``fn(reference (n_ref,) or Evidence) -> (report dict, predictor or None)``: the answered reference
     items, or the answered items of an :class:`~assessors.core.evidence.Evidence` (prompts outside the
-    reference set), are the evidence; the reference prompts are the target of the expected accuracy and
-    AUC. ``fn.accepts_evidence`` is True (what :class:`~assessors.routing.registry.LLMRegistry` checks).
-    ``options`` build the policy when none is given, over the options stored with the model (see
-    :func:`policy_options`); ``fn.policy`` is the policy applied.
+    reference set), are the evidence; ``target`` (default: the reference prompts) holds the prompts the
+    expected accuracy and AUC are about, and every report names them in ``target``: ``{source,
+    n_prompts}`` (``n_available`` too when ``max_target`` cut them). ``fn.accepts_evidence`` is True
+    (what :class:`~assessors.routing.registry.LLMRegistry` checks). ``options`` build the policy when none
+    is given, over the options stored with the model (see :func:`policy_options`); ``fn.policy`` is the
+    policy applied, ``fn.target`` the report's ``target`` and ``fn.with_target(target=..., ...)`` the same
+    hook (same policy) about other prompts.
+
+    Parameters
+    ----------
+    target : ndarray of shape (n_target, d), optional
+        Features of the target prompts (the model's featurizer), e.g. the server's candidate pool.
+    target_source : str
+        What ``target`` is (the report's ``target.source``; ``reference`` when ``target`` is None).
+    max_target : int, optional
+        Keep a seeded random subsample of this many target prompts (the report's cost grows with
+        them); None: all.
     """
     assessor = model.assessor
     if not capability(assessor, "has_posterior"):
@@ -196,18 +215,43 @@ def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, *
     log.info("posterior trust policy (%s): %s", policy.source,
              {k: v for k, v in policy.settings().items() if k != "source"})
     X_ref = np.asarray(assessor.reference_features_, dtype=np.float32)
+    X_target, info = (X_ref, {"source": REFERENCE_TARGET, "n_prompts": len(X_ref)}) if target is None else \
+        target_prompts(target, X_ref.shape[1], target_source, max_target, policy.report_options.get("seed", 0))
 
     def fn(reference, llm: str = "new"):
         if isinstance(reference, Evidence):
             X_answered, y = reference.answered()
-            return policy.assess(assessor, X_answered, y, X_ref, llm=llm)
-        r = np.asarray(reference, dtype=np.float64).ravel()
-        obs = np.isfinite(r)
-        return policy.assess(assessor, X_ref[obs], r[obs], X_ref, llm=llm)
+        else:
+            r = np.asarray(reference, dtype=np.float64).ravel()
+            obs = np.isfinite(r)
+            X_answered, y = X_ref[obs], r[obs]
+        report, predictor = policy.assess(assessor, X_answered, y, X_target, llm=llm)
+        return {**report, "target": dict(info)}, predictor
 
     fn.accepts_evidence = True
     fn.policy = policy
+    fn.target = dict(info)
+    fn.with_target = functools.partial(make_posterior_trust_fn, model, policy)
     return fn
+
+
+def target_prompts(target, d: int, source: str, max_target: int | None = None,
+                   seed: int = 0) -> tuple[np.ndarray, dict]:
+    """The report's target features (n, d), float32, and its ``target`` description.
+
+    ``target`` (n_target, d) is checked against the model's ``d`` features; with ``max_target`` below
+    ``n_target``, a random subsample of that many rows (``seed``; in their original order) is kept and
+    the description says how many there were (``n_available``).
+    """
+    X = np.asarray(target, dtype=np.float32)
+    if X.ndim != 2 or X.shape[1] != d or not len(X):
+        raise DataError(f"trust report target ({source}): expected features of shape (n_prompts > 0, {d}), "
+                        f"got {X.shape}")
+    info = {"source": str(source), "n_prompts": len(X)}
+    if max_target is not None and len(X) > int(max_target):
+        keep = np.sort(np.random.default_rng(seed).choice(len(X), int(max_target), replace=False))
+        X, info = X[keep], {**info, "n_prompts": int(max_target), "n_available": len(X)}
+    return X, info
 
 
 def log_posterior_trust(run, report: dict, name: str = "trust") -> None:

@@ -39,6 +39,18 @@ def test_register_get_remove_and_trust_hook():
     assert len(reg) == 0
 
 
+def test_a_new_trust_hook_re_reports_every_registered_llm():
+    reg = LLMRegistry(IDS, trust_fn=lambda r: {"llm": "new", "on": "reference"})
+    reg.register("m1", {"a": 1, "b": 0}, cost={"per_item": 0.5}, meta={"k": 1})
+    reg.register("m2", [0, 1, 1, 1])
+    fallback = lambda X: np.zeros(len(X))  # noqa: E731 - the predictor a verdict may ask for
+    assert reg.set_trust_fn(lambda r: ({"llm": "new", "on": "pool", "n": int(np.isfinite(r).sum())}, fallback)) == 2
+    m1, m2 = reg.get("m1"), reg.get("m2")
+    assert m1.trust == {"llm": "m1", "on": "pool", "n": 2} and m2.trust == {"llm": "m2", "on": "pool", "n": 4}
+    assert m1.predictor is fallback and m1.meta == {"k": 1} and m1.cost.as_dict() == CostModel(per_item=0.5).as_dict()
+    assert reg.names() == ["m1", "m2"] and reg.register("m3", [1, 1, 0, 0]).trust["on"] == "pool"
+
+
 def test_cost_model():
     c = CostModel(per_item=0.001, per_1k_input=0.5, per_1k_output=1.5, output_tokens=100)
     # 400 chars = 100 input tokens

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from client_helpers import wait_ready
+
 API_KEY = "test-key-onboard-0123456789"
 
 
-def make_client(model, monkeypatch, adaptive=None, fallback=True, pool=None):
+def make_client(model, monkeypatch, adaptive=None, fallback=True, pool=None, onboarding=None, engine=None):
     from fastapi.testclient import TestClient
 
     from assessors.routing.engine import Engine
@@ -16,9 +18,9 @@ def make_client(model, monkeypatch, adaptive=None, fallback=True, pool=None):
     from assessors.trust.posterior_policy import make_posterior_trust_fn
 
     monkeypatch.setenv("TEST_ONBOARD_KEYS", API_KEY)
-    engine = Engine(model, trust_fn=make_posterior_trust_fn(model, fallback=fallback))
+    engine = engine or Engine(model, trust_fn=make_posterior_trust_fn(model, fallback=fallback))
     app = create_app({"auth": {"api_keys_env": ["TEST_ONBOARD_KEYS"]}, "adaptive": adaptive or {},
-                      "onboarding": {"pool": [str(p) for p in pool or ()]}}, engine=engine)
+                      "onboarding": {"pool": [str(p) for p in pool or ()], **(onboarding or {})}}, engine=engine)
     return TestClient(app, raise_server_exceptions=False, headers={"Authorization": f"Bearer {API_KEY}"})
 
 
@@ -352,3 +354,80 @@ def test_a_pool_needs_a_latent_assessor(tiny, pool_files, monkeypatch):
         assert _started(c) == "failed"
         assert isinstance(app.state.startup_error, NoPosteriorError)
         assert "server.onboarding.pool" in str(app.state.startup_error)
+
+
+# ------------------------------------------------------------------------------ the trust report's target
+def _reference_report(tiny_latent, llm: str, target=None) -> tuple[list, dict]:
+    """An LLM's reference vector (its first 20 answers, the rest missing) and its report about ``target``
+    (features; None: the reference prompts), computed outside the server."""
+    from assessors.trust.posterior_policy import make_posterior_trust_fn
+
+    model, ref_ids = tiny_latent["model"], tiny_latent["reference_ids"]
+    vec = tiny_latent["results"].matrix([llm], ref_ids)[0].tolist()[:20] + [None] * (len(ref_ids) - 20)
+    report, _ = make_posterior_trust_fn(model, target=target)(np.array(vec, dtype=float))
+    return vec, report
+
+
+def test_with_a_pool_the_trust_report_is_about_the_pool(tiny_latent, pool_files, monkeypatch):
+    """With a candidate pool the report's expected accuracy and AUC are about the pool's prompts (the
+    LLMs registered before start-up are re-reported); the report and /health name the target."""
+    from assessors.routing.engine import Engine
+    from assessors.trust.posterior_policy import make_posterior_trust_fn
+
+    model, llm = tiny_latent["model"], tiny_latent["test_llms"][0]
+    X_pool = model.featurizer.transform([pool_files["text"][i] for i in pool_files["ids"]])
+    vec, want = _reference_report(tiny_latent, llm, target=X_pool)
+    _, on_reference = _reference_report(tiny_latent, llm)
+    assert abs(want["expected_accuracy"] - on_reference["expected_accuracy"]) > 1e-3  # the pool is other prompts
+    engine = Engine(model, trust_fn=make_posterior_trust_fn(model))
+    engine.registry.register("early", np.array(vec, dtype=float))  # before the pool is ready
+    n_ref = len(tiny_latent["reference_ids"])
+    assert engine.registry.get("early").trust["target"] == {"source": "reference", "n_prompts": n_ref}
+    with make_client(model, monkeypatch, pool=pool_files["files"], engine=engine) as c:
+        assert wait_ready(c)["trust_target"] == {"source": "pool", "n_prompts": N_POOL}
+        r = c.post("/v1/llms", json={"name": "late", "reference": vec})
+        assert r.status_code == 201, r.text
+        for name in ("early", "late"):
+            rep = c.get(f"/v1/llms/{name}/trust").json()["trust"]
+            assert rep["target"] == {"source": "pool", "n_prompts": N_POOL} and rep["llm"] == name
+            np.testing.assert_allclose([rep["expected_accuracy"], *rep["accuracy_band"], rep["expected_auc"]],
+                                       [want["expected_accuracy"], *want["accuracy_band"], want["expected_auc"]],
+                                       rtol=1e-6)
+            assert rep["verdict"] == want["verdict"]
+        # evidence from /answers is reported about the pool too
+        r = c.post("/v1/llms/late/answers", json={"answers": {pool_files["ids"][0]: 1}})
+        assert r.status_code == 200 and r.json()["llm"]["trust"]["target"]["source"] == "pool"
+
+
+def test_a_large_pool_is_subsampled_for_the_trust_report(tiny_latent, pool_files, monkeypatch):
+    """``server.onboarding.trust_target_max`` caps the report's target at a seeded subsample of the pool."""
+    vec, _ = _reference_report(tiny_latent, tiny_latent["test_llms"][0])
+    reports = []
+    for _ in range(2):
+        with make_client(tiny_latent["model"], monkeypatch, pool=pool_files["files"],
+                         onboarding={"trust_target_max": 25}) as c:
+            want = {"source": "pool", "n_prompts": 25, "n_available": N_POOL}
+            assert wait_ready(c)["trust_target"] == want
+            r = c.post("/v1/llms", json={"name": "capped", "reference": vec})
+            assert r.status_code == 201 and r.json()["trust"]["target"] == want
+            reports.append(r.json()["trust"])
+    assert reports[0]["expected_accuracy"] == reports[1]["expected_accuracy"]  # the same subsample each start
+
+
+def test_without_a_pool_the_trust_report_is_about_the_reference_prompts(client, tiny_latent):
+    vec, want = _reference_report(tiny_latent, tiny_latent["test_llms"][0])
+    on_reference = {"source": "reference", "n_prompts": len(tiny_latent["reference_ids"])}
+    assert wait_ready(client)["trust_target"] == on_reference
+    r = client.post("/v1/llms", json={"name": "plain", "reference": vec})
+    assert r.status_code == 201, r.text
+    rep = r.json()["trust"]
+    assert rep["target"] == on_reference
+    assert rep["expected_accuracy"] == pytest.approx(want["expected_accuracy"], rel=1e-6)
+
+
+def test_a_trust_target_must_have_the_models_features(tiny_latent):
+    from assessors.errors import DataError
+    from assessors.trust.posterior_policy import make_posterior_trust_fn
+
+    with pytest.raises(DataError, match="expected features of shape"):
+        make_posterior_trust_fn(tiny_latent["model"], target=np.zeros((5, 3), np.float32))

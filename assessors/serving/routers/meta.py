@@ -23,6 +23,12 @@ def trust_policy(engine) -> dict | None:
     return policy.settings() if policy is not None else None
 
 
+def trust_target(engine) -> dict | None:
+    """The prompts the posterior trust report is about (``{source, n_prompts}``), if it has a target."""
+    target = getattr(engine.registry.trust_fn, "target", None)
+    return dict(target) if target is not None else None
+
+
 def onboarding_pool(pool) -> dict | None:
     """Where the candidate pool came from and its size (None: onboarding on the reference set)."""
     return None if pool is None else {"source": pool.source, "n_prompts": len(pool.ids)}
@@ -44,7 +50,8 @@ async def health(request: Request, response: Response):
                     router=router_info(engine) if engine.router is not None else None,
                     featurizer=type(engine.model.featurizer).__name__,
                     encoder_precision=encoder_precision(engine.model.featurizer), queue=queue,
-                    trust_policy=trust_policy(engine), onboarding_pool=onboarding_pool(state.pool_onboarding))
+                    trust_policy=trust_policy(engine), trust_target=trust_target(engine),
+                    onboarding_pool=onboarding_pool(state.pool_onboarding))
 
 
 @router.get("/v1/reference", response_model=S.ReferenceSet, dependencies=[Depends(deps.require_key)], tags=["llms"])
