@@ -507,6 +507,10 @@ class LatentAssessor(BaseEstimator):
         th = self.priors_[member].sample(n_llms, rng)
         return th, (rng.random((n_llms, len(a))) < sigmoid(th @ a.T - b)).astype(np.float32)
 
+    def __setstate__(self, state):
+        state.setdefault("item_neighbours", 0)  # pickled before the offsets existed: it has none
+        super().__setstate__(state)
+
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_ref", None)

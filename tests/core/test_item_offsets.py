@@ -97,3 +97,18 @@ def test_latent_assessor_ranks_new_prompts_better_with_neighbour_offsets():
         else:
             assert model.offsets_ is None
     assert scores[10] > scores[0] + 0.01, scores
+
+
+def test_a_model_pickled_before_the_offsets_loads_and_predicts_as_before():
+    X, S = simulate_clustered_difficulty(n_llms=40)
+    ref = np.arange(0, 600, 10)
+    kw = dict(dims=1, hidden_sizes=(4,), dropout=0.0, n_members=1, max_epochs=5, patience=2, residual=False,
+              residual_dims=4, num_threads=1)
+    model = LatentAssessor(item_neighbours=0, **kw).fit(X[:600], S[:30, :600], ref)
+    R, X_new = S[30:, :600][:, ref], X[600:]
+    expected = model.predict_proba(X_new, R)
+    old = pickle.loads(pickle.dumps(model))
+    del old.__dict__["offsets_"], old.__dict__["item_neighbours"]  # the state of an older model
+    loaded = pickle.loads(pickle.dumps(old))
+    assert loaded.get_params()["item_neighbours"] == 0
+    np.testing.assert_allclose(loaded.predict_proba(X_new, R), expected, atol=1e-6)
