@@ -61,8 +61,10 @@ CONFIGS = {
     "h64_m6": ["assessor.hidden_sizes=[64]", "assessor.n_members=6"],
     "h64_m6_drop03": ["assessor.hidden_sizes=[64]", "assessor.n_members=6", "assessor.dropout=0.3"],
     "h256x2_m6_nores": ["assessor.hidden_sizes=[256,128]", "assessor.n_members=6", "assessor.residual=false"],
-    "no_item_offsets": ["assessor.item_neighbours=0"],
+    "item_neighbours0": ["assessor.item_neighbours=0"],
+    "item_neighbours3": ["assessor.item_neighbours=3"],
     "item_neighbours5": ["assessor.item_neighbours=5"],
+    "item_neighbours10": ["assessor.item_neighbours=10"],
     "item_neighbours20": ["assessor.item_neighbours=20"],
 }
 

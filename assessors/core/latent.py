@@ -23,7 +23,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from assessors.core.item_offsets import NeighbourOffsets, member_offsets
+from assessors.core.item_profiles import NeighbourProfiles
 from assessors.core.latent_calibration import (IDENTITY, accuracy_band, apply_calibration, excess_accuracy_error,
                                                 fit_platt)
 from assessors.core.latent_net import item_parameters, train_member
@@ -102,9 +102,9 @@ class LatentAssessor(BaseEstimator):
     residual_min_gain : float
         Log Bayes factor the residual needs over none to be switched on for an LLM.
     item_neighbours : int
-        Each training prompt's difficulty offset (what its training LLMs' answers say beyond the item
-        network) is carried to a new prompt as the shrunk mean over its ``item_neighbours`` nearest
-        training prompts (:mod:`assessors.core.item_offsets`); 0 turns it off.
+        The item network also takes each training LLM's mean answer over the prompt's
+        ``item_neighbours`` nearest training prompts (:mod:`assessors.core.item_profiles`); 0: the
+        prompt features alone.
     seed : int
     num_threads : int, optional
         Torch threads while training and BLAS threads while predicting (None: the libraries'
@@ -119,8 +119,8 @@ class LatentAssessor(BaseEstimator):
         Per member: item-network weights (numpy), training abilities, epochs.
     priors_ : list of GaussianPrior
         Ability prior per member, fitted on its training LLMs' abilities.
-    offsets_ : NeighbourOffsets or None
-        The training prompts' difficulty offsets and the neighbour rule (None when off).
+    profiles_ : NeighbourProfiles or None
+        The training prompts and answers the neighbour profiles come from (None when off).
     reference_features_ : ndarray of shape (n_ref, d)
     classifier_name_ : str
         Short description (what run reports show for the generic assessor's selected classifier).
@@ -130,7 +130,7 @@ class LatentAssessor(BaseEstimator):
                  weight_decay: float = 1e-3, prior_var: float = 1.0, n_members: int = 3, batch_prompts: int = 64,
                  max_epochs: int = 60, patience: int = 5, monitor: str = "loss", validation_fraction: float = 0.1,
                  residual: bool = True, residual_dims: int = 32, residual_taus=(0.05, 0.1, 0.2, 0.4),
-                 residual_min_gain: float = 1.0, item_neighbours: int = 10, seed: int = 0,
+                 residual_min_gain: float = 1.0, item_neighbours: int = 5, seed: int = 0,
                  num_threads: int | None = 1, progress: bool = False):
         self.dims = dims
         self.hidden_sizes = hidden_sizes
@@ -186,16 +186,20 @@ class LatentAssessor(BaseEstimator):
         if len(np.unique(y)) < 2:
             raise DataError(f"latent assessor: training labels are all {y[0] if len(y) else 'missing'}; nothing to learn")
         self.reference_features_ = X[ref_index]
+        self.profiles_ = None
+        if int(self.item_neighbours) > 0:
+            self.profiles_ = NeighbourProfiles(int(self.item_neighbours)).fit(X, S.T, seed=int(self.seed))
+        inputs = self._inputs(X)  # the item network's input: features and neighbour profiles
         # S.T: the prompt-major view the held-out scorer reads a block of prompts at a time
-        val_fn, train_prompts = self._early_stopping(X, S.T, validation)
+        val_fn, train_prompts = self._early_stopping(inputs, S.T, validation)
         keep = np.isin(ii, train_prompts)
         li, ii, y = li[keep], ii[keep], y[keep]
         log.info("latent assessor: %d LLMs x %d prompts, %d training pairs, %d member(s)",
                  S.shape[0], len(train_prompts), len(y), self.n_members)
         self._fit_members(lambda seed: train_member(
-            X, li, ii, y, S.shape[0], train_prompts=train_prompts, seed=seed, validate=val_fn,
+            inputs, li, ii, y, S.shape[0], train_prompts=train_prompts, seed=seed, validate=val_fn,
             monitor=self._monitor_name(), **self._training_kwargs()))
-        return self._finish(X, validation, "latent", S.T)
+        return self._finish(X, validation, "latent")
 
     def _training_kwargs(self) -> dict:
         """The training hyperparameters every member gets, in-memory or streamed."""
@@ -218,14 +222,8 @@ class LatentAssessor(BaseEstimator):
             self.members_.append(member)
             self.priors_.append(GaussianPrior.fit(member["theta"]))
 
-    def _finish(self, X, validation, name: str, answers) -> "LatentAssessor":
-        """The fitted state after the members: item offsets (from the prompt-major ``answers`` (n,
-        n_llms)), residual projection, reference cache, recalibration."""
-        self.offsets_ = None
-        if int(self.item_neighbours) > 0:
-            self.offsets_ = NeighbourOffsets(int(self.item_neighbours)).fit(X, member_offsets(self.members_, X, answers))
-            log.info("latent item offsets: %d neighbours, shrink %s", self.item_neighbours,
-                     np.round(self.offsets_.shrink_, 3).tolist())
+    def _finish(self, X, validation, name: str) -> "LatentAssessor":
+        """The fitted state after the members: residual projection, reference cache, recalibration."""
         self.projection_ = FeatureProjection(X, int(self.residual_dims), seed=int(self.seed))
         self._cache_reference()
         self.calibration_, self.accuracy_error_sd_ = IDENTITY, 0.0
@@ -244,7 +242,8 @@ class LatentAssessor(BaseEstimator):
         """
         if validation is not None and len(validation[1]):
             X_val, S_val, R_val = validation
-            return ValidationLLMScores(X_val, S_val, self.reference_features_, R_val), np.arange(len(X))
+            return (ValidationLLMScores(self._inputs(X_val), S_val, self._inputs(self.reference_features_), R_val),
+                    np.arange(len(X)))
         n_val = int(round(len(X) * float(self.validation_fraction)))
         if n_val == 0:
             raise DataError("latent assessor: no validation data and validation_fraction=0; "
@@ -274,13 +273,15 @@ class LatentAssessor(BaseEstimator):
         if getattr(self, "_ref", None) is None:  # after unpickling
             self._cache_reference()
 
+    def _inputs(self, X) -> np.ndarray:
+        """The item network's input for prompt features ``X`` (m, d): the features, and their neighbour
+        profiles when on, shape (m, d + n_llms or its PCA)."""
+        profiles = getattr(self, "profiles_", None)  # absent on models pickled before it existed
+        return np.asarray(X, dtype=np.float32) if profiles is None else profiles.inputs(X)
+
     def _params(self, X) -> list[tuple[np.ndarray, np.ndarray]]:
-        params = [item_parameters(m["weights"], X) for m in self.members_]
-        offsets = getattr(self, "offsets_", None)  # absent on models pickled before it existed
-        if offsets is None or not len(X):
-            return params
-        c = offsets(X)
-        return [(a, (b - c[m]).astype(b.dtype)) for m, (a, b) in enumerate(params)]
+        inputs = self._inputs(X)
+        return [item_parameters(m["weights"], inputs) for m in self.members_]
 
     # ------------------------------------------------------------- rich API
     def item_parameters(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -29,7 +29,7 @@ from assessors.core.latent import LatentAssessor
 from assessors.core.latent_net import LatentIRTModule, weights_of
 from assessors.core.posterior import check_answers
 from assessors.data.semisynthetic import MISSING, open_answers
-from assessors.errors import DataError
+from assessors.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ class StreamingLatentAssessor(LatentAssessor):
                  weight_decay: float = 1e-3, prior_var: float = 1.0, n_members: int = 1, batch_prompts: int = 64,
                  max_epochs: int = 60, patience: int = 5, monitor: str = "loss", validation_fraction: float = 0.1,
                  residual: bool = True, residual_dims: int = 32, residual_taus=(0.05, 0.1, 0.2, 0.4),
-                 residual_min_gain: float = 1.0, item_neighbours: int = 10, seed: int = 0,
+                 residual_min_gain: float = 1.0, item_neighbours: int = 0, seed: int = 0,
                  num_threads: int | None = 1, progress: bool = False, strategy: str = "auto", devices: int = 1, num_nodes: int = 1):
         super().__init__(dims=dims, hidden_sizes=hidden_sizes, dropout=dropout, lr=lr, weight_decay=weight_decay,
                          prior_var=prior_var, n_members=n_members, batch_prompts=batch_prompts,
@@ -203,6 +203,10 @@ class StreamingLatentAssessor(LatentAssessor):
             ``validation_fraction`` held-out prompts, and no recalibration.
         """
         has_val = validation is not None and len(validation[1]) > 0
+        if int(self.item_neighbours) > 0:
+            raise ConfigError("StreamingLatentAssessor: item_neighbours (neighbour profiles) needs the answers "
+                              "in memory; set assessor.item_neighbours=0 or use assessor=latent")
+        self.profiles_ = None
         if self.monitor not in ("loss", "auc") or (self.monitor == "auc" and not has_val):
             raise DataError(f"StreamingLatentAssessor: monitor must be 'loss', or 'auc' with validation LLMs; "
                             f"got {self.monitor!r}")
@@ -229,4 +233,4 @@ class StreamingLatentAssessor(LatentAssessor):
             monitor=self._monitor_name(), strategy=self.strategy, devices=self.devices, num_nodes=self.num_nodes,
             **self._training_kwargs()))
         self.n_pairs_ = n_pairs
-        return self._finish(X, validation, "latent-stream", A)
+        return self._finish(X, validation, "latent-stream")

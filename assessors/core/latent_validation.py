@@ -83,7 +83,7 @@ class ValidationLLMScores:
         return early_stopping_scores(self.S_val, p)
 
 
-def _graded(block: np.ndarray) -> np.ndarray:
+def graded(block: np.ndarray) -> np.ndarray:
     """Answers of a block of prompts as float 0/1 with NaN = not evaluated (uint8 ``MISSING`` or NaN)."""
     if block.dtype == np.uint8:
         return np.where(block == MISSING, np.nan, block.astype(np.float64))
@@ -122,7 +122,7 @@ class HeldOutScores:
         for s in range(0, len(self.prompts), step):
             rows = self.prompts[s:s + step]
             a, b = _item_parameters(module, self.X[rows])
-            yield _graded(np.asarray(answers[rows])), sigmoid(a @ theta.T - b[:, None])
+            yield graded(np.asarray(answers[rows])), sigmoid(a @ theta.T - b[:, None])
 
     def __call__(self, module) -> dict[str, float]:
         if self.auc:

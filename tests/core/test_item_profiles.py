@@ -1,13 +1,17 @@
-"""Neighbour difficulty offsets: recovery and shrinkage on simulated prompts, and their use by the latent assessor."""
+"""Neighbour profiles: what they hold, that a training prompt is not its own neighbour, and what they
+buy the latent assessor on prompts whose difficulty no small network reads from their features."""
 from __future__ import annotations
 
 import pickle
 
 import numpy as np
+import pytest
 
-from assessors.core.item_offsets import NeighbourOffsets, member_offsets
+from assessors.core.item_profiles import NeighbourProfiles
 from assessors.core.latent import LatentAssessor
+from assessors.core.latent_stream import StreamingLatentAssessor
 from assessors.core.posterior import sigmoid
+from assessors.errors import ConfigError
 from assessors.metrics import auc
 
 
@@ -20,53 +24,40 @@ def clustered(n_clusters=30, per=30, d=24, spread=0.15, seed=0):
     return X.astype(np.float32), lab
 
 
-def test_offsets_shared_by_neighbours_are_carried_over_and_noise_is_shrunk_away():
+def test_profiles_are_the_neighbours_mean_answers_without_the_prompt_itself():
+    rng = np.random.default_rng(0)
+    X, lab = clustered(n_clusters=10, per=12, d=8)
+    A = (rng.random((len(X), 6)) < 0.5).astype(np.float32)      # prompt-major, 6 training LLMs
+    A[0, 2] = np.nan
+    prof = NeighbourProfiles(k=4).fit(X, A)
+    P = prof(X)
+    assert P.shape == (len(X), 6) and prof.inputs(X).shape == (len(X), 8 + 6)
+    unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    for i in (0, 5, 37):
+        sim = unit @ unit[i]
+        sim[i] = -np.inf                                          # not its own neighbour
+        nb = np.argsort(-sim)[:4]
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_allclose(P[i], np.where(np.isnan(np.nanmean(A[nb], 0)), prof.fill_,
+                                                      np.nanmean(A[nb], 0)), atol=1e-6)
+    # uint8 answers (255 = missing) give the same profiles; a new prompt may use every training prompt
+    U = np.where(np.isnan(A), 255, A).astype(np.uint8)
+    np.testing.assert_allclose(NeighbourProfiles(k=4).fit(X, U)(X), P, atol=1e-6)
+    new = X[:3] + 0.5
+    assert prof(new).shape == (3, 6)
+
+
+def test_many_llms_are_reduced_to_principal_components():
     rng = np.random.default_rng(1)
-    X, lab = clustered()
-    effect = rng.standard_normal((2, lab.max() + 1))              # two members, one offset per cluster
-    tr = rng.permutation(len(X))
-    tr, te = tr[:600], tr[600:]
-    shared = effect[:, lab] + 0.3 * rng.standard_normal((2, len(X)))
-    no = NeighbourOffsets(k=10).fit(X[tr], shared[:, tr])
-    assert no.shrink_.shape == (2,) and np.all(no.shrink_ > 0.85)
-    pred = no(X[te])
-    assert pred.shape == (2, len(te))
-    for m in range(2):
-        assert np.corrcoef(pred[m], effect[m, lab[te]])[0, 1] > 0.95
-
-    noise = rng.standard_normal((2, len(X)))                      # offsets no neighbour can predict
-    nn = NeighbourOffsets(k=10).fit(X[tr], noise[:, tr])
-    assert np.all(nn.shrink_ < 0.3)
-    assert np.abs(nn(X[te])).mean() < 0.15
-    assert NeighbourOffsets(k=10).fit(X[tr], noise[:, tr])(X[:0]).shape == (2, 0)
-
-
-def test_member_offsets_reads_float_and_uint8_answers_alike():
-    rng = np.random.default_rng(2)
     X, _ = clustered(n_clusters=5, per=20, d=6)
-    S = (rng.random((len(X), 12)) < 0.5).astype(np.float32)        # prompt-major
-    S[3, 4] = np.nan
-    members = [{"weights": _zero_net(6, 2), "theta": rng.standard_normal((12, 2))}]
-    U = np.where(np.isnan(S), 255, S).astype(np.uint8)
-    a, b = member_offsets(members, X, S, block=7), member_offsets(members, X, U, block=64)
-    np.testing.assert_allclose(a, b, atol=1e-5)
-    # zero network: the offset is minus the shrunk logit of each prompt's success rate
-    rate = np.nanmean(S, 1)
-    assert np.corrcoef(a[0], rate)[0, 1] > 0.99
-
-
-def _zero_net(d: int, dims: int) -> dict:
-    """Weights (the :func:`~assessors.core.latent_net.weights_of` layout) of an item network that
-    outputs a = 0, b = 0 for every prompt."""
-    zeros = np.zeros
-    return {"mean": zeros(d, np.float32), "std": np.ones(d, np.float32), "dims": dims,
-            "layers": [(zeros((4, d), np.float32), zeros(4, np.float32)),
-                       (zeros((dims + 1, 4), np.float32), zeros(dims + 1, np.float32))]}
+    A = (rng.random((len(X), 40)) < 0.5).astype(np.float32)
+    prof = NeighbourProfiles(k=3, max_dims=8).fit(X, A)
+    assert prof.n_dims == 8 and prof.inputs(X[:7]).shape == (7, 6 + 8)
 
 
 def simulate_clustered_difficulty(n_llms=100, seed=0):
     """Difficulty = a smooth part of the features + a random effect per cluster of prompts (100
-    clusters: more than a 4-unit item network can fit, what neighbours carry); 1-D abilities."""
+    clusters: more than a 4-unit item network can fit from the features); 1-D abilities."""
     rng = np.random.default_rng(seed)
     X, lab = clustered(n_clusters=100, per=12, d=24, seed=seed)
     b = 0.5 * X[:, 0] + 1.2 * rng.standard_normal(lab.max() + 1)[lab]
@@ -75,7 +66,7 @@ def simulate_clustered_difficulty(n_llms=100, seed=0):
     return X, S
 
 
-def test_latent_assessor_ranks_new_prompts_better_with_neighbour_offsets():
+def test_latent_assessor_ranks_new_prompts_better_with_neighbour_profiles():
     X, S = simulate_clustered_difficulty()
     perm = np.random.default_rng(3).permutation(len(X))
     tr_p, va_p, te_p = perm[:800], perm[800:900], perm[900:]
@@ -86,20 +77,19 @@ def test_latent_assessor_ranks_new_prompts_better_with_neighbour_offsets():
               residual_dims=4, num_threads=1)
     R = S[np.ix_(te_l, tr_p)][:, ref]
     scores = {}
-    for k in (0, 10):
+    for k in (0, 5):
         model = LatentAssessor(item_neighbours=k, **kw).fit(X[tr_p], S[np.ix_(tr_l, tr_p)], ref, validation=val)
         P = model.predict_proba(X[te_p], R)
         scores[k] = np.mean([auc(S[l, te_p], P[i]) for i, l in enumerate(te_l)])
         if k:
-            assert model.offsets_.shrink_[0] > 0.5
             again = pickle.loads(pickle.dumps(model))
             np.testing.assert_allclose(again.predict_proba(X[te_p], R), P, atol=1e-6)
         else:
-            assert model.offsets_ is None
-    assert scores[10] > scores[0] + 0.01, scores
+            assert model.profiles_ is None
+    assert scores[5] > scores[0] + 0.01, scores
 
 
-def test_a_model_pickled_before_the_offsets_loads_and_predicts_as_before():
+def test_a_model_pickled_before_the_profiles_loads_and_predicts_as_before():
     X, S = simulate_clustered_difficulty(n_llms=40)
     ref = np.arange(0, 600, 10)
     kw = dict(dims=1, hidden_sizes=(4,), dropout=0.0, n_members=1, max_epochs=5, patience=2, residual=False,
@@ -108,7 +98,13 @@ def test_a_model_pickled_before_the_offsets_loads_and_predicts_as_before():
     R, X_new = S[30:, :600][:, ref], X[600:]
     expected = model.predict_proba(X_new, R)
     old = pickle.loads(pickle.dumps(model))
-    del old.__dict__["offsets_"], old.__dict__["item_neighbours"]  # the state of an older model
+    del old.__dict__["profiles_"], old.__dict__["item_neighbours"]  # the state of an older model
     loaded = pickle.loads(pickle.dumps(old))
     assert loaded.get_params()["item_neighbours"] == 0
     np.testing.assert_allclose(loaded.predict_proba(X_new, R), expected, atol=1e-6)
+
+
+def test_the_streamed_fit_says_profiles_need_answers_in_memory():
+    X, S = simulate_clustered_difficulty(n_llms=20)
+    with pytest.raises(ConfigError, match="item_neighbours"):
+        StreamingLatentAssessor(item_neighbours=5, max_epochs=1).fit(X[:100], S[:, :100], np.arange(10))
