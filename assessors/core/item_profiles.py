@@ -10,6 +10,10 @@ Only training LLMs' answers enter: nothing of a new LLM.
 """
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from assessors.core.latent_validation import graded
@@ -47,6 +51,10 @@ class NeighbourProfiles:
         An LLM's mean over the training profiles: its profile value where it answered no neighbour.
     pca_ : PCA or None
     """
+
+    #: Profiles of the last few query sets kept: a trust report or a server scores the same target
+    #: prompts several times per LLM, and the neighbour search is most of an item-parameter call.
+    CACHE_SIZE = 4
 
     def __init__(self, k: int = 5, max_dims: int = 64, block: int = 1024):
         self.k = k
@@ -110,8 +118,32 @@ class NeighbourProfiles:
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         """Profiles of prompts ``X`` (m, d): shape (m, n_dims)."""
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        key = hashlib.blake2b(X.tobytes(), digest_size=16).hexdigest() + str(X.shape)
+        cache, lock = self._cache()
+        with lock:
+            if key in cache:
+                cache.move_to_end(key)
+                return cache[key]
         P = self._filled(self._raw(X))
-        return P if self.pca_ is None else self.pca_.transform(P).astype(np.float32)
+        P = P if self.pca_ is None else self.pca_.transform(P).astype(np.float32)
+        P.setflags(write=False)  # shared by later callers
+        with lock:
+            cache[key] = P
+            while len(cache) > self.CACHE_SIZE:
+                cache.popitem(last=False)
+        return P
+
+    def _cache(self):
+        if getattr(self, "_memo", None) is None:  # also after unpickling
+            self._memo, self._lock = OrderedDict(), threading.Lock()
+        return self._memo, self._lock
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_memo", None)
+        state.pop("_lock", None)
+        return state
 
     def inputs(self, X: np.ndarray) -> np.ndarray:
         """The item network's input for prompts ``X`` (m, d): ``[X, profile]`` of shape (m, d + n_dims)."""

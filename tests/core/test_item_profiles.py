@@ -108,3 +108,18 @@ def test_the_streamed_fit_says_profiles_need_answers_in_memory():
     X, S = simulate_clustered_difficulty(n_llms=20)
     with pytest.raises(ConfigError, match="item_neighbours"):
         StreamingLatentAssessor(item_neighbours=5, max_epochs=1).fit(X[:100], S[:, :100], np.arange(10))
+
+
+def test_profiles_of_a_query_set_are_computed_once_and_not_pickled():
+    rng = np.random.default_rng(4)
+    X, _ = clustered(n_clusters=5, per=20, d=6)
+    prof = NeighbourProfiles(k=3).fit(X, (rng.random((len(X), 5)) < 0.5).astype(np.float32))
+    first = prof(X[:30])
+    assert prof(X[:30].copy()) is first and not first.flags.writeable   # same prompts: the cached profiles
+    assert prof(X[:31]) is not first
+    for i in range(NeighbourProfiles.CACHE_SIZE + 1):                   # a bounded cache
+        prof(X[i:i + 10])
+    assert len(prof._memo) == NeighbourProfiles.CACHE_SIZE
+    again = pickle.loads(pickle.dumps(prof))
+    assert "_memo" not in again.__dict__
+    np.testing.assert_array_equal(again(X[:30]), first)
