@@ -29,12 +29,14 @@ from benchmarks.latent_goals import compose  # noqa: E402
 
 
 def level_shift(p: np.ndarray, target: float) -> np.ndarray:
-    """``p`` shifted by one logit constant (bisection) so that its mean is ``target``."""
+    """``p`` shifted by one logit constant (root found by Brent's method) so that its mean is ``target``."""
     from scipy.optimize import brentq
 
+    from assessors.core.posterior import sigmoid
+
     z = np.log(p) - np.log1p(-p)
-    c = brentq(lambda c: (1 / (1 + np.exp(-(z + c)))).mean() - target, -20.0, 20.0)
-    return 1 / (1 + np.exp(-(z + c)))
+    c = brentq(lambda c: sigmoid(z + c).mean() - target, -20.0, 20.0)
+    return sigmoid(z + c)
 
 
 def one_seed(seed: int, overrides: list[str]) -> dict:

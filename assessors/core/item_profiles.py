@@ -77,6 +77,9 @@ class NeighbourProfiles:
             from sklearn.decomposition import PCA
 
             self.pca_ = PCA(n_components=int(self.max_dims), random_state=seed).fit(self._filled(raw))
+        # the training prompts' own profiles are the item network's next input: kept, not searched again
+        self._memo = None
+        self._remember(self._key(X), self._finish(raw))
         return self
 
     @property
@@ -85,8 +88,10 @@ class NeighbourProfiles:
         return int(self.max_dims) if self.pca_ is not None else len(self.fill_)
 
     def _neighbours(self, Q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Indices (m, k) of each query's ``k`` most similar training prompts, and which of them count
-        (a training prompt is not its own neighbour: the query's ``k + 1`` best are taken, itself dropped)."""
+        """Indices (m, k + 1) of each unit-norm query's most similar training prompts, and which of them
+        count (a training prompt is not its own neighbour: the ``k + 1`` best are taken, itself dropped).
+        Written out rather than scikit-learn's cosine ``NearestNeighbors``: on 4,150 queries against the
+        default data's 3,650 training prompts this took 0.20 s against its 0.54 s, on every scoring call."""
         F = self.features_.astype(np.float32)
         k = min(int(self.k), len(F) - 1)
         idx, keep = np.empty((len(Q), k + 1), np.int64), np.empty((len(Q), k + 1), bool)
@@ -118,16 +123,28 @@ class NeighbourProfiles:
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         """Profiles of prompts ``X`` (m, d): shape (m, n_dims)."""
-        X = np.ascontiguousarray(X, dtype=np.float32)
-        key = hashlib.blake2b(X.tobytes(), digest_size=16).hexdigest() + str(X.shape)
+        key = self._key(X)
         cache, lock = self._cache()
         with lock:
             if key in cache:
                 cache.move_to_end(key)
                 return cache[key]
-        P = self._filled(self._raw(X))
-        P = P if self.pca_ is None else self.pca_.transform(P).astype(np.float32)
+        return self._remember(key, self._finish(self._raw(X)))
+
+    @staticmethod
+    def _key(X: np.ndarray) -> str:
+        """Cache key of a query set: a digest of its float32 bytes and its shape."""
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        return hashlib.blake2b(X.tobytes(), digest_size=16).hexdigest() + str(X.shape)
+
+    def _finish(self, raw: np.ndarray) -> np.ndarray:
+        """Profiles (m, n_dims) from the raw neighbour means: gaps filled, reduced when ``pca_``."""
+        P = self._filled(raw)
+        return P if self.pca_ is None else self.pca_.transform(P).astype(np.float32)
+
+    def _remember(self, key: str, P: np.ndarray) -> np.ndarray:
         P.setflags(write=False)  # shared by later callers
+        cache, lock = self._cache()
         with lock:
             cache[key] = P
             while len(cache) > self.CACHE_SIZE:

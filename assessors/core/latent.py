@@ -509,7 +509,7 @@ class LatentAssessor(BaseEstimator):
         return th, (rng.random((n_llms, len(a))) < sigmoid(th @ a.T - b)).astype(np.float32)
 
     def __setstate__(self, state):
-        state.setdefault("item_neighbours", 0)  # pickled before the offsets existed: it has none
+        state.setdefault("item_neighbours", 0)  # pickled before the neighbour profiles existed: it has none
         super().__setstate__(state)
 
     def __getstate__(self):

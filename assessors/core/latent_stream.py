@@ -170,7 +170,8 @@ class StreamingLatentAssessor(LatentAssessor):
                  max_epochs: int = 60, patience: int = 5, monitor: str = "loss", validation_fraction: float = 0.1,
                  residual: bool = True, residual_dims: int = 32, residual_taus=(0.05, 0.1, 0.2, 0.4),
                  residual_min_gain: float = 1.0, item_neighbours: int = 0, seed: int = 0,
-                 num_threads: int | None = 1, progress: bool = False, strategy: str = "auto", devices: int = 1, num_nodes: int = 1):
+                 num_threads: int | None = 1, progress: bool = False, strategy: str = "auto", devices: int = 1,
+                 num_nodes: int = 1):
         super().__init__(dims=dims, hidden_sizes=hidden_sizes, dropout=dropout, lr=lr, weight_decay=weight_decay,
                          prior_var=prior_var, n_members=n_members, batch_prompts=batch_prompts,
                          max_epochs=max_epochs, patience=patience, monitor=monitor,
