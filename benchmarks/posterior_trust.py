@@ -16,8 +16,10 @@ compared with what happened on the test prompts:
   LLMs it switches (and on the others).
 
 ``validated`` is the policy chosen on validation LLMs with the prompt-side signal,
-``validated_no_prompt_ood`` the same without it, ``previous_defaults`` the report's fixed defaults
-with the reference-only fallback on every ``out of population`` verdict.
+``validated_no_prompt_ood`` the same without it, ``validated_no_quiet_rule`` the policy chosen without
+its quiet rule (``quiet_flags=false``: no flag muted, ``max_width`` as chosen before it),
+``previous_defaults`` the report's fixed defaults with the reference-only fallback on every ``out of
+population`` verdict.
 
     nice python benchmarks/posterior_trust.py --seeds 0
     nice python benchmarks/posterior_trust.py --seeds 0 -- llm_split=frontier
@@ -96,19 +98,24 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     ood = instantiate(conf["prompt_ood"]).fit(prep.X["train"], prep.X["val"])
     val_reps, val_outs = _outcomes(model, "val", prep, idx, prep.X["val"], prep.S("val", "val"), ood, seed)
     chooser = fit_validated(instantiate(conf["validated_policy"]), val_reps, val_outs)
-    opts = chooser.options()
+    loud = fit_validated(instantiate(conf["validated_policy"], quiet_flags=False), val_reps, val_outs)
     reps, outs = _outcomes(model, "test", prep, idx, prep.X["test"], prep.S("test", "test"), ood, seed)
-    policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"])
-    thr = {k: opts[k] for k in ("misfit_alpha", "range_margin", "max_width", "band_scale", "auc_band_scale")}
+
+    def scored(opts, **extra):
+        policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"])
+        thr = {k: v for k, v in opts.items() if not k.startswith("fallback")}
+        return verdict_scores(reps, outs, policy.choose, **thr, **extra)
+
     legacy = lambda r: "reference_only" if r.verdict == OUT else None  # noqa: E731  (the previous default)
     return {
-        "seed": seed, "n_val_llms": len(val_reps), "n_test_llms": len(reps), "chosen": opts,
+        "seed": seed, "n_val_llms": len(val_reps), "n_test_llms": len(reps), "chosen": chooser.options(),
         "chosen_by": chooser.chosen_by_, "validation": {"n_failures": chooser.n_failures_,
                                                          "n_out_of_population": chooser.n_triggered_,
                                                          "coverage": chooser.coverage_, "losses": chooser.losses_},
         "prompt_ood_threshold": ood.threshold_,
-        "validated": verdict_scores(reps, outs, policy.choose, max_ood_share=ood.max_share, **thr),
-        "validated_no_prompt_ood": verdict_scores(reps, outs, policy.choose, **thr),
+        "validated": scored(chooser.options(), max_ood_share=ood.max_share),
+        "validated_no_prompt_ood": scored(chooser.options()),
+        "validated_no_quiet_rule": scored(loud.options(), max_ood_share=ood.max_share),
         "previous_defaults": verdict_scores(reps, outs, legacy),
     }
 

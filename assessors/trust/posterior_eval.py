@@ -109,7 +109,7 @@ def verdict_rows(reports, outcomes, choose, **thresholds) -> list[dict]:
         j = judge(r, **thresholds)
         acc_in = j.accuracy_band[0] <= o["realised_accuracy"] <= j.accuracy_band[1]
         fb = choose(j) or "latent"
-        rows.append({"llm": o["llm"], "verdict": j.verdict, "flags": j.flags,
+        rows.append({"llm": o["llm"], "verdict": j.verdict, "flags": j.flags, "notes": j.notes,
                      "failure": bool(o["auc_latent"] < o["auc_reference_only"] or not acc_in),
                      "fallback": fb, "auc_with_fallback": o[f"auc_{fb}"], "brier_with_fallback": o[f"brier_{fb}"],
                      "accuracy_in_band": bool(acc_in), "auc_in_band": bool(j.auc_band[0] <= o["auc_latent"] <= j.auc_band[1]),

@@ -28,7 +28,7 @@ import numpy as np
 from assessors.core.evidence import Evidence
 from assessors.errors import ConfigError, DataError
 from assessors.tags import capability
-from assessors.trust.posterior_report import OUT, posterior_trust
+from assessors.trust.posterior_report import OUT, OUT_FLAGS, posterior_trust
 from assessors.trust.reference_only import FALLBACK_NAME, ReferenceOnlyPredictor
 from assessors.trust.relevel import RELEVEL_NAME, ReleveledPredictor
 
@@ -39,7 +39,7 @@ FALLBACKS = (RELEVEL_NAME, FALLBACK_NAME)
 #: Where the thresholds come from when neither the model nor the config gives them.
 STATED_DEFAULTS = "stated defaults"
 #: The report thresholds a validated policy chooses (the rest of its options are the fallback's).
-THRESHOLDS = ("misfit_alpha", "range_margin", "max_width", "band_scale", "auc_band_scale")
+THRESHOLDS = ("misfit_alpha", "range_margin", "max_width", "band_scale", "auc_band_scale", "muted_flags")
 #: The options a validated policy chooses and a model may store.
 POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags")
 #: The report's ``target.source``: the model's reference prompts, or a candidate pool (the server's).
@@ -84,7 +84,7 @@ class PosteriorTrustPolicy:
     **report_options
         Options of :func:`~assessors.trust.posterior_report.posterior_trust` (``level``,
         ``n_samples``, ``misfit_alpha``, ``max_width``, ``range_margin``, ``band_scale``,
-        ``auc_band_scale``, ``max_ood_share``, ``seed``).
+        ``auc_band_scale``, ``muted_flags``, ``max_ood_share``, ``seed``).
     """
 
     def __init__(self, fallback: bool = True, fallback_on: Sequence[str] = (OUT,),
@@ -92,10 +92,15 @@ class PosteriorTrustPolicy:
                  ood_fallback: str = FALLBACK_NAME, C: float = 1.0, prior_sd: float = 3.0, prompt_ood=None,
                  source: str = STATED_DEFAULTS, **report_options):
         allowed = {"level", "n_samples", "misfit_alpha", "max_width", "range_margin", "band_scale",
-                   "auc_band_scale", "max_ood_share", "seed"}
+                   "auc_band_scale", "muted_flags", "max_ood_share", "seed"}
         unknown = sorted(set(report_options) - allowed)
         if unknown:
             raise ConfigError(f"posterior trust report: unknown option(s) {unknown}; allowed: {sorted(allowed)}")
+        muted = report_options.get("muted_flags")
+        if muted is not None:
+            if isinstance(muted, str) or sorted(set(muted) - set(OUT_FLAGS)):
+                raise ConfigError(f"posterior trust report: muted_flags must be a list of {list(OUT_FLAGS)}, got {muted!r}")
+            report_options["muted_flags"] = tuple(muted)
         for kind in (fallback_kind, ood_fallback):
             if kind not in FALLBACKS:
                 raise ConfigError(f"unknown trust fallback {kind!r}; choose one of {list(FALLBACKS)}")

@@ -16,7 +16,9 @@ For a new LLM with posterior ``N(theta, Sigma)`` (per ensemble member) from its 
   every training LLM's;
 * **verdict**: ``out of population: use the fallback`` (misfit or extrapolation), ``uncertain: ask
   N more questions`` (the accuracy band is wider than ``max_width``; N from the 1/sqrt(n) shrink of
-  the band), else ``ok``.
+  the band), else ``ok``. Flags in ``muted_flags`` (those that only raised false alarms on the
+  validation LLMs, see :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`) are reported
+  as ``notes`` and do not move the verdict.
 
 The fallback (:func:`fallback_predict`) is the "reference only" assessor: a logistic regression on
 the LLM's own answers over the model's low-dimensional prompt projection.
@@ -24,6 +26,7 @@ the LLM's own answers over the model's low-dimensional prompt projection.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from typing import Sequence
 
 import numpy as np
 
@@ -52,6 +55,7 @@ class PosteriorTrust:
     prompt_ood_share: float | None = None
     accuracy_band_raw: tuple[float, float] | None = None
     auc_band_raw: tuple[float, float] | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def message(self) -> str:
@@ -98,7 +102,8 @@ def rank_auc(Y: np.ndarray, p: np.ndarray) -> np.ndarray:
 def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, level: float = 0.9,
                     n_samples: int = 300, misfit_alpha: float = 0.01, max_width: float = 0.15,
                     range_margin: float = 0.02, band_scale: float = 1.0, auc_band_scale: float = 1.0,
-                    prompt_ood=None, max_ood_share: float | None = None, seed: int = 0) -> PosteriorTrust:
+                    muted_flags: Sequence[str] = (), prompt_ood=None, max_ood_share: float | None = None,
+                    seed: int = 0) -> PosteriorTrust:
     """Trust report of one LLM from its answers ``y`` (n,) on prompts ``X_answered`` (n, d).
 
     Parameters
@@ -121,6 +126,8 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
     band_scale, auc_band_scale : float
         Widen (> 1) the accuracy and expected-AUC bands about their centre (calibrated on validation
         LLMs by :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`).
+    muted_flags : sequence of str
+        Flags reported as ``notes`` only (no effect on the verdict).
     prompt_ood : PromptOOD, optional
         Fitted prompt-side signal: the share of target prompts unlike the training prompts
         (:class:`~assessors.trust.prompt_ood.PromptOOD`); above ``max_ood_share`` (default: its
@@ -149,7 +156,8 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
     if max_ood_share is None and prompt_ood is not None:
         max_ood_share = prompt_ood.max_share
     return judge(rep, misfit_alpha=misfit_alpha, max_width=max_width, range_margin=range_margin,
-                 band_scale=band_scale, auc_band_scale=auc_band_scale, max_ood_share=max_ood_share)
+                 band_scale=band_scale, auc_band_scale=auc_band_scale, muted_flags=muted_flags,
+                 max_ood_share=max_ood_share)
 
 
 #: Flags whose verdict is "out of population" (any of them).
@@ -164,11 +172,13 @@ def _scaled(centre: float, band, scale: float, lo: float, hi: float) -> tuple[fl
 
 
 def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float = 0.15, range_margin: float = 0.02,
-          band_scale: float = 1.0, auc_band_scale: float = 1.0, max_ood_share: float | None = None) -> PosteriorTrust:
+          band_scale: float = 1.0, auc_band_scale: float = 1.0, muted_flags: Sequence[str] = (),
+          max_ood_share: float | None = None) -> PosteriorTrust:
     """Bands, flags and verdict of a report from its raw statistics under the given thresholds.
 
     Cheap (no sampling): the thresholds can be chosen on validation LLMs by re-judging their reports
-    (``rep.accuracy_band_raw`` / ``auc_band_raw`` keep the unscaled bands). Returns a new report.
+    (``rep.accuracy_band_raw`` / ``auc_band_raw`` keep the unscaled bands). Flags in ``muted_flags``
+    (never ``prior_only``) go to ``notes`` instead. Returns a new report.
     """
     acc_raw = rep.accuracy_band_raw or rep.accuracy_band
     auc_raw = rep.auc_band_raw or rep.auc_band
@@ -176,6 +186,17 @@ def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float =
     band = _scaled(mean_acc, acc_raw, band_scale, 0.0, 1.0)
     auc_band = (_scaled(rep.expected_auc, auc_raw, auc_band_scale, 0.0, 1.0) if np.isfinite(rep.expected_auc)
                 else tuple(auc_raw))
+    flags = _flags(rep, misfit_alpha, range_margin, max_ood_share)
+    notes = [f for f in flags if f in muted_flags and f != "prior_only"]
+    flags = [f for f in flags if f not in notes]
+    verdict, more = _verdict(flags, band[1] - band[0], rep.n_answered, max_width)
+    return replace(rep, accuracy_band=band, auc_band=auc_band, flags=flags, notes=notes, verdict=verdict,
+                   more_questions=more, accuracy_band_raw=tuple(acc_raw), auc_band_raw=tuple(auc_raw))
+
+
+def _flags(rep: PosteriorTrust, misfit_alpha: float, range_margin: float, max_ood_share: float | None) -> list[str]:
+    """The flags a report's raw statistics raise under the given thresholds."""
+    mean_acc = rep.expected_accuracy
     rng_lo, rng_hi = rep.accuracy_range_training
     flags = []
     if mean_acc > rng_hi + range_margin:
@@ -191,9 +212,7 @@ def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float =
     if (max_ood_share is not None and rep.prompt_ood_share is not None and np.isfinite(rep.prompt_ood_share)
             and rep.prompt_ood_share > max_ood_share):
         flags.append("prompts_out_of_distribution")
-    verdict, more = _verdict(flags, band[1] - band[0], rep.n_answered, max_width)
-    return replace(rep, accuracy_band=band, auc_band=auc_band, flags=flags, verdict=verdict, more_questions=more,
-                   accuracy_band_raw=tuple(acc_raw), auc_band_raw=tuple(auc_raw))
+    return flags
 
 
 def _residual_logits(assessor, post, X_target, X_answered):

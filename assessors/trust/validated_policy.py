@@ -9,7 +9,13 @@ validation prompts) and what happened on the validation prompts, and chooses, in
 2. the verdict thresholds (``misfit_alpha``, ``range_margin``, ``max_width``): the grid point with
    the best recall of the validation *failures* (latent AUC below the reference-only fallback's, or
    realised accuracy outside the band) with at most ``max_false_alarms`` false alarms;
-3. which flags trigger the fallback and which fallback (``releveled``: the latent ranking shifted
+3. the quiet rule (``quiet_flags``): a flag that fires on at least ``min_triggered`` validation LLMs,
+   on none of the validation failures, and on LLMs whose loss no fallback lowers by ``min_loss_gain``
+   on average, is muted (reported as a note, no effect on the verdict); ``max_width`` is raised along
+   its grid while its ``uncertain`` verdicts fall on at least ``min_triggered`` validation LLMs and on
+   no failure. A warning that only ever fired on LLMs that did well, and that changed nothing when
+   acted on, is one users learn to ignore;
+4. which flags trigger the fallback and which fallback (``releveled``: the latent ranking shifted
    to the LLM's answered level; ``reference_only``): the lowest mean loss (e.g. Brier) over the
    validation LLMs when the triggered ones use it.
 
@@ -33,7 +39,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import DataError
 from assessors.trust.posterior_policy import PosteriorTrustPolicy
-from assessors.trust.posterior_report import OK, OUT, judge, posterior_trust
+from assessors.trust.posterior_report import OK, OUT, OUT_FLAGS, UNCERTAIN, judge, posterior_trust
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +71,10 @@ class ValidatedTrustPolicy(BaseEstimator):
         Candidate fallbacks (keys of the ``losses`` given to :meth:`fit`).
     min_failures, min_triggered : int
         Validation failures / triggered validation LLMs needed to choose on them.
+    quiet_flags : bool
+        Apply the quiet rule (step 3 of the module docstring).
+    min_loss_gain : float
+        Mean loss gain of a fallback on a flag's validation LLMs that keeps the flag from the quiet rule.
     stated_defaults : mapping
         Used where the validation LLMs cannot decide: ``misfit_alpha``, ``range_margin``,
         ``max_width``, ``fallback`` and ``fallback_flags`` (a key of :data:`FLAG_SETS`).
@@ -74,7 +84,8 @@ class ValidatedTrustPolicy(BaseEstimator):
                  misfit_alphas: Sequence[float] = (0.001, 0.01, 0.05), range_margins: Sequence[float] = (0.02, 0.05, 0.1),
                  max_widths: Sequence[float] = (0.15, 0.2, 0.3), max_false_alarms: float = 0.2,
                  fallbacks: Sequence[str] = ("releveled", "reference_only"), min_failures: int = 3,
-                 min_triggered: int = 2, stated_defaults: Mapping | None = None):
+                 min_triggered: int = 2, quiet_flags: bool = True, min_loss_gain: float = 0.005,
+                 stated_defaults: Mapping | None = None):
         self.level = level
         self.band_scales = band_scales
         self.misfit_alphas = misfit_alphas
@@ -84,6 +95,8 @@ class ValidatedTrustPolicy(BaseEstimator):
         self.fallbacks = fallbacks
         self.min_failures = min_failures
         self.min_triggered = min_triggered
+        self.quiet_flags = quiet_flags
+        self.min_loss_gain = min_loss_gain
         self.stated_defaults = stated_defaults
 
     def _defaults(self) -> dict:
@@ -113,10 +126,12 @@ class ValidatedTrustPolicy(BaseEstimator):
             raise DataError(f"ValidatedTrustPolicy.fit: {len(reports)} reports, {len(acc)}/{len(a_lat)}/{len(a_ref)} "
                             f"outcomes, losses {sorted(losses)} (needs 'latent')")
         d = self._defaults()
-        self.n_val_, self.chosen_by_ = len(reports), {}
+        self.n_val_, self.chosen_by_, self.muted_flags_ = len(reports), {}, ()
         self._fit_bands(reports, acc, a_lat)
         ranking_failed = np.nan_to_num(a_lat, nan=1.0) < np.nan_to_num(a_ref, nan=0.0)
-        self._fit_thresholds(reports, acc, ranking_failed, d)
+        fail = self._fit_thresholds(reports, acc, ranking_failed, d)
+        if self.quiet_flags:
+            self._fit_quiet(reports, fail, losses)
         self._fit_fallback(reports, losses, d)
         log.info("validated trust policy: %s (%s)", self.options(), self.chosen_by_)
         return self
@@ -148,9 +163,11 @@ class ValidatedTrustPolicy(BaseEstimator):
         self.coverage_ = {"accuracy": coverage(self.band_scale_, False)[0], "auc": coverage(self.auc_band_scale_, True)[0]}
 
     def _judge(self, r, **thr):
-        return judge(r, band_scale=self.band_scale_, auc_band_scale=self.auc_band_scale_, **thr)
+        return judge(r, band_scale=self.band_scale_, auc_band_scale=self.auc_band_scale_,
+                     muted_flags=self.muted_flags_, **thr)
 
-    def _fit_thresholds(self, reports, acc, ranking_failed, d) -> None:
+    def _fit_thresholds(self, reports, acc, ranking_failed, d) -> np.ndarray:
+        """Choose ``thresholds_``; returns which validation LLMs failed (k,)."""
         base = [self._judge(r) for r in reports]
         fail = ranking_failed | np.array([not (b.accuracy_band[0] <= a <= b.accuracy_band[1]) for b, a in zip(base, acc)])
         self.n_failures_ = int(fail.sum())
@@ -159,7 +176,7 @@ class ValidatedTrustPolicy(BaseEstimator):
             self.thresholds_ = {k: float(d[k]) for k in keys}
             self.chosen_by_["thresholds"] = (f"default ({self.n_failures_} failures among {len(reports)} validation "
                                              f"LLMs < {self.min_failures})")
-            return
+            return fail
         best = None
         for combo in itertools.product(self.misfit_alphas, self.range_margins, self.max_widths):
             thr = dict(zip(keys, map(float, combo)))
@@ -172,6 +189,40 @@ class ValidatedTrustPolicy(BaseEstimator):
         _, self.thresholds_, rec, fa = best
         self.chosen_by_["thresholds"] = (f"best recall ({rec:.2f}, false alarms {fa:.2f}) of {self.n_failures_} failures "
                                          f"among {len(reports)} validation LLMs")
+        return fail
+
+    def _fit_quiet(self, reports, fail: np.ndarray, losses) -> None:
+        """The quiet rule: mute the flags, and widen ``max_width``, that only raised false alarms."""
+        judged = [self._judge(r, **self.thresholds_) for r in reports]
+        lat = np.asarray(losses["latent"], dtype=np.float64)
+        quiet = []
+        for flag in OUT_FLAGS:
+            on = np.array([flag in j.flags for j in judged])
+            if on.sum() < self.min_triggered or (on & fail).any():
+                continue
+            gain = max(float(np.nanmean(lat[on] - np.asarray(losses[fb], dtype=np.float64)[on])) for fb in self.fallbacks)
+            if not gain >= self.min_loss_gain:
+                quiet.append(flag)
+        self.muted_flags_ = tuple(quiet)
+        if quiet:
+            self.chosen_by_["muted_flags"] = (f"raised on >= {self.min_triggered} of {len(reports)} validation LLMs, "
+                                              f"none of them a failure, no fallback gain >= {self.min_loss_gain}")
+
+        def uncertain(width):
+            return np.array([self._judge(r, **{**self.thresholds_, "max_width": width}).verdict == UNCERTAIN
+                             for r in reports])
+
+        width = self.thresholds_["max_width"]
+        if (uncertain(width) & fail).any():
+            return
+        for w in sorted(w for w in self.max_widths if w >= width):
+            width = float(w)
+            if uncertain(width).sum() < self.min_triggered:
+                break
+        if width != self.thresholds_["max_width"]:
+            self.chosen_by_["max_width"] = (f"raised from {self.thresholds_['max_width']}: its 'uncertain' verdicts fell "
+                                            f"on >= {self.min_triggered} validation LLMs, none of them a failure")
+            self.thresholds_ = {**self.thresholds_, "max_width": width}
 
     def _fit_fallback(self, reports, losses, d) -> None:
         judged = [self._judge(r, **self.thresholds_) for r in reports]
@@ -200,7 +251,7 @@ class ValidatedTrustPolicy(BaseEstimator):
         check_is_fitted(self, "fallback_")
         fs = FLAG_SETS[self.fallback_flags_]
         return {**self.thresholds_, "band_scale": self.band_scale_, "auc_band_scale": self.auc_band_scale_,
-                "fallback_kind": self.fallback_, "fallback_flags": None if fs is None else list(fs)}
+                "muted_flags": list(self.muted_flags_), "fallback_kind": self.fallback_, "fallback_flags": None if fs is None else list(fs)}
 
     def record(self) -> dict:
         """What a trained model stores (JSON-safe): ``source``, ``options``, ``chosen_by``,

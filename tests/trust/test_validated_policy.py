@@ -61,6 +61,34 @@ def test_the_fallback_with_the_lower_validation_loss_is_chosen():
     assert pol.options()["fallback_kind"] == "releveled"
 
 
+def test_a_flag_raised_only_on_llms_that_did_well_is_muted():
+    # 3 validation LLMs above the training range, none of them failed: the flag is muted (a note)
+    reps = [_rep(acc=0.9, rng=(0.2, 0.8)) for _ in range(3)] + [_rep() for _ in range(7)]
+    realised = np.r_[np.full(3, 0.9), np.full(7, 0.5)]
+    pol = ValidatedTrustPolicy().fit(reps, realised, np.full(10, 0.7), np.full(10, 0.6), _losses(10))
+    assert pol.options()["muted_flags"] == ["accuracy_above_training"]
+    j = judge(reps[0], **{k: v for k, v in pol.options().items() if not k.startswith("fallback")})
+    assert (j.verdict, j.flags, j.notes) == (OK, [], ["accuracy_above_training"])
+    assert "muted_flags" in pol.chosen_by_
+    # the same flag on a validation LLM whose ranking failed keeps it
+    a_lat = np.r_[0.5, np.full(9, 0.7)]
+    pol = ValidatedTrustPolicy().fit(reps, realised, a_lat, np.full(10, 0.6), _losses(10))
+    assert pol.options()["muted_flags"] == []
+    assert ValidatedTrustPolicy(quiet_flags=False).fit(reps, realised, np.full(10, 0.7), np.full(10, 0.6),
+                                                       _losses(10)).options()["muted_flags"] == []
+
+
+def test_max_width_is_raised_while_uncertain_verdicts_catch_no_failure():
+    # bands 0.18 wide: 'uncertain' at the stated 0.15 on every validation LLM, none failed
+    reps = [_rep(half=0.09) for _ in range(10)]
+    pol = ValidatedTrustPolicy().fit(reps, np.full(10, 0.5), np.full(10, 0.7), np.full(10, 0.6), _losses(10))
+    assert pol.thresholds_["max_width"] == 0.2 and "max_width" in pol.chosen_by_
+    # one of them failed (ranking below reference only): keep the stated width
+    a_lat = np.r_[0.5, np.full(9, 0.7)]
+    pol = ValidatedTrustPolicy().fit(reps, np.full(10, 0.5), a_lat, np.full(10, 0.6), _losses(10))
+    assert pol.thresholds_["max_width"] == 0.15
+
+
 def test_mismatched_inputs_are_a_clear_error():
     with pytest.raises(DataError, match="needs 'latent'"):
         ValidatedTrustPolicy().fit([_rep()], [0.5], [0.7], [0.6], {"releveled": np.ones(1)})
