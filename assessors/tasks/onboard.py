@@ -60,6 +60,8 @@ def onboard_prompts(cfg: DictConfig) -> dict:
 
 
 #: What the errors say when no prompt files are named and the model's training prompts cannot be read.
+#: The trust report's ``target.source`` when ``onboard.target`` names the prompts it is about.
+TARGET_FILES = "onboard.target"
 NAME_FILES = "pass onboard.prompts=[files with the prompts and targets]"
 
 
@@ -156,7 +158,8 @@ def onboard_adaptive(cfg: DictConfig, model) -> dict:
 
 def adaptive_trust(cfg: DictConfig, model, runner, llm: str) -> dict | None:
     """The posterior trust report (v2) of an adaptively onboarded LLM from ``runner``'s asked prompts and
-    answers, about its target prompts; printed (stderr) and logged. None when ``trust`` is off or custom.
+    answers, about its target prompts (``target`` says which: ``onboard.target`` or the pool); printed
+    (stderr) and logged. None when ``trust`` is off or custom.
 
     The thresholds and fallback are those stored with the model (chosen on validation LLMs by
     ``train.py``) unless ``trust.posterior`` sets them, else the stated defaults; ``policy.source``
@@ -165,12 +168,15 @@ def adaptive_trust(cfg: DictConfig, model, runner, llm: str) -> dict | None:
     trust = plain(cfg.get("trust")) or {}
     if not trust.get("enabled", True) or "_target_" in trust:
         return None
-    from assessors.trust.posterior_policy import PosteriorTrustPolicy, policy_options
+    from assessors.trust.posterior_policy import POOL_TARGET, PosteriorTrustPolicy, policy_options
 
     sel = runner.selector_
     opts = policy_options(model, {"seed": int(cfg.seed), **(trust.get("posterior") or {})})
     policy = PosteriorTrustPolicy(fallback=trust.get("fallback", True), **opts)
     rep, _ = policy.assess(model.assessor, sel.X_pool_[runner.asked_], runner.answers_, sel.X_target_, llm=llm)
+    # what the expected accuracy and AUC are about: the prompts of onboard.target, else the candidate pool
+    rep["target"] = {"source": TARGET_FILES if (cfg.get("onboard") or {}).get("target") else POOL_TARGET,
+                     "n_prompts": int(len(sel.X_target_))}
     print(f"trust report for {llm}: {rep['message']} (predictions: {rep['fallback']['predictor']}; "
           f"thresholds: {policy.source})", file=sys.stderr)
     log_onboarding_trust(cfg, llm, rep)

@@ -119,6 +119,7 @@ class PosteriorTrustPolicy:
         """``source`` and the thresholds and fallback in force (the report's defaults where not given)."""
         defaults = inspect.signature(posterior_trust).parameters
         out = {k: self.report_options.get(k, defaults[k].default) for k in THRESHOLDS}
+        out["muted_flags"] = list(out["muted_flags"])
         flags = None if self.fallback_flags is None else list(self.fallback_flags)
         return {"source": self.source, **out, "fallback_kind": self.fallback_kind, "fallback_flags": flags}
 
