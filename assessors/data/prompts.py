@@ -3,6 +3,10 @@
 A prompts file has a ``prompt`` column and, usually, an id column (``instance_id``, ``reference_id``
 or ``id``; the first present is used and returned as ``instance_id``). Every CSV cell is read as
 text (an empty cell stays ``""``), so ids such as ``007`` keep their zeros.
+
+An OpenAI ``evals`` run log (``<dataset>/<model>.jsonl``, recognised by its first record) is read as
+the ``openai_evals`` loader reads it (:func:`~assessors.data.loaders.openai_evals.read_evals_prompts`):
+``instance_id, prompt, target, subgroup`` with the loader's ids and rendered prompts.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import pandas as pd
 
 from assessors.data.columns import require_columns
 from assessors.data.loaders._common import read_csv
+from assessors.data.loaders.openai_evals import is_evals_log, read_evals_prompts
 from assessors.errors import DataError
 
 #: Column names accepted as the instance id, in order of preference.
@@ -27,7 +32,7 @@ def empty_prompts(prompts: pd.Series) -> np.ndarray:
 
 
 def read_prompt_file(path: str | os.PathLike, required: Sequence[str] = ("prompt",)) -> pd.DataFrame:
-    """Read one CSV or JSONL (``.jsonl``/``.json``, by suffix) prompts file.
+    """Read one CSV or JSONL (``.jsonl``/``.json``, by suffix) prompts file, or an OpenAI evals log.
 
     Parameters
     ----------
@@ -50,7 +55,9 @@ def read_prompt_file(path: str | os.PathLike, required: Sequence[str] = ("prompt
     p = Path(path)
     if not p.exists():
         raise DataError(f"{p}: prompts file not found")
-    if p.suffix in (".jsonl", ".json"):
+    if p.suffix == ".jsonl" and is_evals_log(p):
+        df = read_evals_prompts(p)
+    elif p.suffix in (".jsonl", ".json"):
         try:
             df = pd.read_json(p, lines=True, dtype=False)
         except ValueError as e:
@@ -77,8 +84,8 @@ def read_prompt_files(paths: Sequence[str | os.PathLike], limit: int | None = No
     ``id`` or ``reference_id`` is accepted for ``instance_id``. Without a ``subgroup`` column the
     file stem (minus a ``_prompts`` suffix) is the subgroup and ids become ``<subgroup>/<id>``, as
     the ``open_llm_leaderboard_v2`` loader names them (``prompts/bbh_navigate_prompts.csv`` row
-    ``id=3`` -> ``bbh_navigate/3``). ``limit`` keeps the first rows per file; ``ids`` keeps only
-    those instance ids.
+    ``id=3`` -> ``bbh_navigate/3``); an evals log brings its own (``causal_judgment.test.57``).
+    ``limit`` keeps the first rows per file; ``ids`` keeps only those instance ids.
     """
     frames = []
     for p in map(Path, paths):

@@ -9,6 +9,12 @@ their instance ids, never texts or absolute paths. Onboarding (``predict.py mode
 server's ``server.onboarding.pool: training``) reads them back from the data dir
 (:func:`read_training_prompts`): ``paths.data_dir`` / ``ASSESSORS_DATA_DIR``, else the download cache
 the loaders fill.
+
+The files are read by the reader their format calls for: prompt tables (``open_llm_leaderboard_v2``'s
+``prompts/<subtask>_prompts.csv``) or OpenAI evals logs (``openai_evals/<dataset>/<model>.jsonl``, read as
+the ``openai_evals`` loader reads them). Data whose files cannot grade a new LLM's answers (no gold
+answer: ``routerbench``) says why in ``Results.meta["no_prompt_pool"]``; the model then records that
+reason and no files (:func:`no_pool_reason`), and onboarding asks for prompt files naming it.
 """
 from __future__ import annotations
 
@@ -22,12 +28,14 @@ import pandas as pd
 from assessors.data.download import default_cache_dir
 from assessors.data.prompts import read_prompt_files
 from assessors.data.results import Results
-from assessors.errors import DataError
+from assessors.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
 #: ``Results.meta`` key of ``{subgroup: prompt file relative to the data dir}``.
 PROMPT_FILES = "prompt_files"
+#: ``Results.meta`` key of why the data's files offer no pool (e.g. no gold answer to grade by).
+NO_POOL = "no_prompt_pool"
 #: Version of the record stored with a model (``AssessorModel.training_prompts``).
 RECORD_VERSION = 1
 _UNSET = (None, "", "None", "null")
@@ -51,7 +59,8 @@ def training_prompts_record(results: Results, ids: Sequence[str]) -> dict | None
         ids in it as ``prefix + id`` (the ids' common ``<subgroup>/`` part is stored once:
         :func:`training_ids` joins them). ``n_without_file`` counts training ids in no prompt file.
         None when the data lists no prompt files (or none of ``ids`` is in one): the model then
-        carries no default pool.
+        carries no default pool. Data that says why it has none (``meta["no_prompt_pool"]``) gets a
+        record with no files and that reason as ``no_pool``, for the errors (:func:`no_pool_reason`).
     """
     files = {str(k): str(v) for k, v in (results.meta.get(PROMPT_FILES) or {}).items()}
     bad = [v for v in files.values() if Path(v).is_absolute() or ".." in PurePosixPath(v).parts]
@@ -59,6 +68,9 @@ def training_prompts_record(results: Results, ids: Sequence[str]) -> dict | None
         raise DataError(f"{results.name}: meta['{PROMPT_FILES}'] must hold paths relative to the data dir, got {bad[:2]}")
     sub = results.instances.loc[list(ids), "subgroup"].astype(str)
     has = sub.isin(list(files)).to_numpy()
+    if not files and results.meta.get(NO_POOL):
+        return {"version": RECORD_VERSION, "data": results.name, "files": [], "n_ids": 0,
+                "n_without_file": len(sub), "no_pool": str(results.meta[NO_POOL])}
     if not files or not has.any():
         return None
     groups = [(files[g], [str(i) for i in sub.index[has & (sub == g).to_numpy()]]) for g in dict.fromkeys(sub[has])]
@@ -71,6 +83,22 @@ def _group(path: str, ids: list[str]) -> dict:
     common = os.path.commonprefix(ids)
     prefix = common[:common.rfind("/") + 1]
     return {"path": path, "prefix": prefix, "ids": [i[len(prefix):] for i in ids]}
+
+
+def no_pool_reason(record: dict | None) -> str | None:
+    """Why a model's ``training_prompts`` record offers no pool, or None when it lists prompt files.
+
+    Returns
+    -------
+    str or None
+        For a model without the record: trained before it existed or on data without prompt files;
+        for data that said why (``no_pool``): ``"<data>: <reason>"``.
+    """
+    if not record:
+        return "trained before they were recorded, or on data without prompt files"
+    if record.get("files"):
+        return None
+    return f"{record.get('data')}: {record.get('no_pool') or 'the data lists no prompt files'}"
 
 
 def training_files(record: dict) -> list[str]:
@@ -157,9 +185,14 @@ def read_training_prompts(record: dict, data_dir=None, cache_dir=None, ids: Iter
 
     Raises
     ------
+    ConfigError
+        The record lists no prompt files (:func:`no_pool_reason`).
     DataError
         A file is missing (:func:`resolve_training_files`), or none of the ids is in the files.
     """
+    why = no_pool_reason(record)
+    if why:
+        raise ConfigError(f"the model records no training prompts ({why})" + (f"; {instead}" if instead else ""))
     files = [str(f) for f in resolve_training_files(record, data_dir, cache_dir, instead)]
     want = set(training_ids(record) if ids is None else ids)
     df = read_prompt_files(files, ids=want, required=required)

@@ -201,17 +201,17 @@ def load_training_pool(record: dict | None, embed, assessor, reference_ids: Sequ
     NoPosteriorError
         The assessor has no posterior.
     ConfigError
-        The model records no training prompts.
+        The model records no training prompts (or its data has none to grade by).
     DataError
         A prompt file is missing from the data dir, or no prompt can be featurized.
     """
-    from assessors.data.training_prompts import read_training_prompts
+    from assessors.data.training_prompts import no_pool_reason, read_training_prompts
 
     _require_posterior(assessor, "server.onboarding.pool=training")
-    if not record:
-        raise ConfigError("server.onboarding.pool=training: this model records no training prompts (trained before "
-                          "they were recorded, or on data without prompt files); list prompt files in "
-                          "server.onboarding.pool instead")
+    why = no_pool_reason(record)
+    if why:
+        raise ConfigError(f"server.onboarding.pool=training: this model records no training prompts ({why}); list "
+                          "prompt files in server.onboarding.pool instead")
     df, files = read_training_prompts(record, data_dir, cache_dir, required=(),
                                       instead="list prompt files in server.onboarding.pool")
     return _fit_pool(df, embed, assessor, reference_ids, selector_params,

@@ -74,21 +74,22 @@ def read_onboard_prompts(cfg: DictConfig, model, ids=None) -> tuple[pd.DataFrame
     Raises
     ------
     ConfigError
-        No files named and the model records no training prompts.
+        No files named and the model records no training prompts (or its data has none to grade by:
+        :func:`~assessors.data.training_prompts.no_pool_reason` says why).
     DataError
         A training prompt file is missing (the message names ``ASSESSORS_DATA_DIR`` and ``onboard.prompts``).
     """
-    from assessors.data.training_prompts import read_training_prompts
+    from assessors.data.training_prompts import no_pool_reason, read_training_prompts
 
     ob = cfg.onboard
     if ob.prompts:
         files = [str(p) for p in ob.prompts]
         return read_prompt_table(files, ids=None if ids is None else set(ids)), files, "onboard.prompts"
     record = getattr(model, "training_prompts", None)
-    if not record:
+    why = no_pool_reason(record)
+    if why:
         raise ConfigError(f"mode=onboard needs onboard.prompts=[files with the prompts and targets]: "
-                          f"{model_uri_name(cfg)} records no training prompts to use instead (trained before they were "
-                          "recorded, or on data without prompt files)")
+                          f"{model_uri_name(cfg)} records no training prompts to use instead ({why})")
     paths = cfg.get("paths") or {}
     prompts, files = read_training_prompts(record, paths.get("data_dir"), paths.get("cache_dir"), ids=ids,
                                            instead=NAME_FILES)

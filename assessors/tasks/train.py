@@ -262,8 +262,12 @@ def training_prompts(prep: Prepared, run=None) -> dict | None:
     if record is None:
         log.info("training prompts: %s lists no prompt files; onboarding will need prompt files named", prep.results.name)
         return None
-    log.info("training prompts: %d ids in %d prompt file(s) recorded with the model (%d without a file)",
-             record["n_ids"], len(record["files"]), record["n_without_file"])
+    if not record["files"]:  # the data says why it has no pool; the record keeps the reason for onboarding's errors
+        log.info("training prompts: no default onboarding pool (%s: %s); onboarding will need prompt files named",
+                 record["data"], record["no_pool"])
+    else:
+        log.info("training prompts: %d ids in %d prompt file(s) recorded with the model (%d without a file)",
+                 record["n_ids"], len(record["files"]), record["n_without_file"])
     if run is not None:
         run.set_tags({"training_prompts.n": str(record["n_ids"]),
                       "training_prompts.files": str(len(record["files"]))})

@@ -48,3 +48,21 @@ def test_read_prompt_file_keeps_ids_as_text_and_rejects_empty_prompts(tmp_path):
     j.write_text('{"text": "q"}\n')
     with pytest.raises(DataError, match="missing column 'prompt'"):
         read_prompt_file(j)
+
+
+def test_an_openai_evals_log_is_read_as_the_loader_reads_it(data_dir, tmp_path):
+    from assessors.data.loaders.openai_evals import load_openai_evals
+
+    log = data_dir / "openai_evals" / "moral_permissibility" / "gpt-4-0613.jsonl"
+    res = load_openai_evals(root=data_dir, datasets=["moral_permissibility"], models=["gpt-4-0613"], download=False)
+    df = read_prompt_files([log]).set_index("instance_id")
+    assert sorted(df.index) == sorted(res.instance_ids) and set(df["subgroup"]) == {"moral_permissibility"}
+    assert df.loc[res.instance_ids, "prompt"].tolist() == res.prompts(res.instance_ids)
+    assert df.loc[res.instance_ids, "target"].tolist() == res.instances["target"].tolist()
+    # a JSON-lines prompt table is still a table, and a file that is not JSON still says so
+    j = tmp_path / "p.jsonl"
+    pd.DataFrame({"id": ["a"], "prompt": ["q"], "type": ["match"]}).to_json(j, orient="records", lines=True)
+    assert read_prompt_file(j)["instance_id"].tolist() == ["a"]
+    j.write_text("not json\n")
+    with pytest.raises(DataError, match="not a JSON-lines file"):
+        read_prompt_file(j)

@@ -1,7 +1,9 @@
 """The model's training prompts as the default candidate pool of adaptive onboarding: what the model
 records (relative prompt files and training ids), how it is read back from the data dir, and
 ``predict.py mode=onboard`` using it when ``onboard.prompts`` is empty (named files win). Real BBH
-results and prompt files, a tiny latent assessor, an in-process endpoint (httpx MockTransport)."""
+results and prompt files, real OpenAI evals logs (KindsOfReasoning's format: the logs are the prompt
+files), RouterBench (no gold answer: no pool, and the errors say why), a tiny latent assessor, an
+in-process endpoint (httpx MockTransport)."""
 from __future__ import annotations
 
 import json
@@ -33,10 +35,9 @@ def split(results):
     return {"train": sorted(ids[:N_TRAIN].tolist()), "test": sorted(ids[N_TRAIN:].tolist())}
 
 
-@pytest.fixture(scope="module")
-def saved(results, split, tmp_path_factory):
-    """A tiny latent assessor with its training-prompt record, saved as an MLflow model and loaded back
-    through the path predict.py uses."""
+def _save(results, train: list[str], llms: list[str], path: Path) -> dict:
+    """A tiny latent assessor trained on ``train`` with its training-prompt record, saved as an MLflow model
+    and loaded back through the path predict.py uses."""
     import mlflow.pyfunc
 
     from assessors.core.latent import LatentAssessor
@@ -45,18 +46,20 @@ def saved(results, split, tmp_path_factory):
     from assessors.features.ngrams import UnigramFeaturizer
     from assessors.routing.engine import load_assessor_model
 
-    train = split["train"]
-    llms = results.llms[:20]
     feat = UnigramFeaturizer(max_features=200).fit(results.prompts(train))
-    ref = np.arange(0, N_TRAIN, 10)
+    ref = np.arange(0, len(train), 10)
     latent = LatentAssessor(dims=2, hidden_sizes=(16,), n_members=1, max_epochs=10, patience=3, residual=False,
                             num_threads=1).fit(feat.transform(results.prompts(train)), results.matrix(llms, train), ref)
     ref_ids = [train[i] for i in ref]
     record = training_prompts_record(results, train)
     model = AssessorModel(latent, feat, ref_ids, results.matrix(llms, ref_ids), llms, training_prompts=record)
-    path = tmp_path_factory.mktemp("training_pool") / "model"
     mlflow.pyfunc.save_model(str(path), python_model=model)
     return {"dir": path, "model": load_assessor_model(str(path))}
+
+
+@pytest.fixture(scope="module")
+def saved(results, split, tmp_path_factory):
+    return _save(results, split["train"], results.llms[:20], tmp_path_factory.mktemp("training_pool") / "model")
 
 
 def test_the_record_names_relative_prompt_files_and_the_training_ids(results, split, saved, data_dir):
@@ -105,17 +108,21 @@ def test_a_missing_data_dir_is_an_error_naming_the_fix(saved, tmp_path, monkeypa
         read_training_prompts(record, None, tmp_path / "cache")
 
 
+def _answers(results) -> dict[str, str]:
+    """``{prompt: answer}`` of an LLM that answers 60% of the prompts right (another label of the subgroup else)."""
+    rng = np.random.default_rng(1)
+    inst = results.instances
+    labels = inst.groupby("subgroup")["target"].unique()
+    return {p: (t if rng.random() < 0.6 else next(x for x in labels[g] if x != t))
+            for p, t, g in zip(inst["prompt"], inst["target"], inst["subgroup"])}
+
+
 def _onboard(compose, saved, tmp_path, results, overrides=(), data_dir=None, monkeypatch=None):
     """``predict.py mode=onboard`` (adaptive, budget 6) of an LLM that answers 60% of the prompts right."""
     from assessors.onboarding.adaptive_run import AdaptiveOnboarding
     from assessors.tasks.onboard import run
 
-    rng = np.random.default_rng(1)
-    inst = results.instances
-    labels = inst.groupby("subgroup")["target"].unique()
-    answers = {p: (t if rng.random() < 0.6 else next(x for x in labels[g] if x != t))
-               for p, t, g in zip(inst["prompt"], inst["target"], inst["subgroup"])}
-    endpoint = FakeEndpoint(answers)
+    endpoint = FakeEndpoint(_answers(results))
     real = AdaptiveOnboarding.run
     monkeypatch.setattr(AdaptiveOnboarding, "run",
                         lambda self, *a, **k: real(self, *a, http_client=endpoint.client(), **k))
@@ -189,3 +196,105 @@ def test_ids_round_trip_whatever_their_shape():
     assert training_ids(record) == ids[:-1] and record["n_ids"] == 6 and record["n_without_file"] == 1
     assert [(f["path"], f["prefix"]) for f in record["files"]] == [("d/ab.csv", "a/b/"), ("d/x.jsonl", ""),
                                                                    ("d/solo.csv", "solo/"), ("d/c.csv", "c/")]
+
+
+EVALS_LLMS = ["gpt-3.5-turbo-0613", "gpt-4-0613", "text-ada-001", "text-davinci-003"]
+EVALS_DATASETS = ["causal_judgment", "moral_permissibility"]
+
+
+@pytest.fixture(scope="module")
+def evals(data_dir):
+    from assessors.data.loaders.openai_evals import load_openai_evals
+
+    return load_openai_evals(root=data_dir, models=EVALS_LLMS, download=False)
+
+
+@pytest.fixture(scope="module")
+def evals_saved(evals, tmp_path_factory):
+    """A tiny latent assessor trained on 300 of the 524 openai_evals prompts (both datasets, 4 LLMs)."""
+    ids = np.array(evals.instance_ids)
+    train = sorted(ids[np.random.default_rng(0).permutation(len(ids))[:N_TRAIN]].tolist())
+    return {"train": train, **_save(evals, train, evals.llms, tmp_path_factory.mktemp("evals_pool") / "model")}
+
+
+def test_openai_evals_logs_hold_the_training_prompts_and_their_targets(evals, evals_saved, data_dir):
+    from assessors.data.training_prompts import read_training_prompts, training_files, training_ids
+
+    train, record = evals_saved["train"], evals_saved["model"].training_prompts  # saved and loaded back
+    # per dataset, the log the instance texts came from: the first chat log (chat wins over text-ada's string)
+    assert training_files(record) == [f"openai_evals/{d}/gpt-3.5-turbo-0613.jsonl" for d in EVALS_DATASETS]
+    assert sorted(training_ids(record)) == train and (record["n_ids"], record["n_without_file"]) == (N_TRAIN, 0)
+    text = json.dumps(record)
+    assert str(data_dir) not in text and evals.prompts(train[:1])[0] not in text  # relative files and ids only
+    df, files = read_training_prompts(record, data_dir)
+    assert files == [str(data_dir / f) for f in training_files(record)]
+    assert sorted(df["instance_id"]) == train
+    got = df.set_index("instance_id").loc[train]
+    assert got["prompt"].tolist() == evals.prompts(train) and got["prompt"].str.startswith("system: ").all()
+    assert got["target"].tolist() == evals.instances.loc[train, "target"].tolist()
+    assert set(got["target"]) == {"Yes", "No"} and sorted(set(got["subgroup"])) == EVALS_DATASETS
+
+
+def test_a_completion_log_reads_back_its_own_rendering(data_dir):
+    from assessors.data.loaders.openai_evals import load_openai_evals
+    from assessors.data.training_prompts import read_training_prompts, training_files, training_prompts_record
+
+    res = load_openai_evals(root=data_dir, datasets=["causal_judgment"], models=["text-ada-001"], download=False)
+    record = training_prompts_record(res, res.instance_ids)
+    assert training_files(record) == ["openai_evals/causal_judgment/text-ada-001.jsonl"]
+    df, _ = read_training_prompts(record, data_dir)
+    got = df.set_index("instance_id").loc[res.instance_ids]
+    assert got["prompt"].tolist() == res.prompts(res.instance_ids) and not got["prompt"].str.startswith("system:").any()
+
+
+def test_a_dataset_whose_texts_come_from_several_logs_lists_no_file(data_dir, tmp_path):
+    """The first chat log holds 20 samples, the next one all: no one log reads back every text."""
+    from assessors.data.loaders.openai_evals import load_openai_evals
+
+    src, dst = data_dir / "openai_evals" / "causal_judgment", tmp_path / "openai_evals" / "causal_judgment"
+    dst.mkdir(parents=True)
+    lines = (src / "gpt-3.5-turbo-0613.jsonl").read_text(encoding="utf-8").splitlines()
+    first = list(dict.fromkeys(json.loads(x).get("sample_id") for x in lines[1:]))[:20]
+    (dst / "gpt-3.5-turbo-0613.jsonl").write_text(
+        "\n".join([lines[0]] + [x for x in lines[1:] if json.loads(x).get("sample_id") in first]) + "\n")
+    (dst / "gpt-4-0613.jsonl").symlink_to(src / "gpt-4-0613.jsonl")
+    res = load_openai_evals(root=tmp_path, download=False)
+    assert len(res.instance_ids) == 186 and res.meta["prompt_files"] == {}
+
+
+def test_onboarding_an_openai_evals_model_asks_and_grades_its_training_prompts(compose, evals, evals_saved,
+                                                                                tmp_path, monkeypatch):
+    """The endpoint answers by prompt text (an unknown text fails): the pool's texts are the training texts,
+    and each answer is graded against the log's ``expected`` (default graders: StartsWithOption Yes/No)."""
+    out = _onboard(compose, evals_saved, tmp_path, evals, monkeypatch=monkeypatch)
+    assert out["pool"]["source"] == "the model's training prompts (openai_evals)"
+    assert out["pool"]["n_prompts"] == N_TRAIN and len(out["pool"]["files"]) == 2
+    asked = pd.read_csv(tmp_path / "onboard" / "answers.csv", dtype={"instance_id": str})
+    assert len(asked) == out["n_asked"] == 6 and set(asked["instance_id"]) <= set(evals_saved["train"])
+    answers, inst = _answers(evals), evals.instances.loc[asked["instance_id"]]
+    assert asked["success"].tolist() == [float(answers[p] == t) for p, t in zip(inst["prompt"], inst["target"])]
+
+
+def test_routerbench_has_no_pool_and_the_errors_say_why(data_dir, saved, compose):
+    from types import SimpleNamespace
+
+    from assessors.data.loaders.routerbench import load_routerbench
+    from assessors.data.training_prompts import no_pool_reason, read_training_prompts, training_prompts_record
+    from assessors.onboarding.pool import load_training_pool
+    from assessors.tasks.onboard import read_onboard_prompts
+
+    raw = pd.read_csv(data_dir / "routerbench" / "winograde_test.csv", nrows=1).columns
+    assert not {"target", "answer", "gold", "label", "test_list"} & set(raw)  # nothing to grade a new answer by
+    rb = load_routerbench(root=data_dir, datasets=["winograde"], splits=["test"], responses=False, download=False)
+    record = json.loads(json.dumps(training_prompts_record(rb, rb.instance_ids[:50])))
+    assert record["files"] == [] and (record["n_ids"], record["n_without_file"]) == (0, 50)
+    assert no_pool_reason(record).startswith("routerbench: ") and "no gold answer" in record["no_pool"]
+    cfg = compose(["mode=onboard", "tracking=none"], config_name="predict")
+    with pytest.raises(ConfigError, match=r"needs onboard.prompts=.*records no training prompts .*routerbench: "
+                                          r".*no gold answer"):
+        read_onboard_prompts(cfg, SimpleNamespace(training_prompts=record))
+    model = saved["model"]
+    with pytest.raises(ConfigError, match=r"routerbench: .*no gold answer.*list prompt files in server.onboarding.pool"):
+        load_training_pool(record, None, model.assessor, model.reference_ids)
+    with pytest.raises(ConfigError, match="no gold answer"):
+        read_training_prompts(record, data_dir)

@@ -97,6 +97,22 @@ def test_a_model_without_the_record_fails_start_up(tiny_latent, data_dir, monkey
         assert isinstance(err, ConfigError) and "records no training prompts" in str(err)
 
 
+def test_a_model_trained_on_data_without_a_pool_fails_start_up_saying_why(tiny_latent, data_dir, monkeypatch):
+    from assessors.data.loaders.routerbench import load_routerbench
+    from assessors.data.training_prompts import training_prompts_record
+    from assessors.errors import ConfigError
+
+    rb = load_routerbench(root=data_dir, datasets=["winograde"], splits=["test"], responses=False, download=False)
+    model = copy.copy(tiny_latent["model"])
+    model.training_prompts = training_prompts_record(rb, rb.instance_ids)  # routerbench: no gold answer
+    with _client(model, monkeypatch, "training", data_dir) as c:
+        code, health = _health(c)
+        assert (code, health["status"]) == (503, "failed")
+        err = c.app.state.startup_error
+        assert isinstance(err, ConfigError) and "routerbench: " in str(err) and "no gold answer" in str(err)
+        assert "list prompt files in server.onboarding.pool" in str(err)
+
+
 def test_predict_config_passes_the_setting_and_the_data_dir(compose, data_dir):
     from assessors.tasks.serve import server_settings
 

@@ -15,6 +15,13 @@ Instance ids are the ``sample_id`` (``causal_judgment.test.57``), prefixed with 
 when the sample id does not already start with the dataset name. ``subgroup`` = dataset,
 ``target`` = ``match.data.expected``, LLM = file stem. Responses (``data.sampled``) go to
 ``Results.responses``.
+
+Prompt files
+    ``Results.meta["prompt_files"]`` names, per dataset, the one log whose prompts are the instance texts
+    (``{dataset: "openai_evals/<dataset>/<model>.jsonl"}``, relative to the data dir; a dataset whose
+    texts came from several logs is left out). :func:`read_evals_prompts` reads a log back as a prompt
+    table with these ids, texts and targets, so a model's training prompts can be asked again
+    (:mod:`assessors.data.training_prompts`).
 """
 from __future__ import annotations
 
@@ -74,6 +81,40 @@ def _read_events(path: Path, sampling: dict, matches: dict) -> None:
             if sid in store:
                 raise DataError(f"{path}: line {n}: duplicated {kind} event for sample_id {sid!r}")
             store[sid] = (n, data)
+
+
+def is_evals_log(path: str | Path) -> bool:
+    """True when the file's first record is an evals ``spec`` record or a ``sampling``/``match`` event."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        first = next((line for line in f if line.strip()), "")
+    try:
+        rec = json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    event = isinstance(rec, dict) and "sample_id" in rec and rec.get("type") in ("sampling", "match")
+    return isinstance(rec, dict) and ("spec" in rec or event)
+
+
+def instance_id(dataset: str, sample_id) -> str:
+    """The loader's instance id: ``sample_id``, prefixed ``<dataset>/`` unless it starts with ``<dataset>.``."""
+    sid = str(sample_id)
+    return sid if sid.startswith(f"{dataset}.") else f"{dataset}/{sid}"
+
+
+def read_evals_prompts(path: str | Path) -> pd.DataFrame:
+    """One evals log ``<dataset>/<model>.jsonl`` as a prompt table, named as :func:`load_openai_evals` names it.
+
+    Returns
+    -------
+    pandas.DataFrame of shape (n_samples, 4)
+        ``instance_id, prompt, target, subgroup``: the rendered prompt, ``match.data.expected`` and the
+        dataset (the log's folder name).
+    """
+    path = Path(path)
+    frame, ds = read_evals_log(path), path.parent.name
+    return pd.DataFrame({"instance_id": [instance_id(ds, s) for s in frame["sample_id"]],
+                         "prompt": frame["prompt"].to_numpy(dtype=object),
+                         "target": frame["expected"].to_numpy(dtype=object), "subgroup": ds})
 
 
 def read_evals_log(path: Path) -> pd.DataFrame:
@@ -144,31 +185,49 @@ def load_openai_evals(
     if n_conflict:
         log.warning("%s: %d (model, sample) pairs had a chat prompt differing from the first one seen; "
                     "the first is used", base, n_conflict)
-    instances = pd.DataFrame.from_dict(inst_rows, orient="index").drop(columns="is_chat")
+    instances = pd.DataFrame.from_dict(inst_rows, orient="index")
+    prompt_files = _prompt_files(instances, ds_names)
+    instances = instances.drop(columns=["is_chat", "text_from"])
     instances.index.name = "instance_id"
     long = pd.DataFrame(cells, columns=["llm", "instance_id", "success"])
     res = Results.from_long(long, instances=instances, name=NAME, source=str(base))
     res = res.subset(llms=[m for m in llms if m in res.llms])
     if responses:
         res.responses = pd.DataFrame(resp, columns=["llm", "instance_id", "response"])
-    res.meta = {"datasets": ds_names, "root": str(base)}
+    res.meta = {"datasets": ds_names, "root": str(base), "prompt_files": prompt_files}
     log.info("%s: loaded %d LLMs x %d instances from %d dataset(s)", NAME, *res.shape, len(ds_names))
     return res
+
+
+def _prompt_files(instances: pd.DataFrame, ds_names: list[str]) -> dict[str, str]:
+    """``{dataset: its log relative to the data dir}`` for the datasets whose instance texts all came from one
+    log (that log reads back every text, :func:`read_evals_prompts`)."""
+    files = {}
+    for ds in ds_names:
+        src = instances.loc[instances["subgroup"] == ds, "text_from"].unique()
+        if len(src) == 1:
+            files[ds] = f"{NAME}/{ds}/{src[0]}.jsonl"
+        elif len(src) > 1:
+            log.info("%s/%s: instance texts come from %d logs; the dataset lists no prompt file (no training-"
+                     "prompt pool)", NAME, ds, len(src))
+    return files
 
 
 def _merge_log(frame: pd.DataFrame, ds: str, llm: str, inst_rows: dict[str, dict], cells: list,
                resp: list | None) -> int:
     """Add one model's log on one dataset: its instances (a chat prompt wins over a pre-rendered
-    string), its ``(llm, instance_id, correct)`` cells and, when ``resp`` is a list, its responses.
+    string; ``text_from`` names the log the text came from), its ``(llm, instance_id, correct)`` cells
+    and, when ``resp`` is a list, its responses.
 
     Returns the number of chat prompts that differ from the one already recorded (the first is kept).
     """
     n_conflict = 0
     for r in frame.itertuples(index=False):
-        iid = r.sample_id if str(r.sample_id).startswith(f"{ds}.") else f"{ds}/{r.sample_id}"
+        iid = instance_id(ds, r.sample_id)
         cur = inst_rows.get(iid)
         if cur is None or (r.is_chat and not cur["is_chat"]):
-            inst_rows[iid] = {"prompt": r.prompt, "is_chat": r.is_chat, "subgroup": ds, "target": r.expected}
+            inst_rows[iid] = {"prompt": r.prompt, "is_chat": r.is_chat, "subgroup": ds, "target": r.expected,
+                              "text_from": llm}
         elif r.is_chat and cur["prompt"] != r.prompt:
             n_conflict += 1
         cells.append((llm, iid, r.correct))

@@ -10,6 +10,11 @@ Instance ids are the ``sample_id``. A few ids occur on more than one row upstrea
 arc_challenge, with different prompts or results): all rows are kept, and each duplicated id is
 suffixed with ``#<RouterBench row number>``; the count is logged. Instance columns:
 ``subgroup`` (= ``eval_name``), ``routerbench_split`` (train/test), ``oracle_model_to_route_to``.
+
+No training-prompt pool: the files hold each LLM's 0/1 score and answer but no gold answer (``target``
+is NaN; mbpp would need its unit tests), so a new LLM's answers to these prompts cannot be graded.
+``Results.meta["no_prompt_pool"]`` says so, and onboarding a model trained on this data asks for prompt
+files with a target (:mod:`assessors.data.training_prompts`).
 """
 from __future__ import annotations
 
@@ -30,6 +35,9 @@ from assessors.errors import DataError
 log = logging.getLogger("assessors.data")
 
 NAME = "routerbench"
+#: Why a model trained on this data has no default onboarding pool (``meta["no_prompt_pool"]``).
+NO_POOL = ("its files hold the prompts and each LLM's 0/1 score and answer but no gold answer to grade a new "
+           "LLM's answers by: arc_challenge and winograde have no answer key, mbpp no unit tests")
 _META = {"sample_id", "prompt", "eval_name", "oracle_model_to_route_to"}
 
 
@@ -90,7 +98,7 @@ def load_routerbench(
     if n_nan:
         log.info("%s: %d cells have no score (NaN)", NAME, n_nan)
     res = Results(instances=instances, llms=llms, success=success, cost=cost, name=NAME,
-                  meta={"datasets": chosen_ds, "splits": list(splits), "root": str(base)})
+                  meta={"datasets": chosen_ds, "splits": list(splits), "root": str(base), "no_prompt_pool": NO_POOL})
     if responses:
         res.responses = _responses(table, llms, instances.index)
     log.info("%s: loaded %d LLMs x %d instances", NAME, *res.shape)
