@@ -215,13 +215,15 @@ def plot(summary, path: Path) -> None:
             vals = [np.nanmean([_at(r["curves"][name], n).get("mae_design") or np.nan for r in summary["runs"]])
                     for n in sizes]
             axes[1].plot(sizes, vals, marker="x", linestyle="--", label=f"{name} (design)")
-    for ax, lab in zip(axes, ("mean test AUC", "accuracy MAE on test prompts (solid: model, dashed: design)")):
+    for ax, lab in zip(axes, ("mean test AUC", "accuracy MAE on test prompts")):
         ax.set_xscale("log")
         ax.set_xlabel("questions asked")
         ax.set_ylabel(lab)
+    axes[1].set_title("solid: model estimate, dashed: design estimate", fontsize=8)
     axes[0].legend(fontsize=7)
     axes[1].legend(fontsize=6)
-    fig.suptitle(" ".join(summary["overrides"]) or "default split", fontsize=9)
+    seeds = sorted({r["seed"] for r in summary["runs"]})
+    fig.suptitle(f"{' '.join(summary['overrides']) or 'default split'}: mean over seeds {seeds}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
