@@ -63,6 +63,31 @@ def test_misfit_and_extrapolation_are_out_of_population(sim):
     assert {"accuracy_above_training", "ability_beyond_training"} & set(rep.flags), rep.flags
 
 
+def test_a_muted_flag_is_a_note_through_the_serving_policy(sim):
+    from assessors.errors import ConfigError
+    from assessors.trust.posterior_policy import PosteriorTrustPolicy
+
+    model, d = sim
+    rng = np.random.default_rng(2)
+    th = d["theta"][:60].max() + 4.0  # far stronger than every training LLM: extrapolation flags
+    idx = np.sort(rng.choice(d["pool"], 80, replace=False))
+    y = (rng.random(len(idx)) < sigmoid(th * d["a"][idx] - d["b"][idx])).astype(float)
+    X_t = d["X"][d["target"]]
+    loud, fb = PosteriorTrustPolicy().assess(model, d["X"][idx], y, X_t)
+    extrapolation = {"accuracy_above_training", "ability_beyond_training"}
+    assert loud["verdict"] == OUT and fb is not None and extrapolation & set(loud["flags"])
+    muted = sorted(extrapolation & set(loud["flags"]))
+    quiet, fb = PosteriorTrustPolicy(muted_flags=muted).assess(model, d["X"][idx], y, X_t)
+    assert sorted(quiet["notes"]) == muted and not set(muted) & set(quiet["flags"])
+    # nothing else raised (this LLM fits the model): the verdict no longer sends it to the fallback
+    assert quiet["flags"] == [] and quiet["verdict"] != OUT and fb is None and quiet["fallback"]["predictor"] == "latent"
+    assert sorted(quiet["policy"]["muted_flags"]) == muted
+    with pytest.raises(ConfigError, match="muted_flags"):
+        PosteriorTrustPolicy(muted_flags="misfit")
+    with pytest.raises(ConfigError, match="muted_flags"):
+        PosteriorTrustPolicy(muted_flags=["no_such_flag"])
+
+
 def test_few_answers_ask_for_more_questions(sim):
     model, d = sim
     rng = np.random.default_rng(2)
