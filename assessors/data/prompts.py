@@ -5,7 +5,7 @@ or ``id``; the first present is used and returned as ``instance_id``). Every CSV
 text (an empty cell stays ``""``), so ids such as ``007`` keep their zeros.
 
 An OpenAI ``evals`` run log (``<dataset>/<model>.jsonl``, recognised by its first record) is read as
-the ``openai_evals`` loader reads it (:func:`~assessors.data.loaders.openai_evals.read_evals_prompts`):
+the ``openai_evals`` loader reads it (:func:`~assessors.data.loaders.evals_prompts.read_evals_prompts`):
 ``instance_id, prompt, target, subgroup`` with the loader's ids and rendered prompts.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pandas as pd
 
 from assessors.data.columns import require_columns
 from assessors.data.loaders._common import read_csv
-from assessors.data.loaders.openai_evals import is_evals_log, read_evals_prompts
+from assessors.data.loaders.evals_prompts import is_evals_log, read_evals_prompts
 from assessors.errors import DataError
 
 #: Column names accepted as the instance id, in order of preference.

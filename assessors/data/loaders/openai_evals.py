@@ -19,7 +19,8 @@ when the sample id does not already start with the dataset name. ``subgroup`` = 
 Prompt files
     ``Results.meta["prompt_files"]`` names, per dataset, the one log whose prompts are the instance texts
     (``{dataset: "openai_evals/<dataset>/<model>.jsonl"}``, relative to the data dir; a dataset whose
-    texts came from several logs is left out). :func:`read_evals_prompts` reads a log back as a prompt
+    texts came from several logs is left out).
+    :func:`~assessors.data.loaders.evals_prompts.read_evals_prompts` reads a log back as a prompt
     table with these ids, texts and targets, so a model's training prompts can be asked again
     (:mod:`assessors.data.training_prompts`).
 """
@@ -83,38 +84,10 @@ def _read_events(path: Path, sampling: dict, matches: dict) -> None:
             store[sid] = (n, data)
 
 
-def is_evals_log(path: str | Path) -> bool:
-    """True when the file's first record is an evals ``spec`` record or a ``sampling``/``match`` event."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        first = next((line for line in f if line.strip()), "")
-    try:
-        rec = json.loads(first)
-    except json.JSONDecodeError:
-        return False
-    event = isinstance(rec, dict) and "sample_id" in rec and rec.get("type") in ("sampling", "match")
-    return isinstance(rec, dict) and ("spec" in rec or event)
-
-
 def instance_id(dataset: str, sample_id) -> str:
     """The loader's instance id: ``sample_id``, prefixed ``<dataset>/`` unless it starts with ``<dataset>.``."""
     sid = str(sample_id)
     return sid if sid.startswith(f"{dataset}.") else f"{dataset}/{sid}"
-
-
-def read_evals_prompts(path: str | Path) -> pd.DataFrame:
-    """One evals log ``<dataset>/<model>.jsonl`` as a prompt table, named as :func:`load_openai_evals` names it.
-
-    Returns
-    -------
-    pandas.DataFrame of shape (n_samples, 4)
-        ``instance_id, prompt, target, subgroup``: the rendered prompt, ``match.data.expected`` and the
-        dataset (the log's folder name).
-    """
-    path = Path(path)
-    frame, ds = read_evals_log(path), path.parent.name
-    return pd.DataFrame({"instance_id": [instance_id(ds, s) for s in frame["sample_id"]],
-                         "prompt": frame["prompt"].to_numpy(dtype=object),
-                         "target": frame["expected"].to_numpy(dtype=object), "subgroup": ds})
 
 
 def read_evals_log(path: Path) -> pd.DataFrame:
