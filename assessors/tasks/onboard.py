@@ -59,9 +59,9 @@ def onboard_prompts(cfg: DictConfig) -> dict:
     return summary
 
 
-#: What the errors say when no prompt files are named and the model's training prompts cannot be read.
 #: The trust report's ``target.source`` when ``onboard.target`` names the prompts it is about.
 TARGET_FILES = "onboard.target"
+#: What the errors say when no prompt files are named and the model's training prompts cannot be read.
 NAME_FILES = "pass onboard.prompts=[files with the prompts and targets]"
 
 

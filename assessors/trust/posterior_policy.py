@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 FALLBACKS = (RELEVEL_NAME, FALLBACK_NAME)
 #: Where the thresholds come from when neither the model nor the config gives them.
 STATED_DEFAULTS = "stated defaults"
-#: The report thresholds a validated policy chooses (the rest of its options are the fallback's).
+#: The report options a validated policy chooses: thresholds, band widening and the muted flags (the rest of
+#: its options are the fallback's).
 THRESHOLDS = ("misfit_alpha", "range_margin", "max_width", "band_scale", "auc_band_scale", "muted_flags")
 #: The options a validated policy chooses and a model may store.
 POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags")
