@@ -195,3 +195,29 @@ def rank_by_win_rate(scores: pd.DataFrame) -> pd.DataFrame:
     """
     table = pd.DataFrame({"win_rate": win_rates(scores), "mean_val_auc": scores.astype(float).mean(axis=1)})
     return table.sort_values(["win_rate", "mean_val_auc"], ascending=False, kind="stable")
+
+
+def rank_auc(Y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """AUC of scores ``p`` (m,) against each row of outcomes ``Y`` (s, m) at once (Mann-Whitney, ties
+    averaged); NaN for a one-class row."""
+    from scipy.stats import rankdata
+
+    r = rankdata(p)
+    Y = np.asarray(Y, dtype=np.float64)
+    n1 = Y.sum(1)
+    n0 = Y.shape[1] - n1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((n1 > 0) & (n0 > 0), (Y @ r - n1 * (n1 + 1) / 2) / (n1 * n0), np.nan)
+
+
+def chance_auc_low(n_prompts: int, accuracy: float, level: float) -> float:
+    """Lower end of the central ``level`` interval of a chance ranking's AUC on ``n_prompts`` prompts
+    of which a share ``accuracy`` succeed (Mann-Whitney null: mean 1/2, variance
+    ``(n1 + n0 + 1) / (12 n1 n0)``); NaN when one class is expected empty."""
+    from scipy.stats import norm
+
+    n1 = round(n_prompts * accuracy)
+    n0 = n_prompts - n1
+    if n1 < 1 or n0 < 1:
+        return float("nan")
+    return float(0.5 - norm.ppf(0.5 + level / 2) * np.sqrt((n1 + n0 + 1) / (12 * n1 * n0)))

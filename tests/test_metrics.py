@@ -153,3 +153,17 @@ def test_per_llm_auc_drops_unevaluated_cells_row_by_row():
     assert M.masked_auc(S[0], P[0]) == got[0]
     with pytest.raises(DataError):
         M.per_llm_auc(S, P[:, :10])
+
+
+@pytest.mark.parametrize("n, acc", [(60, 0.3), (400, 0.5), (1000, 0.8)])
+def test_chance_auc_low_is_the_chance_rankings_lower_quantile(n, acc):
+    from assessors.metrics import chance_auc_low, rank_auc
+
+    rng = np.random.default_rng(n)
+    n1 = round(n * acc)
+    Y = np.zeros((4000, n))
+    Y[:, :n1] = 1
+    aucs = rank_auc(rng.permuted(Y, axis=1), rng.random(n))  # scores that know nothing of the outcomes
+    low = chance_auc_low(n, acc, 0.9)
+    assert 0.035 <= np.mean(aucs < low) <= 0.065  # nominal 0.05 below the central 90% interval
+    assert np.isnan(chance_auc_low(10, 0.0, 0.9))

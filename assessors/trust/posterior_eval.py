@@ -113,7 +113,7 @@ def verdict_rows(reports, outcomes, choose, **thresholds) -> list[dict]:
                      "failure": bool(o["auc_latent"] < o["auc_reference_only"] or not acc_in),
                      "fallback": fb, "auc_with_fallback": o[f"auc_{fb}"], "brier_with_fallback": o[f"brier_{fb}"],
                      "accuracy_in_band": bool(acc_in), "auc_in_band": bool(j.auc_band[0] <= o["auc_latent"] <= j.auc_band[1]),
-                     "expected_accuracy": j.expected_accuracy, "prompt_ood_share": j.prompt_ood_share,
+                     "expected_accuracy": j.expected_accuracy, "auc_band": list(j.auc_band), "prompt_ood_share": j.prompt_ood_share,
                      **{k: v for k, v in o.items() if k != "llm"}})
     return rows
 

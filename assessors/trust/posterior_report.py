@@ -6,7 +6,9 @@ For a new LLM with posterior ``N(theta, Sigma)`` (per ensemble member) from its 
   :meth:`LatentAssessor.predictive_accuracy`);
 * **expected AUC**: abilities drawn from the posterior give "true" success probabilities, outcomes
   are drawn from them, and the AUC of the assessor's prediction against those outcomes is taken;
-  the band is the central ``level`` interval over draws;
+  the band is the central ``level`` interval over draws. The draws assume the model is right for
+  this LLM and these prompts; when the verdict says it is not (``out of population``), the band's
+  low end reaches down to what a chance ranking scores on the same prompts (``auc_chance_low``);
 * **misfit**: the posterior predictive p-value of the observed answers' log-likelihood (how often
   answers replicated from the model are *less* likely than the observed ones; a small value means
   the answers are surprising under the model, e.g. an LLM unlike any the item parameters were
@@ -31,6 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from assessors.core.posterior import sigmoid
+from assessors.metrics import chance_auc_low, rank_auc
 
 OK, UNCERTAIN, OUT = "ok", "uncertain", "out of population"
 
@@ -56,6 +59,7 @@ class PosteriorTrust:
     accuracy_band_raw: tuple[float, float] | None = None
     auc_band_raw: tuple[float, float] | None = None
     notes: list[str] = field(default_factory=list)
+    auc_chance_low: float | None = None
 
     @property
     def message(self) -> str:
@@ -84,19 +88,6 @@ def _logits(assessor, params, thetas, res_mean=None):
     """Logits (n_samples_total, n_items) over members' draws."""
     z = np.concatenate([th @ a.T - b for th, (a, b) in zip(thetas, params)])
     return z if res_mean is None else z + res_mean[None, :]
-
-
-def rank_auc(Y: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """AUC of scores ``p`` (m,) against each row of outcomes ``Y`` (s, m) at once (Mann-Whitney, ties
-    averaged); NaN for a one-class row."""
-    from scipy.stats import rankdata
-
-    r = rankdata(p)
-    Y = np.asarray(Y, dtype=np.float64)
-    n1 = Y.sum(1)
-    n0 = Y.shape[1] - n1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where((n1 > 0) & (n0 > 0), (Y @ r - n1 * (n1 + 1) / 2) / (n1 * n0), np.nan)
 
 
 def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, level: float = 0.9,
@@ -152,7 +143,8 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
     rep = PosteriorTrust(llm=llm, n_answered=n_ans, expected_accuracy=float(acc["mean"][0]),
                          accuracy_band=(float(acc["low"][0]), float(acc["high"][0])), expected_auc=exp_auc,
                          auc_band=auc_band, misfit_pvalue=ppp, accuracy_range_training=(rng_lo, rng_hi),
-                         mahalanobis=maha, mahalanobis_max_training=maha_max, prompt_ood_share=ood)
+                         mahalanobis=maha, mahalanobis_max_training=maha_max, prompt_ood_share=ood,
+                         auc_chance_low=chance_auc_low(len(X_target), float(acc["mean"][0]), level))
     if max_ood_share is None and prompt_ood is not None:
         max_ood_share = prompt_ood.max_share
     return judge(rep, misfit_alpha=misfit_alpha, max_width=max_width, range_margin=range_margin,
@@ -178,7 +170,9 @@ def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float =
 
     Cheap (no sampling): the thresholds can be chosen on validation LLMs by re-judging their reports
     (``rep.accuracy_band_raw`` / ``auc_band_raw`` keep the unscaled bands). Flags in ``muted_flags``
-    (never ``prior_only``) go to ``notes`` instead. Returns a new report.
+    (never ``prior_only``) go to ``notes`` instead. An ``out of population`` verdict lowers the
+    expected-AUC band's low end to ``rep.auc_chance_low``: the model's own draws cannot vouch for a
+    ranking the verdict says the model does not apply to. Returns a new report.
     """
     acc_raw = rep.accuracy_band_raw or rep.accuracy_band
     auc_raw = rep.auc_band_raw or rep.auc_band
@@ -190,6 +184,8 @@ def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float =
     notes = [f for f in flags if f in muted_flags and f != "prior_only"]
     flags = [f for f in flags if f not in notes]
     verdict, more = _verdict(flags, band[1] - band[0], rep.n_answered, max_width)
+    if verdict == OUT and rep.auc_chance_low is not None and np.isfinite(rep.auc_chance_low) and np.isfinite(auc_band[0]):
+        auc_band = (min(auc_band[0], rep.auc_chance_low), auc_band[1])
     return replace(rep, accuracy_band=band, auc_band=auc_band, flags=flags, notes=notes, verdict=verdict,
                    more_questions=more, accuracy_band_raw=tuple(acc_raw), auc_band_raw=tuple(auc_raw))
 

@@ -115,7 +115,7 @@ def test_fallback_ranks_from_the_llms_own_answers(sim):
 
 
 def test_rank_auc_equals_the_project_auc():
-    from assessors.trust.posterior_report import rank_auc
+    from assessors.metrics import rank_auc
 
     rng = np.random.default_rng(4)
     p = np.round(rng.random(200), 2)  # ties

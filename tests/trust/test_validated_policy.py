@@ -129,3 +129,14 @@ def test_verdict_scores_count_failures_flags_and_the_fallbacks_auc():
     assert out["recall"] == 0.5 and out["false_alarm_rate"] == 0.5
     assert out["fallback_llms_auc"] == pytest.approx({"with_fallback": 0.65, "reference_only": 0.65, "latent": 0.65})
     assert out["other_llms_auc"] == pytest.approx({"with_fallback": 0.7, "latent": 0.7})
+
+
+def test_out_of_population_lowers_the_auc_band_to_chance():
+    from dataclasses import replace
+
+    rep = replace(_rep(), auc_chance_low=0.45)
+    assert judge(rep).verdict == OK and judge(rep).auc_band == pytest.approx((0.65, 0.75))
+    out = judge(rep, misfit_alpha=0.9)  # every p-value below: misfit, out of population
+    assert out.verdict == OUT and out.auc_band == pytest.approx((0.45, 0.75))
+    muted = judge(rep, misfit_alpha=0.9, muted_flags=["misfit"])
+    assert muted.verdict == OK and muted.auc_band == pytest.approx((0.65, 0.75))
