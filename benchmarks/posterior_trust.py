@@ -86,19 +86,18 @@ def _outcomes(model, part: str, prep, idx, X_target, S_target, ood, seed: int):
 def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     from adaptive_onboarding import fixed_selector, fitted
     from hydra.utils import instantiate
-    from omegaconf import OmegaConf
 
+    from assessors.tasks.train import fit_prompt_ood
     from assessors.trust.posterior_eval import fit_validated, verdict_scores
     from assessors.trust.posterior_policy import PosteriorTrustPolicy
     from assessors.trust.posterior_report import OUT
 
     cfg, prep, model, _ = fitted(seed, overrides)
     idx = fixed_selector(cfg, "random", n_questions, prep)
-    conf = {k: OmegaConf.load(ROOT / "conf" / "trust" / f"{k}.yaml") for k in ("validated_policy", "prompt_ood")}
-    ood = instantiate(conf["prompt_ood"]).fit(prep.X["train"], prep.X["val"])
+    ood = fit_prompt_ood(cfg, prep, model)  # what train.py stores with the model
     val_reps, val_outs = _outcomes(model, "val", prep, idx, prep.X["val"], prep.S("val", "val"), ood, seed)
-    chooser = fit_validated(instantiate(conf["validated_policy"]), val_reps, val_outs)
-    loud = fit_validated(instantiate(conf["validated_policy"], quiet_flags=False), val_reps, val_outs)
+    chooser = fit_validated(instantiate(cfg.trust.validated_policy), val_reps, val_outs)
+    loud = fit_validated(instantiate(cfg.trust.validated_policy, quiet_flags=False), val_reps, val_outs)
     reps, outs = _outcomes(model, "test", prep, idx, prep.X["test"], prep.S("test", "test"), ood, seed)
 
     def scored(opts, **extra):

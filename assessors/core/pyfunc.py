@@ -74,10 +74,13 @@ class AssessorModel(PythonModel):
         prompt files relative to the data dir and the training instance ids, no texts): the default
         candidate pool of adaptive onboarding. None (and models saved before it existed): onboarding
         needs prompt files named.
+    prompt_ood : PromptOOD, optional
+        The posterior trust report's prompt-side signal (fitted on the training prompts): target prompts
+        unlike them are flagged wherever the model is used. None (and older models): off.
     """
 
     def __init__(self, assessor, featurizer, reference_ids, reference_success, llms, trust_model=None,
-                 trust_policy=None, training_prompts=None):
+                 trust_policy=None, training_prompts=None, prompt_ood=None):
         self.assessor = assessor
         self.featurizer = featurizer
         self.reference_ids = list(reference_ids)
@@ -86,6 +89,7 @@ class AssessorModel(PythonModel):
         self.trust_model = trust_model  # expected-AUC model for trust reports (assessors.trust)
         self.trust_policy = trust_policy  # posterior trust thresholds chosen on validation LLMs (dict)
         self.training_prompts = training_prompts  # relative prompt files + training ids (dict)
+        self.prompt_ood = prompt_ood  # kNN distance to the training prompts (assessors.trust.prompt_ood)
 
     def supplied_reference(self, reference_success) -> np.ndarray | None:
         """``reference_success`` as a vector (n_ref,) with NaN = not evaluated; None when nothing
@@ -239,10 +243,10 @@ def assessor_signature(model: AssessorModel, example_prompts):
 
 
 def log_assessor_model(run, assessor, featurizer, reference_ids, reference_success, llms, example_prompts,
-                       trust_model=None, trust_policy=None, training_prompts=None):
+                       trust_model=None, trust_policy=None, training_prompts=None, prompt_ood=None):
     """Log an :class:`AssessorModel` with its signature (:func:`assessor_signature`)."""
     model = AssessorModel(assessor, featurizer, reference_ids, reference_success, llms, trust_model, trust_policy,
-                          training_prompts)
+                          training_prompts, prompt_ood)
     signature = assessor_signature(model, example_prompts)
     return run.log_model(model, "assessor", signature=signature, input_example=None,
                          pip_requirements=["assessors", "mlflow", "sentence-transformers", "xgboost", "scikit-learn"])

@@ -150,7 +150,9 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
                            text_features=not capability(prep.featurizer, "uses_results"))
         preds, fitted = predict_methods(cfg, prep)
         fitted["trust_model"] = fit_trust(cfg, prep, fitted["generic"], fitted["reference_ids"], run)
-        fitted["trust_policy"] = fit_trust_policy(cfg, prep, fitted["generic"], fitted["reference_ids"], run)
+        fitted["prompt_ood"] = fit_prompt_ood(cfg, prep, fitted["generic"], run)
+        fitted["trust_policy"] = fit_trust_policy(cfg, prep, fitted["generic"], fitted["reference_ids"], run,
+                                                  prompt_ood=fitted["prompt_ood"])
         long = score_methods(prep, preds)
         prep.timings["total_s"] = time.perf_counter() - t_all
         summary, auc, notes = report_run(run, long, preds, prep.S("test", "test"), fitted["generic"],
@@ -192,7 +194,24 @@ def fit_trust(cfg, prep: Prepared, generic, ref_ids: list[str], run=None):
     return tm
 
 
-def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None) -> dict | None:
+def fit_prompt_ood(cfg, prep: Prepared, assessor, run=None):
+    """The posterior trust report's prompt-side signal, fitted on the training prompts and calibrated on
+    the validation prompts (``cfg.trust.prompt_ood``, :class:`~assessors.trust.prompt_ood.PromptOOD`).
+
+    Stored with the model, so ``predict.py``, the server and onboarding flag target prompts unlike the
+    training prompts. None for an assessor without a posterior, without validation prompts, or with
+    ``trust.prompt_ood=null``.
+    """
+    node = (cfg.get("trust") or {}).get("prompt_ood")
+    if node is None or not capability(assessor, "has_posterior") or not len(prep.inst.get("val") or []):
+        return None
+    ood = instantiate(node).fit(prep.X["train"], prep.X["val"])
+    if run is not None:
+        run.log_params({f"trust_prompt_ood.{k}": v for k, v in ood.summary().items()})
+    return ood
+
+
+def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None, prompt_ood=None) -> dict | None:
     """Choose the posterior trust report's thresholds and fallback on the validation LLMs.
 
     For an assessor with a posterior (``assessor=latent``): each validation LLM is described by its
@@ -201,7 +220,8 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
     configures :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`; ``trust.fit_policy=false``
     or ``trust.validated_policy=null`` turns this off. Returns its ``record()`` (stored with the model,
     logged to ``run``), or None (no posterior, no validation LLMs, off): the model then keeps the stated
-    defaults.
+    defaults. ``prompt_ood`` (see :func:`fit_prompt_ood`) goes into the validation LLMs' reports as it will
+    into served ones.
     """
     from assessors.trust.posterior_eval import fit_on_validation_llms
 
@@ -219,7 +239,8 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
     t0 = time.perf_counter()
     policy = fit_on_validation_llms(instantiate(node), assessor, assessor.reference_features_,
                                     prep.results.matrix(prep.llms["val"], ref_ids), prep.X["val"],
-                                    prep.S("val", "val"), prep.llms["val"], seed=int(cfg.seed))
+                                    prep.S("val", "val"), prep.llms["val"], prompt_ood=prompt_ood,
+                                    seed=int(cfg.seed))
     record = policy.record()
     prep.timings["trust_policy_fit_s"] = time.perf_counter() - t0
     if run is not None:
@@ -242,7 +263,7 @@ def log_model(cfg, run, prep: Prepared, fitted: dict) -> str | None:
                              prep.results.matrix(prep.llms["train"], ref_ids), prep.llms["train"],
                              example_prompts=prep.results.prompts(prep.inst["test"][:2]),
                              trust_model=fitted.get("trust_model"), trust_policy=fitted.get("trust_policy"),
-                             training_prompts=training_prompts(prep, run))
+                             training_prompts=training_prompts(prep, run), prompt_ood=fitted.get("prompt_ood"))
     if not uri:
         return None
     run.set_tags({"model_uri": uri})

@@ -102,6 +102,9 @@ class PosteriorTrustPolicy:
             if isinstance(muted, str) or sorted(set(muted) - set(OUT_FLAGS)):
                 raise ConfigError(f"posterior trust report: muted_flags must be a list of {list(OUT_FLAGS)}, got {muted!r}")
             report_options["muted_flags"] = tuple(muted)
+        if prompt_ood is not None and not callable(getattr(prompt_ood, "share", None)):
+            raise ConfigError(f"posterior trust report: prompt_ood must be a fitted PromptOOD, or null/false to turn the "
+                              f"prompt-side signal off; got {prompt_ood!r}")
         for kind in (fallback_kind, ood_fallback):
             if kind not in FALLBACKS:
                 raise ConfigError(f"unknown trust fallback {kind!r}; choose one of {list(FALLBACKS)}")
@@ -122,7 +125,9 @@ class PosteriorTrustPolicy:
         out = {k: self.report_options.get(k, defaults[k].default) for k in THRESHOLDS}
         out["muted_flags"] = list(out["muted_flags"])
         flags = None if self.fallback_flags is None else list(self.fallback_flags)
-        return {"source": self.source, **out, "fallback_kind": self.fallback_kind, "fallback_flags": flags}
+        ood = None if self.prompt_ood is None else self.prompt_ood.summary()
+        return {"source": self.source, **out, "fallback_kind": self.fallback_kind, "fallback_flags": flags,
+                "prompt_ood": ood}
 
     def choose(self, rep) -> str | None:
         """The fallback a report asks for under this policy (None: keep the latent assessor)."""
@@ -178,7 +183,9 @@ def policy_options(model, options: Mapping | None = None) -> dict:
 
     The options stored with the model (``model.trust_policy["options"]``, chosen on validation
     LLMs by ``train.py``; absent from older models and non-latent assessors) over the stated
-    defaults, and ``options`` (explicit, e.g. ``trust.posterior``) over both, key by key.
+    defaults, and ``options`` (explicit, e.g. ``trust.posterior``) over both, key by key. ``prompt_ood``
+    is the prompt-side signal stored with the model (``model.prompt_ood``; ``prompt_ood: false`` or
+    null in ``options`` turns it off).
     """
     stored = getattr(model, "trust_policy", None) or {}
     options = dict(options or {})
@@ -187,7 +194,12 @@ def policy_options(model, options: Mapping | None = None) -> dict:
     given = sorted(k for k in options if k in POLICY_KEYS)
     if given:
         source += f"; trust.posterior sets {', '.join(given)}"
-    return {**dict(stored.get("options") or {}), **options, "source": source}
+    out = {**dict(stored.get("options") or {}), **options, "source": source}
+    if "prompt_ood" in options:
+        out["prompt_ood"] = options["prompt_ood"] or None  # false / null: off
+    else:
+        out["prompt_ood"] = getattr(model, "prompt_ood", None)
+    return out
 
 
 def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None,

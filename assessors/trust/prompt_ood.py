@@ -28,12 +28,20 @@ class PromptOOD(BaseEstimator):
     max_share : float
         Share of target prompts beyond the threshold above which the target set is out of
         distribution (in distribution: about ``1 - quantile``).
+    max_train : int, optional
+        Index a seeded random subsample of at most this many training prompts (the index is stored
+        with the model, and every query scans it); None: all.
+    seed : int
+        Seed of that subsample.
     """
 
-    def __init__(self, n_neighbors: int = 5, quantile: float = 0.95, max_share: float = 0.5):
+    def __init__(self, n_neighbors: int = 5, quantile: float = 0.95, max_share: float = 0.5,
+                 max_train: int | None = 20000, seed: int = 0):
         self.n_neighbors = n_neighbors
         self.quantile = quantile
         self.max_share = max_share
+        self.max_train = max_train
+        self.seed = seed
 
     def fit(self, X_train, X_val) -> "PromptOOD":
         """Index the training prompts ``X_train`` (n, d); calibrate on validation prompts ``X_val`` (m, d)."""
@@ -43,6 +51,9 @@ class PromptOOD(BaseEstimator):
         if len(X_train) < self.n_neighbors or not len(X_val):
             raise DataError(f"PromptOOD needs at least {self.n_neighbors} training prompts and one validation "
                             f"prompt; got {len(X_train)} and {len(X_val)}")
+        if self.max_train is not None and len(X_train) > self.max_train:
+            keep = np.random.default_rng(self.seed).choice(len(X_train), int(self.max_train), replace=False)
+            X_train = X_train[np.sort(keep)]
         self.nn_ = NearestNeighbors(n_neighbors=self.n_neighbors, metric="cosine", algorithm="brute").fit(X_train)
         self.threshold_ = float(np.quantile(self.distance(X_val), self.quantile))
         self.n_val_ = len(X_val)
@@ -58,6 +69,11 @@ class PromptOOD(BaseEstimator):
         """Share of the prompts ``X`` (m, d) farther from the training prompts than the threshold."""
         check_is_fitted(self, "threshold_")
         return float(np.mean(self.distance(X) > self.threshold_)) if len(X) else float("nan")
+
+    def summary(self) -> dict:
+        """What a report says of the signal in force: ``threshold``, ``max_share``, ``n_train`` (JSON-safe)."""
+        check_is_fitted(self, "threshold_")
+        return {"threshold": self.threshold_, "max_share": float(self.max_share), "n_train": int(self.nn_.n_samples_fit_)}
 
     def out_of_distribution(self, X) -> bool:
         """Whether the target set ``X`` is out of distribution (see the class docstring)."""

@@ -88,7 +88,7 @@ def test_the_loaded_model_applies_the_stored_policy_and_an_explicit_option_wins(
     model = trained["model"]
     stored = model.trust_policy
     report, used = _register(model, {"enabled": True, "fallback": True, "posterior": {}})
-    assert used == {"source": stored["source"], **stored["options"]}
+    assert used == {"source": stored["source"], **stored["options"], "prompt_ood": model.prompt_ood.summary()}
     assert report["policy"] == used
     # whatever the store holds is what the loaded model applies (not a coincidence with the defaults)
     other = copy.copy(model)
@@ -120,7 +120,8 @@ def test_predict_config_and_health_name_the_source(trained, compose, monkeypatch
     app = create_app({"auth": {"api_keys_env": ["TEST_POLICY_KEYS"]}}, engine=engine)
     with TestClient(app) as c:
         health = _ready(c)
-    assert health["trust_policy"] == {"source": model.trust_policy["source"], **model.trust_policy["options"]}
+    assert health["trust_policy"] == {"source": model.trust_policy["source"], **model.trust_policy["options"],
+                                      "prompt_ood": model.prompt_ood.summary()}
 
 
 @pytest.mark.slow
@@ -136,7 +137,8 @@ def test_adaptive_onboarding_reports_under_the_stored_policy(trained, compose):
     runner = SimpleNamespace(selector_=SimpleNamespace(X_pool_=X, X_target_=X), asked_=np.arange(20),
                              answers_=model.reference_success[0, :20].astype(float))
     rep = adaptive_trust(compose(["tracking=none"], config_name="predict"), model, runner, "new")
-    assert rep["policy"] == {"source": model.trust_policy["source"], **model.trust_policy["options"]}
+    assert rep["policy"] == {"source": model.trust_policy["source"], **model.trust_policy["options"],
+                             "prompt_ood": model.prompt_ood.summary()}
     assert rep["target"] == {"source": "pool", "n_prompts": len(X)}
     cfg = compose(["tracking=none", "+trust.posterior.range_margin=0.2"], config_name="predict")
     rep = adaptive_trust(cfg, model, runner, "new")
@@ -146,12 +148,42 @@ def test_adaptive_onboarding_reports_under_the_stored_policy(trained, compose):
 @pytest.mark.slow
 def test_a_model_without_stored_options_keeps_the_stated_defaults(trained):
     old = copy.copy(trained["model"])
-    del old.trust_policy  # a model pickled before the attribute existed
+    del old.trust_policy, old.prompt_ood  # a model pickled before the attributes existed
     report, used = _register(old, {"posterior": {}})
-    assert used == {"source": "stated defaults", **STATED}
+    assert used == {"source": "stated defaults", **STATED, "prompt_ood": None}
     assert report["policy"]["source"] == "stated defaults"
     _, over = _register(old, {"posterior": {"max_width": 0.3}})
-    assert over == {"source": "stated defaults; trust.posterior sets max_width", **STATED, "max_width": 0.3}
+    assert over == {"source": "stated defaults; trust.posterior sets max_width", **STATED, "max_width": 0.3,
+                    "prompt_ood": None}
+
+
+@pytest.mark.slow
+def test_training_stores_the_prompt_side_signal_and_served_reports_use_it(trained, data_dir):
+    """Prompts of a task the model never trained on are flagged out of distribution in a served report
+    (reference-only fallback, AUC band down to chance); the training task's prompts are not; false turns it off."""
+    import numpy as np
+
+    from assessors.data.loaders.open_llm_leaderboard_v2 import load_open_llm_leaderboard_v2
+    from assessors.routing.setup import trust_hook
+
+    model = trained["model"]
+    ood = model.prompt_ood
+    assert ood is not None and ood.summary()["n_train"] > 0, "train.py stored no prompt-side signal"
+    assert trained["run"]["params.trust_prompt_ood.max_share"] == str(ood.max_share)
+    other = load_open_llm_leaderboard_v2(root=data_dir, subtasks=["musr_murder_mysteries"])
+    X_far = model.featurizer.transform(other.prompts()[:80])
+    X_near = np.asarray(model.assessor.reference_features_)
+    # the tiny model's unigram features see MuSR stories as only partly foreign: a lower share threshold
+    fn = trust_hook(model, {"posterior": {"max_ood_share": 0.25}})
+    far, _ = fn.with_target(target=X_far)(model.reference_success[0].copy())
+    near, _ = fn.with_target(target=X_near)(model.reference_success[0].copy())
+    assert "prompts_out_of_distribution" in far["flags"] and far["fallback"]["predictor"] == "reference_only"
+    assert far["prompt_ood_share"] > 0.25 > near["prompt_ood_share"]
+    assert "prompts_out_of_distribution" not in near["flags"]
+    assert far["auc_band"][0] <= far["auc_chance_low"] < 0.5
+    off_fn = trust_hook(model, {"posterior": {"prompt_ood": False, "max_ood_share": 0.25}})
+    off, _ = off_fn.with_target(target=X_far)(model.reference_success[0].copy())
+    assert off["prompt_ood_share"] is None and off["policy"]["prompt_ood"] is None
 
 
 def test_the_switch_and_a_non_latent_assessor_store_nothing(tiny, compose):

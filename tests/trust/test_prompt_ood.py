@@ -33,3 +33,14 @@ def test_in_distribution_share_is_about_one_minus_quantile_and_shifted_prompts_a
 def test_too_few_training_prompts_is_a_clear_error():
     with pytest.raises(DataError, match="at least 5 training prompts"):
         PromptOOD().fit(np.ones((3, 4)), np.ones((2, 4)))
+
+
+def test_a_large_training_set_is_subsampled_for_the_index():
+    rng = np.random.default_rng(1)
+    c = np.zeros(16)
+    c[0] = 1.0
+    X = _cloud(rng, 3000, c)
+    ood = PromptOOD(max_train=500, seed=3).fit(X, _cloud(rng, 300, c))
+    assert ood.summary()["n_train"] == 500
+    assert ood.share(_cloud(rng, 300, c)) == pytest.approx(0.05, abs=0.04)  # calibrated on the same index
+    assert PromptOOD(max_train=None).fit(X, X[:10]).summary()["n_train"] == 3000
