@@ -7,7 +7,8 @@ with the trust report about the reference prompts or about a candidate pool; pri
 
 The model is a ``python train.py assessor=latent`` run (``models:/<id>`` and its ``sqlite:///...``
 store); 12 registrations of its training LLMs' reference results, median and each time.
-``KNOWN=1`` also registers every known LLM at start-up.
+``KNOWN=1`` also registers every known LLM at start-up; ``NO_PROMPT_OOD=1`` turns the model's
+prompt-side signal off (``trust.posterior.prompt_ood: false``), to see what it costs.
 """
 import glob
 import json
@@ -31,6 +32,8 @@ def main() -> None:
         kind, mx = case.split(":")
         pool = "training" if kind == "training" else sorted(glob.glob(os.environ["ASSESSORS_DATA_DIR"] + "/open_llm_leaderboard_v2/prompts/*.csv"))
         settings["onboarding"] = {"pool": pool, "trust_target_max": None if mx == "null" else int(mx)}
+    if os.environ.get("NO_PROMPT_OOD"):
+        settings["trust"]["posterior"] = {"prompt_ood": False}
     if os.environ.get("KNOWN"):
         settings["known_llms"] = "all"
     app = create_app(settings)
@@ -54,7 +57,8 @@ def main() -> None:
         tr = c.get("/v1/llms/llm0/trust").json()["trust"]
         print(json.dumps({"case": case, "ready_s": round(ready, 1), "n_llms": h.json()["n_llms"], "n_pool": (h.json().get("onboarding_pool") or {}).get("n_prompts"), "health_trust_target": h.json().get("trust_target"),
                           "register_s": [round(x, 3) for x in times], "median_s": round(statistics.median(times), 3),
-                          "target": tr.get("target"), "expected_accuracy": [round(a, 3) for a in accs]}))
+                          "target": tr.get("target"), "prompt_ood": tr["policy"].get("prompt_ood"),
+                          "prompt_ood_share": tr.get("prompt_ood_share"), "expected_accuracy": [round(a, 3) for a in accs]}))
 
 
 if __name__ == "__main__":

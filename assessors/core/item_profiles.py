@@ -10,14 +10,11 @@ Only training LLMs' answers enter: nothing of a new LLM.
 """
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
-
 import numpy as np
 
 from assessors.core.latent_validation import graded
 from assessors.errors import DataError
+from assessors.memo import ArrayMemo
 
 #: Cosine similarity above which a training prompt is the query itself (not its own neighbour).
 SELF_SIMILARITY = 1.0 - 1e-4
@@ -78,8 +75,8 @@ class NeighbourProfiles:
 
             self.pca_ = PCA(n_components=int(self.max_dims), random_state=seed).fit(self._filled(raw))
         # the training prompts' own profiles are the item network's next input: kept, not searched again
-        self._memo = None
-        self._remember(self._key(X), self._finish(raw))
+        self._memo = ArrayMemo(self.CACHE_SIZE)
+        self._memo.get(X, lambda _: self._finish(raw))
         return self
 
     @property
@@ -123,38 +120,14 @@ class NeighbourProfiles:
 
     def __call__(self, X: np.ndarray) -> np.ndarray:
         """Profiles of prompts ``X`` (m, d): shape (m, n_dims)."""
-        key = self._key(X)
-        cache, lock = self._cache()
-        with lock:
-            if key in cache:
-                cache.move_to_end(key)
-                return cache[key]
-        return self._remember(key, self._finish(self._raw(X)))
-
-    @staticmethod
-    def _key(X: np.ndarray) -> str:
-        """Cache key of a query set: a digest of its float32 bytes and its shape."""
-        X = np.ascontiguousarray(X, dtype=np.float32)
-        return hashlib.blake2b(X.tobytes(), digest_size=16).hexdigest() + str(X.shape)
+        if getattr(self, "_memo", None) is None:  # also after unpickling a model saved before the memo
+            self._memo = ArrayMemo(self.CACHE_SIZE)
+        return self._memo.get(X, lambda X: self._finish(self._raw(X)))
 
     def _finish(self, raw: np.ndarray) -> np.ndarray:
         """Profiles (m, n_dims) from the raw neighbour means: gaps filled, reduced when ``pca_``."""
         P = self._filled(raw)
         return P if self.pca_ is None else self.pca_.transform(P).astype(np.float32)
-
-    def _remember(self, key: str, P: np.ndarray) -> np.ndarray:
-        P.setflags(write=False)  # shared by later callers
-        cache, lock = self._cache()
-        with lock:
-            cache[key] = P
-            while len(cache) > self.CACHE_SIZE:
-                cache.popitem(last=False)
-        return P
-
-    def _cache(self):
-        if getattr(self, "_memo", None) is None:  # also after unpickling
-            self._memo, self._lock = OrderedDict(), threading.Lock()
-        return self._memo, self._lock
 
     def __getstate__(self):
         state = self.__dict__.copy()

@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import DataError
+from assessors.memo import ArrayMemo
 
 
 class PromptOOD(BaseEstimator):
@@ -54,16 +55,19 @@ class PromptOOD(BaseEstimator):
         if self.max_train is not None and len(X_train) > self.max_train:
             keep = np.random.default_rng(self.seed).choice(len(X_train), int(self.max_train), replace=False)
             X_train = X_train[np.sort(keep)]
+        self._memo = None  # distances of an earlier fit
         self.nn_ = NearestNeighbors(n_neighbors=self.n_neighbors, metric="cosine", algorithm="brute").fit(X_train)
         self.threshold_ = float(np.quantile(self.distance(X_val), self.quantile))
         self.n_val_ = len(X_val)
         return self
 
     def distance(self, X) -> np.ndarray:
-        """Mean cosine distance (m,) of each prompt to its nearest training prompts."""
+        """Mean cosine distance (m,) of each prompt to its nearest training prompts (the last few
+        query sets' distances are kept: a served model asks about the same target prompts for every LLM)."""
         check_is_fitted(self, "nn_")
-        d, _ = self.nn_.kneighbors(np.asarray(X, dtype=np.float32))
-        return d.mean(1)
+        if getattr(self, "_memo", None) is None:  # also after unpickling
+            self._memo = ArrayMemo(4)
+        return self._memo.get(X, lambda X: self.nn_.kneighbors(np.asarray(X, dtype=np.float32))[0].mean(1))
 
     def share(self, X) -> float:
         """Share of the prompts ``X`` (m, d) farther from the training prompts than the threshold."""
