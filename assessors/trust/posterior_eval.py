@@ -30,8 +30,9 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     s_target : ndarray of shape (m,)
         Its realised success on the target prompts (NaN = not evaluated).
 
-    The outcome holds ``realised_accuracy`` and ``auc_<p>`` / ``brier_<p>`` for each of
-    :data:`PREDICTORS` (a fallback without answers is the latent prediction).
+    The outcome holds ``realised_accuracy``, ``n_answered`` and ``auc_<p>`` / ``brier_<p>`` / ``mean_<p>``
+    (mean prediction on the evaluated target prompts) for each of :data:`PREDICTORS` (a fallback without
+    answers is the latent prediction).
     """
     from assessors.trust.posterior_policy import fallback_predictor
 
@@ -45,10 +46,12 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
                        if np.isfinite(y).any() else p_lat)
     s = np.asarray(s_target, dtype=np.float64)
     obs = np.isfinite(s)
-    out = {"llm": llm, "realised_accuracy": float(s[obs].mean()) if obs.any() else np.nan}
+    out = {"llm": llm, "realised_accuracy": float(s[obs].mean()) if obs.any() else np.nan,
+           "n_answered": int(np.isfinite(y).sum())}
     for kind, p in preds.items():
         out[f"auc_{kind}"] = masked_auc(s, p)
         out[f"brier_{kind}"] = brier(s[obs], np.asarray(p)[obs]) if obs.any() else np.nan
+        out[f"mean_{kind}"] = float(np.asarray(p)[obs].mean()) if obs.any() else np.nan
     return rep, out
 
 
