@@ -116,6 +116,9 @@ def test_predict_config_and_health_name_the_source(trained, compose, monkeypatch
     assert engine.registry.trust_fn.policy.settings()["source"] == model.trust_policy["source"]
     cfg = compose(["tracking=none", "+trust.posterior.fallback_kind=reference_only"], config_name="predict")
     assert engine_from_cfg(cfg, model=model).registry.trust_fn.policy.fallback_kind == "reference_only"
+    assert engine.registry.trust_fn.policy.prompt_ood is model.prompt_ood
+    off = compose(["tracking=none", "+trust.posterior.prompt_ood=false"], config_name="predict")
+    assert engine_from_cfg(off, model=model).registry.trust_fn.policy.prompt_ood is None
     monkeypatch.setenv("TEST_POLICY_KEYS", "k" * 24)
     app = create_app({"auth": {"api_keys_env": ["TEST_POLICY_KEYS"]}}, engine=engine)
     with TestClient(app) as c:
