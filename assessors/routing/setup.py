@@ -37,7 +37,7 @@ def trust_hook(model, trust: Mapping | None):
         from assessors.trust.posterior_policy import make_posterior_trust_fn
 
         return make_posterior_trust_fn(model, fallback=trust.get("fallback", True), **(trust.get("posterior") or {}))
-    opts = {k: v for k, v in trust.items() if k not in ("enabled", "fallback", "posterior")}
+    opts = {k: v for k, v in trust.items() if k not in ("enabled", "fallback", "posterior", "about")}
     from assessors.trust.report import make_trust_fn
 
     return make_trust_fn(model, **opts)

@@ -46,6 +46,29 @@ def trust_reports(engine: Engine) -> dict[str, dict]:
     return reports
 
 
+def trust_about_prompts(cfg: DictConfig, engine: Engine, prompts) -> dict | None:
+    """Make the prompts a mode scores or routes the target of the posterior trust report and re-report the
+    registered LLMs about them (expected accuracy and AUC, the prompt-side signal, the fallback the
+    verdict picks); their ``target``, or None (``trust.about: reference``, or a report without a target:
+    off, custom, or a non-latent assessor's). At most ``server.onboarding.trust_target_max`` of them
+    (a seeded random subsample) enter the report."""
+    from omegaconf import OmegaConf
+
+    from assessors.trust.posterior_policy import PROMPTS_TARGET
+
+    retarget = getattr(engine.registry.trust_fn, "with_target", None)
+    about = (plain(cfg.get("trust")) or {}).get("about", PROMPTS_TARGET)
+    if about not in (PROMPTS_TARGET, "reference"):
+        raise ConfigError(f"trust.about must be '{PROMPTS_TARGET}' or 'reference', got {about!r}")
+    if retarget is None or about != PROMPTS_TARGET:
+        return None
+    fn = retarget(target=engine.embed(list(prompts)), target_source=PROMPTS_TARGET,
+                  max_target=OmegaConf.select(cfg, "server.onboarding.trust_target_max", default=None))
+    n = engine.registry.set_trust_fn(fn)
+    log.info("trust reports of %d LLMs are about the %d prompts given", n, fn.target["n_prompts"])
+    return fn.target
+
+
 def calibrate(cfg: DictConfig, engine: Engine) -> dict | None:
     """Tune the router on validation data (``calibration.data``: a Results config node)."""
     cal = cfg.get("calibration")
@@ -68,4 +91,5 @@ def calibrate(cfg: DictConfig, engine: Engine) -> dict | None:
     return engine.router.calibration_
 
 
-__all__ = ["calibrate", "engine_from_cfg", "plain", "report", "tracking_uri_from_cfg", "trust_reports"]
+__all__ = ["calibrate", "engine_from_cfg", "plain", "report", "tracking_uri_from_cfg", "trust_about_prompts",
+           "trust_reports"]

@@ -8,7 +8,7 @@ from omegaconf import DictConfig
 
 from assessors.data.prompt_files import read_prompts, write_table
 from assessors.errors import ConfigError
-from assessors.tasks.predict_common import calibrate, engine_from_cfg, report
+from assessors.tasks.predict_common import calibrate, engine_from_cfg, report, trust_about_prompts
 
 log = logging.getLogger("assessors.predict")
 
@@ -22,6 +22,7 @@ def run(cfg: DictConfig, model=None) -> dict:
         raise ConfigError("mode=route needs prompts=<CSV or JSONL with a 'prompt' column>")
     cal = calibrate(cfg, engine)
     prompts = read_prompts(cfg.prompts)
+    trust_about_prompts(cfg, engine, prompts["prompt"])  # before routing: the verdict picks each LLM's predictor
     routing = engine.route(prompts["prompt"].tolist())
     df = routing.to_frame()
     df.insert(0, "id", prompts["id"].to_numpy())

@@ -10,7 +10,7 @@ from omegaconf import DictConfig
 
 from assessors.data.prompt_files import read_prompts, write_table
 from assessors.errors import ConfigError
-from assessors.tasks.predict_common import engine_from_cfg, report, trust_reports
+from assessors.tasks.predict_common import engine_from_cfg, report, trust_about_prompts, trust_reports
 
 log = logging.getLogger("assessors.predict")
 
@@ -21,6 +21,7 @@ def run(cfg: DictConfig, model=None) -> dict:
     if not cfg.prompts:
         raise ConfigError("mode=score needs prompts=<CSV or JSONL with a 'prompt' column>")
     prompts = read_prompts(cfg.prompts)
+    trust_about_prompts(cfg, engine, prompts["prompt"])  # before scoring: the verdict picks each LLM's predictor
     names, P, STD = engine.predict_with_spread(prompts["prompt"].tolist())
     trust = trust_reports(engine)
     predictors = {e.name: e.predictor_name for e in engine.registry.resolve(names)}

@@ -43,8 +43,9 @@ STATED_DEFAULTS = "stated defaults"
 THRESHOLDS = ("misfit_alpha", "range_margin", "max_width", "band_scale", "auc_band_scale", "muted_flags")
 #: The options a validated policy chooses and a model may store.
 POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags")
-#: The report's ``target.source``: the model's reference prompts, or a candidate pool (the server's).
-REFERENCE_TARGET, POOL_TARGET = "reference", "pool"
+#: The report's ``target.source``: the model's reference prompts, a candidate pool (the server's), or the
+#: prompts ``predict.py`` scores or routes.
+REFERENCE_TARGET, POOL_TARGET, PROMPTS_TARGET = "reference", "pool", "prompts"
 
 
 def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0):

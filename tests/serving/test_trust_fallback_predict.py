@@ -75,3 +75,23 @@ def test_fallback_flags_restrict_the_fallback_to_chosen_flags(degenerate):
     rep, pred = make_posterior_trust_fn(d["model"], fallback_flags=["accuracy_below_training"])(vec)
     assert rep["verdict"] == "out of population" and pred is None
     assert rep["fallback"] == {"enabled": True, "triggered": False, "applied": False, "predictor": "latent"}
+
+
+def test_score_reports_trust_about_the_prompts_given(degenerate, compose, tmp_path):
+    from assessors.errors import ConfigError
+    from assessors.tasks.score import run as score
+
+    d = degenerate
+    prompts = tmp_path / "prompts.csv"
+    pd.DataFrame({"id": d["test_ids"][:40], "prompt": d["results"].prompts(d["test_ids"][:40])}).to_csv(prompts, index=False)
+    base = ["mode=score", f"prompts={prompts}", f"out={tmp_path}/scores.csv", "tracking=none",
+            f"llms=[{{name: strong, reference: {_reference_file(d, d['new'][0], tmp_path / 'ref.csv')}}}]"]
+    about = score(compose(base, config_name="predict"), model=d["model"])["trust"]["strong"]
+    assert about["target"] == {"source": "prompts", "n_prompts": 40}
+    ref = score(compose([*base, "trust.about=reference"], config_name="predict"), model=d["model"])["trust"]["strong"]
+    assert ref["target"] == {"source": "reference", "n_prompts": len(d["reference_ids"])}
+    assert about["expected_accuracy"] != ref["expected_accuracy"]  # a report about other prompts
+    cut = score(compose([*base, "server.onboarding.trust_target_max=25"], config_name="predict"), model=d["model"])
+    assert cut["trust"]["strong"]["target"] == {"source": "prompts", "n_prompts": 25, "n_available": 40}
+    with pytest.raises(ConfigError, match="trust.about"):
+        score(compose([*base, "trust.about=everything"], config_name="predict"), model=d["model"])
