@@ -87,7 +87,7 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     from adaptive_onboarding import fixed_selector, fitted
     from hydra.utils import instantiate
 
-    from assessors.tasks.train import fit_prompt_ood
+    from assessors.tasks.train import fit_prompt_ood, trust_part
     from assessors.trust.posterior_eval import fit_validated, verdict_scores
     from assessors.trust.posterior_policy import PosteriorTrustPolicy
     from assessors.trust.posterior_report import OUT
@@ -95,7 +95,8 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     cfg, prep, model, _ = fitted(seed, overrides)
     idx = fixed_selector(cfg, "random", n_questions, prep)
     ood = fit_prompt_ood(cfg, prep, model)  # what train.py stores with the model
-    val_reps, val_outs = _outcomes(model, "val", prep, idx, prep.X["val"], prep.S("val", "val"), ood, seed)
+    part = trust_part(prep)  # the validation prompts, or those trust.holdout_prompts kept out of the fit
+    val_reps, val_outs = _outcomes(model, "val", prep, idx, prep.X[part], prep.S("val", part), ood, seed)
     chooser = fit_validated(instantiate(cfg.trust.validated_policy), val_reps, val_outs)
     loud = fit_validated(instantiate(cfg.trust.validated_policy, quiet_flags=False), val_reps, val_outs)
     reps, outs = _outcomes(model, "test", prep, idx, prep.X["test"], prep.S("test", "test"), ood, seed)

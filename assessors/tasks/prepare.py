@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from assessors.data.results import Results
+from assessors.errors import ConfigError
 from assessors.features.parts import featurize_parts
 from assessors.threads import budgeted, fit_threads
 from assessors.tags import capability
@@ -62,13 +63,36 @@ def prepare(cfg: DictConfig) -> Prepared:
         needs_text = not capability(instantiate(cfg.features), "uses_results")  # __init__ only stores params
         report = run_validation(results, cfg.validate, needs_text=needs_text)
         results = exclude_flagged(results, report, cfg.validate)
-    inst = instantiate(cfg.split).split(results)
+    inst = held_out_for_trust(instantiate(cfg.split).split(results),
+                              float(OmegaConf.select(cfg, "trust.holdout_prompts", default=0.0) or 0.0), int(cfg.seed))
     llms = instantiate(cfg.llm_split).split(results)
     log.info("instances %s; LLMs %s", {k: len(v) for k, v in inst.items()}, {k: len(v) for k, v in llms.items()})
     t0 = time.perf_counter()
     featurizer, X = featurize(cfg, results, inst, llms["train"])
     t["features_s"] = time.perf_counter() - t0
     return Prepared(results, inst, llms, X, featurizer, t)
+
+
+def held_out_for_trust(inst: dict[str, list[str]], share: float, seed: int) -> dict[str, list[str]]:
+    """Move a seeded random ``share`` of the validation instances to a part of their own, ``trust``.
+
+    The assessor early-stops and recalibrates on the validation prompts; the posterior trust policy
+    (``train.py``'s :func:`~assessors.tasks.train.fit_trust_policy`) is then chosen on the ``trust``
+    prompts, which the fit never looked at. 0: no such part (the policy is chosen on the validation
+    prompts too).
+    """
+    if not share:
+        return inst
+    if not 0 < share < 1:
+        raise ConfigError(f"trust.holdout_prompts must be in [0, 1), got {share}")
+    val = list(inst.get("val") or [])
+    n = int(round(share * len(val)))
+    if n < 1 or n >= len(val):
+        raise ConfigError(f"trust.holdout_prompts={share} leaves {len(val) - n} of {len(val)} validation prompts "
+                          f"for the fit and {n} for the trust policy; both need at least one")
+    keep = np.zeros(len(val), dtype=bool)
+    keep[np.random.default_rng(seed).choice(len(val), n, replace=False)] = True
+    return {**inst, "val": [v for v, k in zip(val, keep) if not k], "trust": [v for v, k in zip(val, keep) if k]}
 
 
 def featurize(cfg, results: Results, inst: dict, train_llms: list[str]):

@@ -194,6 +194,12 @@ def fit_trust(cfg, prep: Prepared, generic, ref_ids: list[str], run=None):
     return tm
 
 
+def trust_part(prep: Prepared) -> str:
+    """The prompts the trust policy is chosen on: ``trust`` (held out of the fit by
+    ``trust.holdout_prompts``) when there are any, else the validation prompts."""
+    return "trust" if prep.inst.get("trust") else "val"
+
+
 def fit_prompt_ood(cfg, prep: Prepared, assessor, run=None):
     """The posterior trust report's prompt-side signal, fitted on the training prompts and calibrated on
     the validation prompts (``cfg.trust.prompt_ood``, :class:`~assessors.trust.prompt_ood.PromptOOD`).
@@ -221,7 +227,7 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
     or ``trust.validated_policy=null`` turns this off. Returns its ``record()`` (stored with the model,
     logged to ``run``), or None (no posterior, no validation LLMs, off): the model then keeps the stated
     defaults. ``prompt_ood`` (see :func:`fit_prompt_ood`) goes into the validation LLMs' reports as it will
-    into served ones.
+    into served ones. The reports are about the :func:`trust_part` prompts.
     """
     from assessors.trust.posterior_eval import fit_on_validation_llms
 
@@ -237,9 +243,10 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
             run.set_tags({"trust_policy.source": f"stated defaults ({why})"})
         return None
     t0 = time.perf_counter()
+    part = trust_part(prep)
     policy = fit_on_validation_llms(instantiate(node), assessor, assessor.reference_features_,
-                                    prep.results.matrix(prep.llms["val"], ref_ids), prep.X["val"],
-                                    prep.S("val", "val"), prep.llms["val"], prompt_ood=prompt_ood,
+                                    prep.results.matrix(prep.llms["val"], ref_ids), prep.X[part],
+                                    prep.S("val", part), prep.llms["val"], prompt_ood=prompt_ood,
                                     seed=int(cfg.seed))
     record = policy.record()
     prep.timings["trust_policy_fit_s"] = time.perf_counter() - t0
