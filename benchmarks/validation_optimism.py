@@ -6,7 +6,8 @@ widening on the same validation LLMs x validation prompts. If the validation pro
 better than prompts the fit never looked at, what the trust report is calibrated on is optimistic.
 Per seed: mean AUC of the validation and of the test LLMs (each described by 100 random reference
 answers, as served) on the validation and on the test prompts. A gap on the *prompts* that holds for
-both sets of LLMs is the fit's choices on the validation prompts, not the LLMs.
+both sets of LLMs is the fit's choices on the validation prompts, not the LLMs. With
+``trust.holdout_prompts`` the prompts held out of the fit for the trust policy (``trust``) are scored too.
 
     nice python benchmarks/validation_optimism.py --seeds 0 1 2
     nice python benchmarks/validation_optimism.py --seeds 0 1 2 -- data=score_matrix_musr
@@ -41,7 +42,7 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
            "n_llms": {p: len(prep.llms[p]) for p in ("val", "test")}}
     for llms in ("val", "test"):
         post = model.posterior(prep.X["train"][idx], prep.S(llms, "train")[:, idx])
-        for part in ("val", "test"):
+        for part in [p for p in ("val", "trust", "test") if prep.inst.get(p)]:  # trust: trust.holdout_prompts
             p, _ = model.predict_posterior(prep.X[part], post)
             S = prep.S(llms, part)
             out[f"auc_{llms}_llms_on_{part}_prompts"] = float(np.nanmean([masked_auc(S[k], p[k]) for k in range(len(S))]))
