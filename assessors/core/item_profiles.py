@@ -132,7 +132,6 @@ class NeighbourProfiles:
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_memo", None)
-        state.pop("_lock", None)
         return state
 
     def inputs(self, X: np.ndarray) -> np.ndarray:

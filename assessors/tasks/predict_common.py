@@ -54,16 +54,22 @@ def trust_about_prompts(cfg: DictConfig, engine: Engine, prompts) -> dict | None
     (a seeded random subsample) enter the report."""
     from omegaconf import OmegaConf
 
-    from assessors.trust.posterior_policy import PROMPTS_TARGET
+    from assessors.trust.posterior_policy import PROMPTS_TARGET, subsample
 
-    retarget = getattr(engine.registry.trust_fn, "with_target", None)
+    trust_fn = engine.registry.trust_fn
+    retarget = getattr(trust_fn, "with_target", None)
     about = (plain(cfg.get("trust")) or {}).get("about", PROMPTS_TARGET)
     if about not in (PROMPTS_TARGET, "reference"):
         raise ConfigError(f"trust.about must be '{PROMPTS_TARGET}' or 'reference', got {about!r}")
     if retarget is None or about != PROMPTS_TARGET:
         return None
-    fn = retarget(target=engine.embed(list(prompts)), target_source=PROMPTS_TARGET,
-                  max_target=OmegaConf.select(cfg, "server.onboarding.trust_target_max", default=None))
+    texts = list(prompts)
+    # cut before featurizing: only the prompts the report reads are embedded here (the mode embeds all of
+    # them once more to score them, from the engine's cache when they fit in it)
+    keep = subsample(len(texts), OmegaConf.select(cfg, "server.onboarding.trust_target_max", default=None),
+                     trust_fn.policy.report_options.get("seed", 0))
+    chosen = texts if keep is None else [texts[i] for i in keep]
+    fn = retarget(target=engine.embed(chosen), target_source=PROMPTS_TARGET, n_available=len(texts))
     n = engine.registry.set_trust_fn(fn)
     log.info("trust reports of %d LLMs are about the %d prompts given", n, fn.target["n_prompts"])
     return fn.target

@@ -204,7 +204,8 @@ def policy_options(model, options: Mapping | None = None) -> dict:
 
 
 def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None,
-                            target_source: str = POOL_TARGET, max_target: int | None = None, **options):
+                            target_source: str = POOL_TARGET, max_target: int | None = None,
+                            n_available: int | None = None, **options):
     """Registry hook for an :class:`AssessorModel` with a latent assessor.
 
     ``fn(reference (n_ref,) or Evidence) -> (report dict, predictor or None)``: the answered reference
@@ -226,6 +227,9 @@ def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, t
     max_target : int, optional
         Keep a seeded random subsample of this many target prompts (the report's cost grows with
         them); None: all.
+    n_available : int, optional
+        How many prompts ``target`` was already cut from (by :func:`subsample`, before featurizing):
+        the report's ``target.n_available``.
     """
     assessor = model.assessor
     if not capability(assessor, "has_posterior"):
@@ -236,7 +240,8 @@ def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, t
              {k: v for k, v in policy.settings().items() if k != "source"})
     X_ref = np.asarray(assessor.reference_features_, dtype=np.float32)
     X_target, info = (X_ref, {"source": REFERENCE_TARGET, "n_prompts": len(X_ref)}) if target is None else \
-        target_prompts(target, X_ref.shape[1], target_source, max_target, policy.report_options.get("seed", 0))
+        target_prompts(target, X_ref.shape[1], target_source, max_target, policy.report_options.get("seed", 0),
+                       n_available)
 
     def fn(reference, llm: str = "new"):
         if isinstance(reference, Evidence):
@@ -255,22 +260,33 @@ def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, t
     return fn
 
 
+def subsample(n: int, max_target: int | None, seed: int = 0) -> np.ndarray | None:
+    """Sorted row indices of a seeded random subsample of ``max_target`` of ``n`` target prompts; None
+    when every row is kept."""
+    if max_target is None or n <= int(max_target):
+        return None
+    return np.sort(np.random.default_rng(seed).choice(n, int(max_target), replace=False))
+
+
 def target_prompts(target, d: int, source: str, max_target: int | None = None,
-                   seed: int = 0) -> tuple[np.ndarray, dict]:
+                   seed: int = 0, n_available: int | None = None) -> tuple[np.ndarray, dict]:
     """The report's target features (n, d), float32, and its ``target`` description.
 
     ``target`` (n_target, d) is checked against the model's ``d`` features; with ``max_target`` below
     ``n_target``, a random subsample of that many rows (``seed``; in their original order) is kept and
-    the description says how many there were (``n_available``).
+    the description says how many there were (``n_available``; or the given ``n_available`` when the
+    rows were cut before featurizing).
     """
     X = np.asarray(target, dtype=np.float32)
     if X.ndim != 2 or X.shape[1] != d or not len(X):
         raise DataError(f"trust report target ({source}): expected features of shape (n_prompts > 0, {d}), "
                         f"got {X.shape}")
     info = {"source": str(source), "n_prompts": len(X)}
-    if max_target is not None and len(X) > int(max_target):
-        keep = np.sort(np.random.default_rng(seed).choice(len(X), int(max_target), replace=False))
-        X, info = X[keep], {**info, "n_prompts": int(max_target), "n_available": len(X)}
+    keep = subsample(len(X), max_target, seed)
+    if keep is not None:
+        X, info = X[keep], {**info, "n_prompts": len(keep), "n_available": len(X)}
+    elif n_available is not None and int(n_available) > len(X):
+        info["n_available"] = int(n_available)
     return X, info
 
 
