@@ -19,7 +19,9 @@ compared with what happened on the test prompts:
 ``validated_no_prompt_ood`` the same without it, ``validated_no_quiet_rule`` the policy chosen without
 its quiet rule (``quiet_flags=false``: no flag muted, ``max_width`` as chosen before it),
 ``previous_defaults`` the report's fixed defaults with the reference-only fallback on every ``out of
-population`` verdict.
+population`` verdict. The fallback for prompts unlike the training prompts is the one ``train.py`` chooses
+on held-out groups of training prompts (``ood_fallback``, with each candidate's mean validation AUC);
+``validated_reference_only_ood`` is the validated policy with the previous ``reference_only`` there.
 
     nice python benchmarks/posterior_trust.py --seeds 0
     nice python benchmarks/posterior_trust.py --seeds 0 -- llm_split=frontier
@@ -87,7 +89,7 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     from adaptive_onboarding import fixed_selector, fitted
     from hydra.utils import instantiate
 
-    from assessors.tasks.train import fit_prompt_ood, trust_part
+    from assessors.tasks.train_trust import fit_prompt_ood, trust_part, with_ood_fallback
     from assessors.trust.posterior_eval import fit_validated, verdict_scores
     from assessors.trust.posterior_policy import PosteriorTrustPolicy
     from assessors.trust.posterior_report import OUT
@@ -99,10 +101,12 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     val_reps, val_outs = _outcomes(model, "val", prep, idx, prep.X[part], prep.S("val", part), ood, seed)
     chooser = fit_validated(instantiate(cfg.trust.validated_policy), val_reps, val_outs)
     loud = fit_validated(instantiate(cfg.trust.validated_policy, quiet_flags=False), val_reps, val_outs)
+    ood_choice = with_ood_fallback(cfg, prep, {"options": {}}, ood)["ood_fallback"]  # what train.py stores
     reps, outs = _outcomes(model, "test", prep, idx, prep.X["test"], prep.S("test", "test"), ood, seed)
 
-    def scored(opts, **extra):
-        policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"])
+    def scored(opts, ood_fallback=ood_choice["choice"], **extra):
+        policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"],
+                                      ood_fallback=ood_fallback, prompt_ood=ood)
         thr = {k: v for k, v in opts.items() if not k.startswith("fallback")}
         return verdict_scores(reps, outs, policy.choose, **thr, **extra)
 
@@ -112,8 +116,10 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
         "chosen_by": chooser.chosen_by_, "validation": {"n_failures": chooser.n_failures_,
                                                          "n_out_of_population": chooser.n_triggered_,
                                                          "coverage": chooser.coverage_, "losses": chooser.losses_},
-        "prompt_ood_threshold": ood.threshold_,
+        "prompt_ood_threshold": ood.threshold_, "ood_fallback": ood_choice,
         "validated": scored(chooser.options(), max_ood_share=ood.max_share),
+        "validated_reference_only_ood": scored(chooser.options(), ood_fallback="reference_only",
+                                               max_ood_share=ood.max_share),
         "validated_no_prompt_ood": scored(chooser.options()),
         "validated_no_quiet_rule": scored(loud.options(), max_ood_share=ood.max_share),
         "previous_defaults": verdict_scores(reps, outs, legacy),

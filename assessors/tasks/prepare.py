@@ -77,7 +77,7 @@ def held_out_for_trust(inst: dict[str, list[str]], share: float, seed: int) -> d
     """Move a seeded random ``share`` of the validation instances to a part of their own, ``trust``.
 
     The assessor early-stops and recalibrates on the validation prompts; the posterior trust policy
-    (``train.py``'s :func:`~assessors.tasks.train.fit_trust_policy`) is then chosen on the ``trust``
+    (``train.py``'s :func:`~assessors.tasks.train_trust.fit_trust_policy`) is then chosen on the ``trust``
     prompts, which the fit never looked at. 0: no such part (the policy is chosen on the validation
     prompts too).
     """

@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 from assessors.errors import ConfigError
 from assessors.metrics import evaluate
 from assessors.tasks.prepare import Prepared, fit_generic, prepare
+from assessors.tasks.train_trust import fit_trust_parts
 from assessors.tasks.wrapper import task_wrapper
 from assessors.threads import budgeted, fit_threads, thread_limits
 from assessors.tags import capability
@@ -149,10 +150,7 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
                            reference_size=cfg.selector.get("size"),
                            text_features=not capability(prep.featurizer, "uses_results"))
         preds, fitted = predict_methods(cfg, prep)
-        fitted["trust_model"] = fit_trust(cfg, prep, fitted["generic"], fitted["reference_ids"], run)
-        fitted["prompt_ood"] = fit_prompt_ood(cfg, prep, fitted["generic"], run)
-        fitted["trust_policy"] = fit_trust_policy(cfg, prep, fitted["generic"], fitted["reference_ids"], run,
-                                                  prompt_ood=fitted["prompt_ood"])
+        fitted.update(fit_trust_parts(cfg, prep, fitted["generic"], fitted["reference_ids"], run))
         long = score_methods(prep, preds)
         prep.timings["total_s"] = time.perf_counter() - t_all
         summary, auc, notes = report_run(run, long, preds, prep.S("test", "test"), fitted["generic"],
@@ -167,94 +165,6 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
             print(f"Score held-out prompts with this model (P(success) of each training LLM):\n  {command}\n")
             run.log_text(command + "\n", "predict_command.txt")
     return summary
-
-
-def fit_trust(cfg, prep: Prepared, generic, ref_ids: list[str], run=None):
-    """Fit the trust model on the validation LLMs and log the test LLMs' trust reports to ``run``.
-
-    ``cfg.trust.trust_model`` (optional) configures the model, ``cfg.trust.report`` the report
-    options. Returns None when there are no validation LLMs with a defined AUC.
-    """
-    from assessors.trust.fit import LLMPart, fit_trust_model, log_trust_reports
-
-    tcfg = cfg.get("trust") or {}
-    opts = OmegaConf.to_container(tcfg["report"], resolve=True) if "report" in tcfg else {}
-    trust_model = instantiate(tcfg["trust_model"]) if "trust_model" in tcfg else None
-    T = prep.results.matrix(prep.llms["train"], ref_ids)
-
-    def part(name: str) -> LLMPart | None:
-        if not prep.llms.get(name):
-            return None
-        return LLMPart(prep.llms[name], prep.results.matrix(prep.llms[name], ref_ids), prep.X[name], prep.S(name, name))
-
-    tm = fit_trust_model(generic, T, prep.llms["train"], part("val"), trust_model=trust_model, **opts)
-    test = part("test")
-    if run is not None and test is not None:
-        log_trust_reports(run, generic, T, prep.llms["train"], test, trust_model=tm, **opts)
-    return tm
-
-
-def trust_part(prep: Prepared) -> str:
-    """The prompts the trust policy is chosen on: ``trust`` (held out of the fit by
-    ``trust.holdout_prompts``) when there are any, else the validation prompts."""
-    return "trust" if prep.inst.get("trust") else "val"
-
-
-def fit_prompt_ood(cfg, prep: Prepared, assessor, run=None):
-    """The posterior trust report's prompt-side signal, fitted on the training prompts and calibrated on
-    the validation prompts (``cfg.trust.prompt_ood``, :class:`~assessors.trust.prompt_ood.PromptOOD`).
-
-    Stored with the model, so ``predict.py``, the server and onboarding flag target prompts unlike the
-    training prompts. None for an assessor without a posterior, without validation prompts, or with
-    ``trust.prompt_ood=null``.
-    """
-    node = (cfg.get("trust") or {}).get("prompt_ood")
-    if node is None or not capability(assessor, "has_posterior") or not len(prep.inst.get("val") or []):
-        return None
-    ood = instantiate(node).fit(prep.X["train"], prep.X["val"])
-    if run is not None:
-        run.log_params({f"trust_prompt_ood.{k}": v for k, v in ood.summary().items()})
-    return ood
-
-
-def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None, prompt_ood=None) -> dict | None:
-    """Choose the posterior trust report's thresholds and fallback on the validation LLMs.
-
-    For an assessor with a posterior (``assessor=latent``): each validation LLM is described by its
-    answers on the reference prompts, as a new LLM is when served; its report and what happened are
-    about the *validation* prompts (never test prompts or LLMs). ``cfg.trust.validated_policy``
-    configures :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`; ``trust.fit_policy=false``
-    or ``trust.validated_policy=null`` turns this off. Returns its ``record()`` (stored with the model,
-    logged to ``run``), or None (no posterior, no validation LLMs, off): the model then keeps the stated
-    defaults. ``prompt_ood`` (see :func:`fit_prompt_ood`) goes into the validation LLMs' reports as it will
-    into served ones. The reports are about the :func:`trust_part` prompts.
-    """
-    from assessors.trust.posterior_eval import fit_on_validation_llms
-
-    tcfg = cfg.get("trust") or {}
-    node = tcfg.get("validated_policy")
-    if not capability(assessor, "has_posterior"):
-        return None
-    off = not tcfg.get("fit_policy", True) or node is None
-    if off or not prep.llms["val"]:
-        why = "turned off" if off else "no validation LLMs"
-        log.info("posterior trust policy: stated defaults (%s)", why)
-        if run is not None:
-            run.set_tags({"trust_policy.source": f"stated defaults ({why})"})
-        return None
-    t0 = time.perf_counter()
-    part = trust_part(prep)
-    policy = fit_on_validation_llms(instantiate(node), assessor, assessor.reference_features_,
-                                    prep.results.matrix(prep.llms["val"], ref_ids), prep.X[part],
-                                    prep.S("val", part), prep.llms["val"], prompt_ood=prompt_ood,
-                                    seed=int(cfg.seed))
-    record = policy.record()
-    prep.timings["trust_policy_fit_s"] = time.perf_counter() - t0
-    if run is not None:
-        run.log_params({f"trust_policy.{k}": str(v) for k, v in record["options"].items()})
-        run.set_tags({"trust_policy.source": record["source"]})
-        run.log_dict(record, "trust/validated_policy.json")
-    return record
 
 
 def log_model(cfg, run, prep: Prepared, fitted: dict) -> str | None:

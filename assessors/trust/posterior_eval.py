@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from assessors.metrics import brier, masked_auc
+from assessors.trust.population import POPULATION_NAME
 from assessors.trust.posterior_report import OK, OUT, judge, posterior_trust
 
 PREDICTORS = ("latent", "releveled", "reference_only")
@@ -31,8 +32,8 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
         Its realised success on the target prompts (NaN = not evaluated).
 
     The outcome holds ``realised_accuracy``, ``n_answered`` and ``auc_<p>`` / ``brier_<p>`` / ``mean_<p>``
-    (mean prediction on the evaluated target prompts) for each of :data:`PREDICTORS` (a fallback without
-    answers is the latent prediction).
+    (mean prediction on the evaluated target prompts) for each of :data:`PREDICTORS`, and ``population``
+    when ``prompt_ood`` holds a population model (a fallback without answers is the latent prediction).
     """
     from assessors.trust.posterior_policy import fallback_predictor
 
@@ -41,9 +42,10 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, prompt_ood=prompt_ood, seed=seed)
     p_lat = assessor.predict_posterior(X_target, assessor.posterior(X_answered, y[None, :]))[0][0]
     preds = {"latent": p_lat}
-    for kind in PREDICTORS[1:]:
-        preds[kind] = (fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd)(X_target)
-                       if np.isfinite(y).any() else p_lat)
+    kinds = PREDICTORS[1:] + ((POPULATION_NAME,) if getattr(prompt_ood, "population_", None) is not None else ())
+    for kind in kinds:
+        preds[kind] = (fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd,
+                                          prompt_ood=prompt_ood)(X_target) if np.isfinite(y).any() else p_lat)
     s = np.asarray(s_target, dtype=np.float64)
     obs = np.isfinite(s)
     out = {"llm": llm, "realised_accuracy": float(s[obs].mean()) if obs.any() else np.nan,

@@ -4,8 +4,10 @@
 (:func:`~assessors.trust.posterior_report.posterior_trust`) and, when the verdict is one of
 ``fallback_on`` (default: ``out of population``) and ``fallback`` is on, a fitted fallback predictor
 that replaces the latent assessor's predictions for that LLM: by default the re-levelled latent
-ranking (:class:`ReleveledPredictor`), the "reference only" one (:class:`ReferenceOnlyPredictor`)
-when the target prompts are unlike the training prompts. :func:`make_posterior_trust_fn` is the LLM registry's hook for a model with a latent assessor:
+ranking (:class:`ReleveledPredictor`); when the target prompts are unlike the training prompts,
+``ood_fallback``: the "reference only" one (:class:`ReferenceOnlyPredictor`) by default, or the one
+``train.py`` chose on held-out groups of training prompts (``population``, :class:`PopulationPredictor`,
+among them). :func:`make_posterior_trust_fn` is the LLM registry's hook for a model with a latent assessor:
 ``fn(reference (n_ref,)) -> (report dict, predictor or None)``; the engine then scores such an LLM
 with the predictor (``predict.py`` and the HTTP API say which predictor was used). Its reports are
 about the reference prompts, or about the ``target`` prompts it is given (the server's candidate
@@ -28,6 +30,7 @@ import numpy as np
 from assessors.core.evidence import Evidence
 from assessors.errors import ConfigError, DataError
 from assessors.tags import capability
+from assessors.trust.population import POPULATION_NAME, PopulationPredictor
 from assessors.trust.posterior_report import OUT, OUT_FLAGS, posterior_trust
 from assessors.trust.reference_only import FALLBACK_NAME, ReferenceOnlyPredictor
 from assessors.trust.relevel import RELEVEL_NAME, ReleveledPredictor
@@ -35,26 +38,39 @@ from assessors.trust.relevel import RELEVEL_NAME, ReleveledPredictor
 log = logging.getLogger(__name__)
 
 #: The fallbacks a trust verdict can switch an LLM to.
-FALLBACKS = (RELEVEL_NAME, FALLBACK_NAME)
+FALLBACKS = (RELEVEL_NAME, FALLBACK_NAME, POPULATION_NAME)
 #: Where the thresholds come from when neither the model nor the config gives them.
 STATED_DEFAULTS = "stated defaults"
 #: The report options a validated policy chooses: thresholds, band widening and the muted flags (the rest of
 #: its options are the fallback's).
 THRESHOLDS = ("misfit_alpha", "range_margin", "max_width", "band_scale", "auc_band_scale", "muted_flags")
 #: The options a validated policy chooses and a model may store.
-POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags")
+POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags", "ood_fallback")
 #: The report's ``target.source``: the model's reference prompts, a candidate pool (the server's), or the
 #: prompts ``predict.py`` scores or routes.
 REFERENCE_TARGET, POOL_TARGET, PROMPTS_TARGET = "reference", "pool", "prompts"
 
 
-def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0):
-    """The fallback predictor ``kind`` (``releveled`` or ``reference_only``) fitted on one LLM's answers."""
+def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0, prompt_ood=None):
+    """The fallback predictor ``kind`` (one of :data:`FALLBACKS`) fitted on one LLM's answers
+    (``population`` reads ``prompt_ood.population_``)."""
     if kind == RELEVEL_NAME:
         return ReleveledPredictor(assessor, X_answered, y, prior_sd=prior_sd)
     if kind == FALLBACK_NAME:
         return ReferenceOnlyPredictor(assessor, X_answered, y, C=C)
+    if kind == POPULATION_NAME:
+        return PopulationPredictor(population_of(prompt_ood), X_answered, y, prior_sd=prior_sd)
     raise ConfigError(f"unknown trust fallback {kind!r}; choose one of {list(FALLBACKS)}")
+
+
+def population_of(prompt_ood):
+    """The fitted population model a ``population`` fallback needs; :class:`ConfigError` naming the fix if none."""
+    pop = getattr(prompt_ood, "population_", None)
+    if pop is None:
+        raise ConfigError("the population trust fallback needs a model trained with a population model "
+                          "(trust.prompt_ood.population, on by default for assessor=latent); retrain, or set "
+                          "trust.posterior.ood_fallback=reference_only")
+    return pop
 
 
 class PosteriorTrustPolicy:
@@ -74,7 +90,8 @@ class PosteriorTrustPolicy:
         the latent AUC) or ``reference_only`` (a logistic regression on the LLM's own answers).
     ood_fallback : str
         The fallback when the target prompts are unlike the training prompts (the latent ranking
-        itself is suspect there): ``reference_only`` by default.
+        itself is suspect there): ``reference_only`` by default; ``population`` needs a
+        ``prompt_ood`` with a fitted population model.
     C : float
         Inverse regularisation of the reference-only logistic regression.
     prior_sd : float
@@ -109,6 +126,8 @@ class PosteriorTrustPolicy:
         for kind in (fallback_kind, ood_fallback):
             if kind not in FALLBACKS:
                 raise ConfigError(f"unknown trust fallback {kind!r}; choose one of {list(FALLBACKS)}")
+        if fallback_kind == POPULATION_NAME or (ood_fallback == POPULATION_NAME and prompt_ood is not None):
+            population_of(prompt_ood)  # without a prompt-side signal the OOD fallback never applies
         self.fallback = bool(fallback)
         self.fallback_on = tuple(fallback_on)
         self.fallback_flags = None if fallback_flags is None else tuple(fallback_flags)
@@ -128,7 +147,7 @@ class PosteriorTrustPolicy:
         flags = None if self.fallback_flags is None else list(self.fallback_flags)
         ood = None if self.prompt_ood is None else self.prompt_ood.summary()
         return {"source": self.source, **out, "fallback_kind": self.fallback_kind, "fallback_flags": flags,
-                "prompt_ood": ood}
+                "ood_fallback": self.ood_fallback, "prompt_ood": ood}
 
     def choose(self, rep) -> str | None:
         """The fallback a report asks for under this policy (None: keep the latent assessor)."""
@@ -144,7 +163,7 @@ class PosteriorTrustPolicy:
         """``(report dict, predictor or None)`` for one LLM.
 
         The dict is :meth:`PosteriorTrust.to_dict` plus ``fallback``: ``{enabled, triggered, applied,
-        predictor}`` (``predictor`` is ``latent``, ``releveled`` or ``reference_only``).
+        predictor}`` (``predictor`` is ``latent`` or one of :data:`FALLBACKS`).
         """
         y = np.asarray(y, dtype=np.float64).ravel()
         rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, prompt_ood=self.prompt_ood,
@@ -152,7 +171,8 @@ class PosteriorTrustPolicy:
         kind = self.choose(rep)
         predictor = None
         if self.fallback and kind is not None and np.isfinite(y).any():
-            predictor = fallback_predictor(kind, assessor, X_answered, y, C=self.C, prior_sd=self.prior_sd)
+            predictor = fallback_predictor(kind, assessor, X_answered, y, C=self.C, prior_sd=self.prior_sd,
+                                           prompt_ood=self.prompt_ood)
         out = rep.to_dict()
         out["version"] = 2
         out["fallback"] = {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,

@@ -6,6 +6,10 @@ in feature space. The threshold is the ``quantile`` of that distance over the *v
 in-distribution prompts lie beyond it. The target set is called out of distribution when more than
 ``max_share`` of its prompts do: the latent item parameters are then extrapolated to prompts unlike
 any they were learned from, which posterior checks on the LLM's answers cannot see.
+
+Given the training LLMs' success on the training prompts, it also holds the prompt-side fallback for
+such prompts: the population's success rate learned from prompt features
+(:class:`~assessors.trust.population.PopulationDifficulty`, ``population_``).
 """
 from __future__ import annotations
 
@@ -34,24 +38,35 @@ class PromptOOD(BaseEstimator):
         with the model, and every query scans it); None: all.
     seed : int
         Seed of that subsample.
+    population : PopulationDifficulty, optional
+        Unfitted; fitted on every training prompt when :meth:`fit` is given the training LLMs' success
+        (None: no population fallback).
     """
 
     def __init__(self, n_neighbors: int = 5, quantile: float = 0.95, max_share: float = 0.5,
-                 max_train: int | None = 20000, seed: int = 0):
+                 max_train: int | None = 20000, seed: int = 0, population=None):
         self.n_neighbors = n_neighbors
         self.quantile = quantile
         self.max_share = max_share
         self.max_train = max_train
         self.seed = seed
+        self.population = population
 
-    def fit(self, X_train, X_val) -> "PromptOOD":
-        """Index the training prompts ``X_train`` (n, d); calibrate on validation prompts ``X_val`` (m, d)."""
+    def fit(self, X_train, X_val, S_train=None) -> "PromptOOD":
+        """Index the training prompts ``X_train`` (n, d); calibrate on validation prompts ``X_val`` (m, d).
+
+        ``S_train`` (n_llms, n): the training LLMs' success on ``X_train`` (0/1, NaN), for ``population_``.
+        """
+        from sklearn.base import clone
         from sklearn.neighbors import NearestNeighbors
 
         X_train, X_val = np.asarray(X_train, dtype=np.float32), np.asarray(X_val, dtype=np.float32)
         if len(X_train) < self.n_neighbors or not len(X_val):
             raise DataError(f"PromptOOD needs at least {self.n_neighbors} training prompts and one validation "
                             f"prompt; got {len(X_train)} and {len(X_val)}")
+        self.population_ = None
+        if self.population is not None and S_train is not None:
+            self.population_ = clone(self.population).fit(X_train, S_train)
         if self.max_train is not None and len(X_train) > self.max_train:
             keep = np.random.default_rng(self.seed).choice(len(X_train), int(self.max_train), replace=False)
             X_train = X_train[np.sort(keep)]
@@ -77,7 +92,8 @@ class PromptOOD(BaseEstimator):
     def summary(self) -> dict:
         """What a report says of the signal in force: ``threshold``, ``max_share``, ``n_train`` (JSON-safe)."""
         check_is_fitted(self, "threshold_")
-        return {"threshold": self.threshold_, "max_share": float(self.max_share), "n_train": int(self.nn_.n_samples_fit_)}
+        return {"threshold": self.threshold_, "max_share": float(self.max_share), "n_train": int(self.nn_.n_samples_fit_),
+                "population": getattr(self, "population_", None) is not None}
 
     def out_of_distribution(self, X) -> bool:
         """Whether the target set ``X`` is out of distribution (see the class docstring)."""

@@ -18,7 +18,7 @@ TINY_LATENT = [
     "compare.random_selector=false", "plots=false",
 ]
 STATED = {"misfit_alpha": 0.01, "range_margin": 0.02, "max_width": 0.15, "band_scale": 1.0, "auc_band_scale": 1.0,
-          "muted_flags": [], "fallback_kind": "releveled", "fallback_flags": None}
+          "muted_flags": [], "fallback_kind": "releveled", "fallback_flags": None, "ood_fallback": "reference_only"}
 
 
 @pytest.fixture(scope="module")
@@ -180,10 +180,17 @@ def test_training_stores_the_prompt_side_signal_and_served_reports_use_it(traine
     fn = trust_hook(model, {"posterior": {"max_ood_share": 0.25}})
     far, _ = fn.with_target(target=X_far)(model.reference_success[0].copy())
     near, _ = fn.with_target(target=X_near)(model.reference_success[0].copy())
-    assert "prompts_out_of_distribution" in far["flags"] and far["fallback"]["predictor"] == "reference_only"
+    chosen = model.trust_policy["options"]["ood_fallback"]  # chosen on held-out subtasks of the training prompts
+    assert "prompts_out_of_distribution" in far["flags"] and far["fallback"]["predictor"] == chosen
     assert far["prompt_ood_share"] > 0.25 > near["prompt_ood_share"]
     assert "prompts_out_of_distribution" not in near["flags"]
     assert far["auc_band"][0] <= far["auc_chance_low"] < 0.5
+    for kind in ("population", "reference_only", "releveled"):  # an explicit option wins over the stored one
+        fn = trust_hook(model, {"posterior": {"max_ood_share": 0.25, "ood_fallback": kind}})
+        rep, predictor = fn.with_target(target=X_far)(model.reference_success[0].copy())
+        assert rep["fallback"]["predictor"] == kind == rep["policy"]["ood_fallback"]
+        p = predictor(X_far)
+        assert p.shape == (len(X_far),) and ((p > 0) & (p < 1)).all()
     off_fn = trust_hook(model, {"posterior": {"prompt_ood": False, "max_ood_share": 0.25}})
     off, _ = off_fn.with_target(target=X_far)(model.reference_success[0].copy())
     assert off["prompt_ood_share"] is None and off["policy"]["prompt_ood"] is None
@@ -192,7 +199,7 @@ def test_training_stores_the_prompt_side_signal_and_served_reports_use_it(traine
 def test_the_switch_and_a_non_latent_assessor_store_nothing(tiny, compose):
     from hydra.utils import instantiate
 
-    from assessors.tasks.train import fit_trust_policy
+    from assessors.tasks.train_trust import fit_trust_policy
 
     cfg = compose(["assessor=latent", "trust.fit_policy=false"])
     latent = instantiate(cfg.assessor)  # unfitted: only its capability is read before the switch
@@ -204,6 +211,27 @@ def test_the_switch_and_a_non_latent_assessor_store_nothing(tiny, compose):
     with pytest.raises(AttributeError):  # on by default: it goes on to read the split (here: none given)
         fit_trust_policy(on, None, latent, [])
 
+
+
+@pytest.mark.slow
+def test_training_chooses_the_ood_fallback_on_held_out_subtasks_and_logs_it(trained):
+    """The 3 training subtasks are dealt into 3 folds; each candidate is scored on the validation LLMs;
+    the best is stored, logged as a param and as ``trust/ood_fallback.json``."""
+    import mlflow
+
+    model, run = trained["model"], trained["run"]
+    rec = model.trust_policy["ood_fallback"]
+    assert rec["folds"] and len(rec["folds"]) == 3 and sorted(sum(rec["folds"], [])) == [
+        "bbh_navigate", "bbh_sports_understanding", "bbh_web_of_lies"]
+    finite = {k: v for k, v in rec["mean_auc"].items() if v is not None}
+    assert set(finite) == {"releveled", "reference_only", "population"}
+    assert rec["choice"] == max(finite, key=finite.get) == model.trust_policy["options"]["ood_fallback"]
+    assert model.prompt_ood.population_ is not None and model.prompt_ood.summary()["population"] is True
+    assert run["params.trust_policy.ood_fallback"] == rec["choice"]
+    assert run[f"metrics.trust_ood_fallback.auc_{rec['choice']}"] == pytest.approx(finite[rec["choice"]])
+    local = mlflow.artifacts.download_artifacts(run_id=run["run_id"], artifact_path="trust/ood_fallback.json",
+                                                dst_path=str(trained["out"] / "dl_ood"))
+    assert json.load(open(local)) == rec
 
 
 @pytest.mark.slow

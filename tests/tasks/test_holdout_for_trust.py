@@ -25,7 +25,7 @@ def test_a_share_that_leaves_a_side_empty_is_a_clear_error(share):
 
 def test_the_trust_policy_is_chosen_on_the_held_out_prompts_when_there_are_any(compose, data_dir):
     from assessors.tasks.prepare import prepare
-    from assessors.tasks.train import trust_part
+    from assessors.tasks.train_trust import trust_part
 
     over = [f"paths.data_dir={data_dir}", "data.subtasks=[bbh_navigate]", "features=unigram",
             "features.max_features=50", "llm_split.n_train=10", "llm_split.n_val=4", "llm_split.n_test=2"]

@@ -85,7 +85,7 @@ def test_fit_trust_hook_on_a_synthetic_pipeline():
     from assessors.core.generic import GenericAssessor
     from assessors.data.results import Results
     from assessors.tasks.prepare import Prepared
-    from assessors.tasks.train import fit_trust
+    from assessors.tasks.train_trust import fit_trust
     from assessors.tracking import RunLogger
 
     rng = np.random.default_rng(0)

@@ -1,0 +1,153 @@
+"""What ``train.py`` fits for trust beside the assessor: the trust model, the posterior trust report's
+prompt-side signal and population model, its thresholds and fallbacks (chosen on validation LLMs).
+
+Everything here reads validation LLMs and training or validation prompts only, never test ones.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from assessors.tags import capability
+from assessors.tasks.prepare import Prepared
+from assessors.threads import budgeted, fit_threads
+
+log = logging.getLogger(__name__)
+
+
+def fit_trust_parts(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None) -> dict:
+    """``{trust_model, prompt_ood, trust_policy}``: what the model stores for its trust reports."""
+    out = {"trust_model": fit_trust(cfg, prep, assessor, ref_ids, run),
+           "prompt_ood": fit_prompt_ood(cfg, prep, assessor, run)}
+    out["trust_policy"] = fit_trust_policy(cfg, prep, assessor, ref_ids, run, prompt_ood=out["prompt_ood"])
+    return out
+
+
+def fit_trust(cfg, prep: Prepared, generic, ref_ids: list[str], run=None):
+    """Fit the trust model on the validation LLMs and log the test LLMs' trust reports to ``run``.
+
+    ``cfg.trust.trust_model`` (optional) configures the model, ``cfg.trust.report`` the report
+    options. Returns None when there are no validation LLMs with a defined AUC.
+    """
+    from assessors.trust.fit import LLMPart, fit_trust_model, log_trust_reports
+
+    tcfg = cfg.get("trust") or {}
+    opts = OmegaConf.to_container(tcfg["report"], resolve=True) if "report" in tcfg else {}
+    trust_model = instantiate(tcfg["trust_model"]) if "trust_model" in tcfg else None
+    T = prep.results.matrix(prep.llms["train"], ref_ids)
+
+    def part(name: str) -> LLMPart | None:
+        if not prep.llms.get(name):
+            return None
+        return LLMPart(prep.llms[name], prep.results.matrix(prep.llms[name], ref_ids), prep.X[name], prep.S(name, name))
+
+    tm = fit_trust_model(generic, T, prep.llms["train"], part("val"), trust_model=trust_model, **opts)
+    test = part("test")
+    if run is not None and test is not None:
+        log_trust_reports(run, generic, T, prep.llms["train"], test, trust_model=tm, **opts)
+    return tm
+
+
+def trust_part(prep: Prepared) -> str:
+    """The prompts the trust policy is chosen on: ``trust`` (held out of the fit by
+    ``trust.holdout_prompts``) when there are any, else the validation prompts."""
+    return "trust" if prep.inst.get("trust") else "val"
+
+
+def fit_prompt_ood(cfg, prep: Prepared, assessor, run=None):
+    """The posterior trust report's prompt-side signal, fitted on the training prompts and calibrated on
+    the validation prompts (``cfg.trust.prompt_ood``, :class:`~assessors.trust.prompt_ood.PromptOOD`).
+
+    Stored with the model, so ``predict.py``, the server and onboarding flag target prompts unlike the
+    training prompts. None for an assessor without a posterior, without validation prompts, or with
+    ``trust.prompt_ood=null``.
+    """
+    node = (cfg.get("trust") or {}).get("prompt_ood")
+    if node is None or not capability(assessor, "has_posterior") or not len(prep.inst.get("val") or []):
+        return None
+    # the training LLMs' success fits the population model (the prompt-side fallback) when one is configured
+    ood = instantiate(node).fit(prep.X["train"], prep.X["val"], prep.S("train", "train"))
+    if run is not None:
+        run.log_params({f"trust_prompt_ood.{k}": v for k, v in ood.summary().items()})
+    return ood
+
+
+def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None, prompt_ood=None) -> dict | None:
+    """Choose the posterior trust report's thresholds and fallback on the validation LLMs.
+
+    For an assessor with a posterior (``assessor=latent``): each validation LLM is described by its
+    answers on the reference prompts, as a new LLM is when served; its report and what happened are
+    about the *validation* prompts (never test prompts or LLMs). ``cfg.trust.validated_policy``
+    configures :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`; ``trust.fit_policy=false``
+    or ``trust.validated_policy=null`` turns this off. Returns its ``record()`` (stored with the model,
+    logged to ``run``), or None (no posterior, no validation LLMs, off): the model then keeps the stated
+    defaults. ``prompt_ood`` (see :func:`fit_prompt_ood`) goes into the validation LLMs' reports as it will
+    into served ones. The reports are about the :func:`trust_part` prompts.
+    """
+    from assessors.trust.posterior_eval import fit_on_validation_llms
+
+    tcfg = cfg.get("trust") or {}
+    node = tcfg.get("validated_policy")
+    if not capability(assessor, "has_posterior"):
+        return None
+    off = not tcfg.get("fit_policy", True) or node is None
+    if off or not prep.llms["val"]:
+        why = "turned off" if off else "no validation LLMs"
+        log.info("posterior trust policy: stated defaults (%s)", why)
+        if run is not None:
+            run.set_tags({"trust_policy.source": f"stated defaults ({why})"})
+        return None
+    t0 = time.perf_counter()
+    part = trust_part(prep)
+    policy = fit_on_validation_llms(instantiate(node), assessor, assessor.reference_features_,
+                                    prep.results.matrix(prep.llms["val"], ref_ids), prep.X[part],
+                                    prep.S("val", part), prep.llms["val"], prompt_ood=prompt_ood,
+                                    seed=int(cfg.seed))
+    record = with_ood_fallback(cfg, prep, policy.record(), prompt_ood, run)
+    prep.timings["trust_policy_fit_s"] = time.perf_counter() - t0
+    if run is not None:
+        run.log_params({f"trust_policy.{k}": str(v) for k, v in record["options"].items()})
+        run.set_tags({"trust_policy.source": record["source"]})
+        run.log_dict(record, "trust/validated_policy.json")
+    return record
+
+
+def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -> dict:
+    """``record`` (a validated policy's) with ``options.ood_fallback``: the fallback for target prompts unlike
+    the training prompts, chosen on held-out groups of training prompts by ``cfg.trust.ood_fallback``
+    (:class:`~assessors.trust.ood_fallback.OODFallbackValidation`; null: the stated default).
+
+    ``record["ood_fallback"]`` says how it was chosen and each candidate's mean AUC. A candidate the model
+    cannot serve (``population`` without a population model) is left out.
+    """
+    from assessors.trust.population import POPULATION_NAME
+
+    node = (cfg.get("trust") or {}).get("ood_fallback")
+    record = {**record, "options": dict(record["options"])}
+    if node is None or prompt_ood is None:
+        why = "trust.ood_fallback=null" if node is None else "no prompt-side signal"
+        record["options"]["ood_fallback"] = "reference_only"
+        record["ood_fallback"] = {"choice": "reference_only", "chosen_by": f"stated default ({why})"}
+        return record
+    t0 = time.perf_counter()
+    chooser = instantiate(node)
+    if getattr(prompt_ood, "population_", None) is None:
+        chooser.set_params(candidates=[c for c in chooser.candidates if c != POPULATION_NAME])
+    column = "subgroup" if "subgroup" in prep.results.instances.columns else None
+    groups = (prep.results.instances[column].astype(str).to_numpy()[prep.results.instance_index(prep.inst["train"])]
+              if column else np.zeros(len(prep.inst["train"]), dtype=str))
+    population = prompt_ood.population if getattr(prompt_ood, "population_", None) is not None else None
+    chooser.fit(lambda: instantiate(budgeted(cfg.assessor, fit_threads(cfg=cfg))), population, prep.X["train"],
+                prep.S("train", "train"), prep.S("val", "train"), groups)
+    rec = chooser.record()
+    prep.timings["trust_ood_fallback_fit_s"] = time.perf_counter() - t0
+    record["options"]["ood_fallback"] = rec["choice"]
+    record["ood_fallback"] = rec
+    if run is not None:
+        run.log_metrics({f"trust_ood_fallback.auc_{c}": v for c, v in rec["mean_auc"].items() if v is not None})
+        run.log_dict(rec, "trust/ood_fallback.json")
+    return record

@@ -1,0 +1,150 @@
+"""Choose the fallback for prompts unlike the training prompts, on groups of training prompts held out.
+
+The validation prompts of a split come from the training population, so they cannot tell which
+predictor transfers to prompts of an unseen task. :class:`OODFallbackValidation` simulates one: the
+training prompts' groups (subtasks) are dealt into ``n_folds`` folds; for each fold the latent
+assessor and the population model are refitted on the other folds' prompts, and each validation LLM,
+described by its answers on ``n_reference`` random prompts of the other folds, is scored on the
+held-out fold's prompts by every candidate fallback. The candidate with the highest mean AUC over
+(fold, validation LLM) pairs is the choice. Nothing about test prompts or test LLMs is read.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Callable, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils.validation import check_is_fitted
+from tqdm.auto import tqdm
+
+from assessors.errors import ConfigError
+from assessors.metrics import masked_auc
+
+log = logging.getLogger(__name__)
+
+
+class OODFallbackValidation(BaseEstimator):
+    """Mean AUC of each candidate fallback on held-out groups of training prompts; the best one.
+
+    Parameters
+    ----------
+    candidates : sequence of str
+        Fallbacks to compare (see :data:`~assessors.trust.posterior_policy.FALLBACKS`).
+    n_folds : int
+        Folds the groups are dealt into (at most the number of groups).
+    n_reference : int
+        Random answered prompts outside the held-out fold that describe each validation LLM.
+    default : str
+        The choice when there are fewer than two groups (nothing to hold out).
+    C, prior_sd : float
+        The fallbacks' options (as in :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`).
+    seed : int
+        Seed of the fold draw and of the reference prompts.
+    progress : bool
+        Show a progress bar over folds.
+    """
+
+    def __init__(self, candidates: Sequence[str] = ("releveled", "reference_only", "population"), n_folds: int = 3,
+                 n_reference: int = 100, default: str = "reference_only", C: float = 1.0, prior_sd: float = 3.0,
+                 seed: int = 0, progress: bool = True):
+        self.candidates = candidates
+        self.n_folds = n_folds
+        self.n_reference = n_reference
+        self.default = default
+        self.C = C
+        self.prior_sd = prior_sd
+        self.seed = seed
+        self.progress = progress
+
+    def fit(self, make_assessor: Callable, population, X, S_train, S_val, groups) -> "OODFallbackValidation":
+        """Score the candidates; ``choice_`` is the best.
+
+        Parameters
+        ----------
+        make_assessor : callable
+            ``make_assessor()`` -> an unfitted latent assessor (the configured one).
+        population : PopulationDifficulty or None
+            Unfitted population model (cloned per fold); None without a ``population`` candidate.
+        X : ndarray of shape (n, d)
+            Features of the training prompts.
+        S_train : ndarray of shape (n_train_llms, n)
+            Training LLMs' success on them (0/1, NaN).
+        S_val : ndarray of shape (n_val_llms, n)
+            Validation LLMs' success on the same prompts.
+        groups : ndarray of shape (n,)
+            Group (subtask) of each prompt.
+        """
+        self._check(population)
+        X, S_train, S_val = np.asarray(X, np.float32), np.asarray(S_train, np.float64), np.asarray(S_val, np.float64)
+        groups = np.asarray(groups, dtype=str)
+        names = np.unique(groups)
+        self.n_groups_ = len(names)
+        self.folds_ = []
+        self.aucs_ = {c: [] for c in self.candidates}
+        self.mean_auc_ = {}
+        if len(names) < 2 or not len(S_val):
+            self.choice_ = self.default
+            self.chosen_by_ = (f"stated default ({len(names)} group(s) of training prompts)" if len(names) < 2
+                               else "stated default (no validation LLMs)")
+            return self
+        rng = np.random.default_rng(self.seed)
+        k = min(int(self.n_folds), len(names))
+        fold_of = dict(zip(rng.permutation(names), np.arange(len(names)) % k))
+        fold = np.array([fold_of[g] for g in groups])
+        for f in tqdm(range(k), desc="OOD fallback folds", disable=not self.progress, leave=False):
+            self._fold(make_assessor, population, X, S_train, S_val, fold == f, rng)
+            self.folds_.append(sorted(g for g, v in fold_of.items() if v == f))
+        return self._choose(f"mean AUC on {k} held-out folds of {len(names)} training-prompt groups")
+
+    def _check(self, population) -> None:
+        from assessors.trust.posterior_policy import FALLBACKS
+
+        unknown = sorted(set(self.candidates) - set(FALLBACKS))
+        if unknown or self.default not in FALLBACKS:
+            raise ConfigError(f"OODFallbackValidation: unknown fallback(s) {unknown or [self.default]}; "
+                              f"choose from {list(FALLBACKS)}")
+        if "population" in self.candidates and population is None:
+            raise ConfigError("OODFallbackValidation: the population candidate needs a population model "
+                              "(trust.prompt_ood.population)")
+
+    def _choose(self, how: str) -> "OODFallbackValidation":
+        """``choice_``: the candidate with the highest mean AUC (the default when none is finite)."""
+        self.mean_auc_ = {c: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
+                          for c, v in self.aucs_.items()}
+        finite = {c: v for c, v in self.mean_auc_.items() if np.isfinite(v)}
+        self.choice_ = max(finite, key=finite.get) if finite else self.default
+        self.chosen_by_ = how if finite else "stated default (no finite AUC on held-out groups)"
+        log.info("OOD fallback: %s (%s; mean AUC %s)", self.choice_, self.chosen_by_,
+                 {c: round(v, 4) for c, v in self.mean_auc_.items()})
+        return self
+
+    def _fold(self, make_assessor, population, X, S_train, S_val, out, rng) -> None:
+        """Refit on the prompts outside ``out`` (n,) and record each candidate's AUC on ``out``."""
+        from assessors.trust.posterior_policy import fallback_predictor
+
+        inside = np.flatnonzero(~out)
+        ref = np.sort(rng.choice(inside, min(int(self.n_reference), len(inside)), replace=False))
+        assessor = make_assessor().fit(X[inside], S_train[:, inside], np.searchsorted(inside, ref))
+        holder = _Population(clone(population).fit(X[inside], S_train[:, inside]) if population is not None else None)
+        for s in S_val:
+            y = s[ref]
+            if not np.isfinite(y).any() or len(np.unique(s[out][np.isfinite(s[out])])) < 2:
+                continue
+            for c in self.candidates:
+                p = fallback_predictor(c, assessor, X[ref], y, C=self.C, prior_sd=self.prior_sd, prompt_ood=holder)
+                self.aucs_[c].append(masked_auc(s[out], p(X[out])))
+
+    def record(self) -> dict:
+        """``{choice, chosen_by, mean_auc, n_pairs, folds}`` (JSON-safe), stored with the model."""
+        check_is_fitted(self, "choice_")
+        return {"choice": self.choice_, "chosen_by": self.chosen_by_,
+                "mean_auc": {c: (v if np.isfinite(v) else None) for c, v in self.mean_auc_.items()},
+                "n_pairs": {c: int(np.isfinite(v).sum()) for c, v in self.aucs_.items()}, "folds": self.folds_}
+
+
+class _Population:
+    """A fitted population model where :func:`fallback_predictor` looks for one (``population_``)."""
+
+    def __init__(self, population):
+        self.population_ = population

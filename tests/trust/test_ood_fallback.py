@@ -1,0 +1,66 @@
+"""The fallback for unseen tasks, chosen on held-out groups of training prompts: by simulation, the
+population ranking when every LLM finds the same prompts hard, not it when each LLM's successes follow
+its own direction in feature space; the stated default when nothing can be held out."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from assessors.core.latent import LatentAssessor
+from assessors.core.posterior import sigmoid
+from assessors.errors import ConfigError
+from assessors.trust.ood_fallback import OODFallbackValidation
+from assessors.trust.population import PopulationDifficulty
+
+
+def _latent():
+    return LatentAssessor(dims=1, hidden_sizes=[16], n_members=1, max_epochs=15, residual_dims=8, item_neighbours=0,
+                          seed=0, num_threads=1)
+
+
+def _world(shared: bool, seed: int = 0, n=720, d=6, n_train=30, n_val=8):
+    """(X (n, d), groups (n,), S_train, S_val): 6 groups, each a shifted cloud of prompts."""
+    rng = np.random.default_rng(seed)
+    groups = np.repeat(np.arange(6), n // 6).astype(str)
+    centres = rng.normal(0, 1.0, (6, d))
+    X = (centres[groups.astype(int)] + rng.standard_normal((n, d))).astype(np.float32)
+    m = n_train + n_val
+    if shared:  # one difficulty for all, nonlinear in the features; LLMs differ in level only
+        logit = rng.normal(0, 0.7, m)[:, None] + (2.0 * np.sin(2 * X[:, 0]) - 1.2 * np.abs(X[:, 1]))[None, :]
+    else:  # each LLM its own direction: nothing is shared between LLMs
+        logit = 1.5 * rng.standard_normal((m, d)) @ X.T
+    S = (rng.random((m, n)) < sigmoid(logit)).astype(np.float64)
+    return X, groups, S[:n_train], S[n_train:]
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_the_choice_follows_what_transfers_to_held_out_groups(shared):
+    X, groups, S_tr, S_val = _world(shared)
+    v = OODFallbackValidation(n_folds=3, n_reference=100, progress=False).fit(_latent, PopulationDifficulty(), X,
+                                                                               S_tr, S_val, groups)
+    auc = v.mean_auc_
+    if shared:  # the latent ranking (one ability dimension, few epochs) and the LLM's answers lag the trees
+        assert v.choice_ == "population" and auc["population"] > max(auc["reference_only"], auc["releveled"]) + 0.1, auc
+    else:  # the LLM's own answers (alone, or through the latent residual) transfer; the population is chance
+        assert v.choice_ != "population" and auc["reference_only"] > max(auc["population"], 0.55) + 0.2, auc
+    rec = v.record()
+    assert rec["choice"] == v.choice_ and sorted(sum(rec["folds"], [])) == sorted(set(groups))
+    assert rec["n_pairs"]["population"] == 3 * len(S_val)
+    assert "held-out folds of 6 training-prompt groups" in rec["chosen_by"]
+
+
+def test_one_group_or_no_validation_llm_keeps_the_stated_default():
+    X, groups, S_tr, S_val = _world(True, n=120)
+    one = OODFallbackValidation(progress=False).fit(_latent, PopulationDifficulty(), X, S_tr, S_val,
+                                                    np.zeros(len(X), dtype=str))
+    assert one.choice_ == "reference_only" and "1 group(s)" in one.record()["chosen_by"]
+    none = OODFallbackValidation(progress=False).fit(_latent, PopulationDifficulty(), X, S_tr, S_val[:0], groups)
+    assert none.choice_ == "reference_only" and "no validation LLMs" in none.chosen_by_
+
+
+def test_unknown_candidates_and_a_missing_population_model_are_clear_errors():
+    X, groups, S_tr, S_val = _world(True, n=120)
+    with pytest.raises(ConfigError, match="unknown fallback"):
+        OODFallbackValidation(candidates=["magic"]).fit(_latent, None, X, S_tr, S_val, groups)
+    with pytest.raises(ConfigError, match="needs a population model"):
+        OODFallbackValidation().fit(_latent, None, X, S_tr, S_val, groups)
