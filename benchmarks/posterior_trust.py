@@ -22,6 +22,8 @@ its quiet rule (``quiet_flags=false``: no flag muted, ``max_width`` as chosen be
 population`` verdict. The fallback for prompts unlike the training prompts is the one ``train.py`` chooses
 on held-out groups of training prompts (``ood_fallback``, with each candidate's mean validation AUC);
 ``validated_reference_only_ood`` is the validated policy with the previous ``reference_only`` there.
+Each LLM's ``served_auc_band`` is the band a report gives for what it is served (the fallback's band on
+held-out subtasks when it applies one to such prompts), with its coverage.
 
     nice python benchmarks/posterior_trust.py --seeds 0
     nice python benchmarks/posterior_trust.py --seeds 0 -- llm_split=frontier
@@ -108,7 +110,7 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
         policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"],
                                       ood_fallback=ood_fallback, prompt_ood=ood)
         thr = {k: v for k, v in opts.items() if not k.startswith("fallback")}
-        return verdict_scores(reps, outs, policy.choose, **thr, **extra)
+        return verdict_scores(reps, outs, policy.choose, ood_fallback, ood_choice.get("auc_band"), **thr, **extra)
 
     legacy = lambda r: "reference_only" if r.verdict == OUT else None  # noqa: E731  (the previous default)
     return {

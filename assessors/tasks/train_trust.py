@@ -121,8 +121,10 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
     the training prompts, chosen on held-out groups of training prompts by ``cfg.trust.ood_fallback``
     (:class:`~assessors.trust.ood_fallback.OODFallbackValidation`; null: the stated default).
 
-    ``record["ood_fallback"]`` says how it was chosen and each candidate's mean AUC. A candidate the model
-    cannot serve (``population`` without a population model) is left out.
+    ``record["ood_fallback"]`` says how it was chosen and each candidate's mean AUC; ``options.ood_auc_bands``
+    holds each candidate's AUC band on the held-out subtasks (what a report says of a fallback it applies
+    to such prompts). A candidate the model cannot serve (``population`` without a population model) is
+    left out.
     """
     from assessors.trust.population import POPULATION_NAME
 
@@ -130,7 +132,7 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
     record = {**record, "options": dict(record["options"])}
     if node is None or prompt_ood is None:
         why = "trust.ood_fallback=null" if node is None else "no prompt-side signal"
-        record["options"]["ood_fallback"] = "reference_only"
+        record["options"].update(ood_fallback="reference_only", ood_auc_bands=None)
         record["ood_fallback"] = {"choice": "reference_only", "chosen_by": f"stated default ({why})"}
         return record
     t0 = time.perf_counter()
@@ -145,7 +147,7 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
                 prep.S("train", "train"), prep.S("val", "train"), groups)
     rec = chooser.record()
     prep.timings["trust_ood_fallback_fit_s"] = time.perf_counter() - t0
-    record["options"]["ood_fallback"] = rec["choice"]
+    record["options"].update(ood_fallback=rec["choice"], ood_auc_bands=rec["auc_band"] or None)
     record["ood_fallback"] = rec
     if run is not None:
         run.log_metrics({f"trust_ood_fallback.auc_{c}": v for c, v in rec["mean_auc"].items() if v is not None})

@@ -39,6 +39,9 @@ class OODFallbackValidation(BaseEstimator):
         The choice when there are fewer than two groups (nothing to hold out).
     C, prior_sd : float
         The fallbacks' options (as in :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`).
+    level : float
+        Central coverage of the AUC band recorded per candidate (quantiles of its per-pair AUCs): what a
+        report says of the AUC an LLM served by that fallback will reach on prompts of an unseen task.
     seed : int
         Seed of the fold draw and of the reference prompts.
     progress : bool
@@ -47,13 +50,14 @@ class OODFallbackValidation(BaseEstimator):
 
     def __init__(self, candidates: Sequence[str] = ("releveled", "reference_only", "population"), n_folds: int = 3,
                  n_reference: int = 100, default: str = "reference_only", C: float = 1.0, prior_sd: float = 3.0,
-                 seed: int = 0, progress: bool = True):
+                 level: float = 0.9, seed: int = 0, progress: bool = True):
         self.candidates = candidates
         self.n_folds = n_folds
         self.n_reference = n_reference
         self.default = default
         self.C = C
         self.prior_sd = prior_sd
+        self.level = level
         self.seed = seed
         self.progress = progress
 
@@ -135,11 +139,25 @@ class OODFallbackValidation(BaseEstimator):
                 p = fallback_predictor(c, assessor, X[ref], y, C=self.C, prior_sd=self.prior_sd, prompt_ood=holder)
                 self.aucs_[c].append(masked_auc(s[out], p(X[out])))
 
+    def auc_bands(self) -> dict[str, list[float]]:
+        """Central ``level`` interval of each candidate's per-pair AUCs on the held-out folds (candidates
+        with at least 10 finite pairs)."""
+        check_is_fitted(self, "choice_")
+        tail = (1.0 - float(self.level)) / 2.0
+        out = {}
+        for c, v in self.aucs_.items():
+            v = np.asarray(v, dtype=np.float64)
+            v = v[np.isfinite(v)]
+            if len(v) >= 10:
+                out[c] = [float(q) for q in np.quantile(v, [tail, 1.0 - tail])]
+        return out
+
     def record(self) -> dict:
-        """``{choice, chosen_by, mean_auc, n_pairs, folds}`` (JSON-safe), stored with the model."""
+        """``{choice, chosen_by, mean_auc, auc_band, level, n_pairs, folds}`` (JSON-safe), stored with the model."""
         check_is_fitted(self, "choice_")
         return {"choice": self.choice_, "chosen_by": self.chosen_by_,
                 "mean_auc": {c: (v if np.isfinite(v) else None) for c, v in self.mean_auc_.items()},
+                "auc_band": self.auc_bands(), "level": float(self.level),
                 "n_pairs": {c: int(np.isfinite(v).sum()) for c, v in self.aucs_.items()}, "folds": self.folds_}
 
 

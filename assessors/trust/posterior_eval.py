@@ -102,22 +102,30 @@ def fit_validated(policy, reports, outcomes):
                       {k: col(f"brier_{k}") for k in PREDICTORS})
 
 
-def verdict_rows(reports, outcomes, choose, **thresholds) -> list[dict]:
+def verdict_rows(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=None, **thresholds) -> list[dict]:
     """One row per held-out LLM: its re-judged verdict, whether it failed, the fallback applied and its AUC.
 
     ``reports`` are re-judged with ``thresholds`` (see :func:`judge`); ``choose(report)`` names the
     fallback applied (None: the latent assessor). A *failure* is a latent AUC below the
-    reference-only fallback's, or a realised accuracy outside the (judged) band.
+    reference-only fallback's, or a realised accuracy outside the (judged) band. ``served_auc_band`` is
+    the band of what the LLM is served (:func:`~assessors.trust.served_band.served_auc_band`, with the
+    policy's ``ood_fallback`` and ``ood_auc_bands``) and ``served_auc_in_band`` whether the served
+    predictor's AUC lies in it (None without a band).
     """
+    from assessors.trust.served_band import served_auc_band
+
     rows = []
     for r, o in zip(reports, outcomes):
         j = judge(r, **thresholds)
         acc_in = j.accuracy_band[0] <= o["realised_accuracy"] <= j.accuracy_band[1]
         fb = choose(j) or "latent"
+        band, band_from = served_auc_band(j.auc_band, j.flags, fb, ood_fallback, ood_auc_bands, j.auc_chance_low)
+        served_in = None if band is None else bool(band[0] <= o[f"auc_{fb}"] <= band[1])
         rows.append({"llm": o["llm"], "verdict": j.verdict, "flags": j.flags, "notes": j.notes,
                      "failure": bool(o["auc_latent"] < o["auc_reference_only"] or not acc_in),
                      "fallback": fb, "auc_with_fallback": o[f"auc_{fb}"], "brier_with_fallback": o[f"brier_{fb}"],
                      "accuracy_in_band": bool(acc_in), "auc_in_band": bool(j.auc_band[0] <= o["auc_latent"] <= j.auc_band[1]),
+                     "served_auc_band": band, "served_auc_band_from": band_from, "served_auc_in_band": served_in,
                      "expected_accuracy": j.expected_accuracy, "auc_band": list(j.auc_band), "prompt_ood_share": j.prompt_ood_share,
                      **{k: v for k, v in o.items() if k != "llm"}})
     return rows
@@ -127,13 +135,15 @@ def _mean(rows, key, sel):
     return float(np.nanmean([r[key] for r, s in zip(rows, sel) if s])) if sel.any() else None
 
 
-def verdict_scores(reports, outcomes, choose, **thresholds) -> dict:
+def verdict_scores(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=None, **thresholds) -> dict:
     """Recall, false alarms, band coverage and AUC with the fallback of held-out LLMs (see :func:`verdict_rows`).
 
     Flagged = a verdict other than ``ok``; recall = flagged failures over failures; false alarms =
-    flagged LLMs that did not fail over flagged LLMs.
+    flagged LLMs that did not fail over flagged LLMs. ``served_auc_band_coverage``: the share of LLMs
+    with a served band whose served AUC lies in it (``n_served_band`` of them have one).
     """
-    rows = verdict_rows(reports, outcomes, choose, **thresholds)
+    rows = verdict_rows(reports, outcomes, choose, ood_fallback, ood_auc_bands, **thresholds)
+    served = [r["served_auc_in_band"] for r in rows if r["served_auc_in_band"] is not None]
     fail = np.array([r["failure"] for r in rows])
     flagged = np.array([r["verdict"] != OK for r in rows])
     applied = np.array([r["fallback"] != "latent" for r in rows])
@@ -145,6 +155,7 @@ def verdict_scores(reports, outcomes, choose, **thresholds) -> dict:
             "false_alarm_rate": float((~fail[flagged]).mean()) if flagged.any() else None,
             "auc_band_coverage": float(np.mean([r["auc_in_band"] for r in rows])),
             "accuracy_band_coverage": float(np.mean([r["accuracy_in_band"] for r in rows])),
+            "served_auc_band_coverage": float(np.mean(served)) if served else None, "n_served_band": len(served),
             **{f"mean_auc_{k}": _mean(rows, f"auc_{k}", every) for k in ("latent", "reference_only", "with_fallback")},
             "fallback_llms_auc": {k: _mean(rows, f"auc_{k}", applied) for k in ("with_fallback", "reference_only", "latent")},
             "other_llms_auc": {k: _mean(rows, f"auc_{k}", ~applied) for k in ("with_fallback", "latent")},

@@ -34,6 +34,7 @@ from assessors.trust.population import POPULATION_NAME, PopulationPredictor
 from assessors.trust.posterior_report import OUT, OUT_FLAGS, posterior_trust
 from assessors.trust.reference_only import FALLBACK_NAME, ReferenceOnlyPredictor
 from assessors.trust.relevel import RELEVEL_NAME, ReleveledPredictor
+from assessors.trust.served_band import check_bands, served_auc_band
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ STATED_DEFAULTS = "stated defaults"
 #: its options are the fallback's).
 THRESHOLDS = ("misfit_alpha", "range_margin", "max_width", "band_scale", "auc_band_scale", "muted_flags")
 #: The options a validated policy chooses and a model may store.
-POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags", "ood_fallback")
+POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags", "ood_fallback", "ood_auc_bands")
 #: The report's ``target.source``: the model's reference prompts, a candidate pool (the server's), or the
 #: prompts ``predict.py`` scores or routes.
 REFERENCE_TARGET, POOL_TARGET, PROMPTS_TARGET = "reference", "pool", "prompts"
@@ -92,6 +93,10 @@ class PosteriorTrustPolicy:
         The fallback when the target prompts are unlike the training prompts (the latent ranking
         itself is suspect there): ``reference_only`` by default; ``population`` needs a
         ``prompt_ood`` with a fitted population model.
+    ood_auc_bands : mapping of str to [low, high], optional
+        Per fallback, the AUC band it reached on held-out subtasks of the training prompts (chosen
+        with ``ood_fallback`` by ``train.py``): the report's ``fallback.auc_band`` when it applies that
+        fallback to such prompts (see :func:`served_auc_band`).
     C : float
         Inverse regularisation of the reference-only logistic regression.
     prior_sd : float
@@ -108,8 +113,8 @@ class PosteriorTrustPolicy:
 
     def __init__(self, fallback: bool = True, fallback_on: Sequence[str] = (OUT,),
                  fallback_flags: Sequence[str] | None = None, fallback_kind: str = RELEVEL_NAME,
-                 ood_fallback: str = FALLBACK_NAME, C: float = 1.0, prior_sd: float = 3.0, prompt_ood=None,
-                 source: str = STATED_DEFAULTS, **report_options):
+                 ood_fallback: str = FALLBACK_NAME, ood_auc_bands: Mapping | None = None, C: float = 1.0,
+                 prior_sd: float = 3.0, prompt_ood=None, source: str = STATED_DEFAULTS, **report_options):
         allowed = {"level", "n_samples", "misfit_alpha", "max_width", "range_margin", "band_scale",
                    "auc_band_scale", "muted_flags", "max_ood_share", "seed"}
         unknown = sorted(set(report_options) - allowed)
@@ -133,6 +138,7 @@ class PosteriorTrustPolicy:
         self.fallback_flags = None if fallback_flags is None else tuple(fallback_flags)
         self.fallback_kind = fallback_kind
         self.ood_fallback = ood_fallback
+        self.ood_auc_bands = check_bands(ood_auc_bands, FALLBACKS)
         self.C = float(C)
         self.prior_sd = float(prior_sd)
         self.prompt_ood = prompt_ood
@@ -147,7 +153,7 @@ class PosteriorTrustPolicy:
         flags = None if self.fallback_flags is None else list(self.fallback_flags)
         ood = None if self.prompt_ood is None else self.prompt_ood.summary()
         return {"source": self.source, **out, "fallback_kind": self.fallback_kind, "fallback_flags": flags,
-                "ood_fallback": self.ood_fallback, "prompt_ood": ood}
+                "ood_fallback": self.ood_fallback, "ood_auc_bands": self.ood_auc_bands, "prompt_ood": ood}
 
     def choose(self, rep) -> str | None:
         """The fallback a report asks for under this policy (None: keep the latent assessor)."""
@@ -175,8 +181,11 @@ class PosteriorTrustPolicy:
                                            prompt_ood=self.prompt_ood)
         out = rep.to_dict()
         out["version"] = 2
+        name = predictor.name if predictor is not None else "latent"
+        band, band_from = served_auc_band(rep.auc_band, rep.flags, name, self.ood_fallback, self.ood_auc_bands,
+                                          rep.auc_chance_low)
         out["fallback"] = {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
-                           "predictor": predictor.name if predictor is not None else "latent"}
+                           "predictor": name, "auc_band": band, "auc_band_from": band_from}
         out["policy"] = self.settings()
         if kind is not None and predictor is None:
             why = "disabled (trust.fallback=false)" if not self.fallback else "impossible without answers"
@@ -317,11 +326,13 @@ def log_posterior_trust(run, report: dict, name: str = "trust") -> None:
                   f"{name}.predictor": str(fb.get("predictor", "latent")), f"{name}.llm": str(report.get("llm"))})
     band = report.get("accuracy_band") or [None, None]
     auc_band = report.get("auc_band") or [None, None]
+    served = fb.get("auc_band") or [None, None]
     metrics = {"expected_accuracy": report.get("expected_accuracy"), "accuracy_low": band[0],
                "accuracy_high": band[1], "expected_auc": report.get("expected_auc"), "auc_low": auc_band[0],
                "auc_high": auc_band[1], "misfit_pvalue": report.get("misfit_pvalue"),
                "mahalanobis": report.get("mahalanobis"), "n_answered": report.get("n_answered"),
                "more_questions": report.get("more_questions"),
+               "served_auc_low": served[0], "served_auc_high": served[1],
                "out_of_population": float(report.get("verdict") == OUT),
                "fallback_applied": float(bool(fb.get("applied")))}
     run.log_metrics({f"{name}.{k}": float(v) for k, v in metrics.items() if v is not None and np.isfinite(v)})

@@ -18,7 +18,8 @@ TINY_LATENT = [
     "compare.random_selector=false", "plots=false",
 ]
 STATED = {"misfit_alpha": 0.01, "range_margin": 0.02, "max_width": 0.15, "band_scale": 1.0, "auc_band_scale": 1.0,
-          "muted_flags": [], "fallback_kind": "releveled", "fallback_flags": None, "ood_fallback": "reference_only"}
+          "muted_flags": [], "fallback_kind": "releveled", "fallback_flags": None, "ood_fallback": "reference_only",
+          "ood_auc_bands": None}
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +182,12 @@ def test_training_stores_the_prompt_side_signal_and_served_reports_use_it(traine
     far, _ = fn.with_target(target=X_far)(model.reference_success[0].copy())
     near, _ = fn.with_target(target=X_near)(model.reference_success[0].copy())
     chosen = model.trust_policy["options"]["ood_fallback"]  # chosen on held-out subtasks of the training prompts
+    bands = model.trust_policy["options"]["ood_auc_bands"]
     assert "prompts_out_of_distribution" in far["flags"] and far["fallback"]["predictor"] == chosen
+    # the AUC band of what it is served: the fallback's on held-out subtasks, not the latent posterior's
+    low = min(bands[chosen][0], far["auc_chance_low"])  # down to chance, as the verdict's own band
+    assert (far["fallback"]["auc_band"], far["fallback"]["auc_band_from"]) == ([low, bands[chosen][1]], "held-out subtasks")
+    assert (near["fallback"]["auc_band"], near["fallback"]["auc_band_from"]) == (near["auc_band"], "posterior")
     assert far["prompt_ood_share"] > 0.25 > near["prompt_ood_share"]
     assert "prompts_out_of_distribution" not in near["flags"]
     assert far["auc_band"][0] <= far["auc_chance_low"] < 0.5
@@ -189,6 +195,7 @@ def test_training_stores_the_prompt_side_signal_and_served_reports_use_it(traine
         fn = trust_hook(model, {"posterior": {"max_ood_share": 0.25, "ood_fallback": kind}})
         rep, predictor = fn.with_target(target=X_far)(model.reference_success[0].copy())
         assert rep["fallback"]["predictor"] == kind == rep["policy"]["ood_fallback"]
+        assert rep["fallback"]["auc_band"] == [min(bands[kind][0], rep["auc_chance_low"]), bands[kind][1]]
         p = predictor(X_far)
         assert p.shape == (len(X_far),) and ((p > 0) & (p < 1)).all()
     off_fn = trust_hook(model, {"posterior": {"prompt_ood": False, "max_ood_share": 0.25}})
@@ -226,6 +233,8 @@ def test_training_chooses_the_ood_fallback_on_held_out_subtasks_and_logs_it(trai
     finite = {k: v for k, v in rec["mean_auc"].items() if v is not None}
     assert set(finite) == {"releveled", "reference_only", "population"}
     assert rec["choice"] == max(finite, key=finite.get) == model.trust_policy["options"]["ood_fallback"]
+    assert model.trust_policy["options"]["ood_auc_bands"] == rec["auc_band"] and set(rec["auc_band"]) == set(finite)
+    assert all(lo <= finite[c] <= hi for c, (lo, hi) in rec["auc_band"].items())
     assert model.prompt_ood.population_ is not None and model.prompt_ood.summary()["population"] is True
     assert run["params.trust_policy.ood_fallback"] == rec["choice"]
     assert run[f"metrics.trust_ood_fallback.auc_{rec['choice']}"] == pytest.approx(finite[rec["choice"]])

@@ -63,6 +63,10 @@ def test_onboarding_logs_the_report_v2_to_mlflow(degenerate, compose, tmp_path):
                                                 dst_path=str(tmp_path / "dl"))
     assert json.load(open(local))["message"] == "out of population: use the fallback"
     assert np.isfinite(run["metrics.trust.expected_accuracy"])
+    # the re-levelled fallback keeps the latent ranking: the band of what it serves is the posterior's
+    assert report["fallback"]["auc_band_from"] == "posterior"
+    assert (run["metrics.trust.served_auc_low"], run["metrics.trust.served_auc_high"]) == pytest.approx(
+        tuple(report["fallback"]["auc_band"]))
 
 
 def test_fallback_flags_restrict_the_fallback_to_chosen_flags(degenerate):
@@ -74,7 +78,8 @@ def test_fallback_flags_restrict_the_fallback_to_chosen_flags(degenerate):
     assert "misfit" in rep["flags"] and pred is not None and rep["fallback"]["applied"]
     rep, pred = make_posterior_trust_fn(d["model"], fallback_flags=["accuracy_below_training"])(vec)
     assert rep["verdict"] == "out of population" and pred is None
-    assert rep["fallback"] == {"enabled": True, "triggered": False, "applied": False, "predictor": "latent"}
+    assert rep["fallback"] == {"enabled": True, "triggered": False, "applied": False, "predictor": "latent",
+                               "auc_band": rep["auc_band"], "auc_band_from": "posterior"}
 
 
 def test_score_reports_trust_about_the_prompts_given(degenerate, compose, tmp_path):

@@ -64,3 +64,19 @@ def test_unknown_candidates_and_a_missing_population_model_are_clear_errors():
         OODFallbackValidation(candidates=["magic"]).fit(_latent, None, X, S_tr, S_val, groups)
     with pytest.raises(ConfigError, match="needs a population model"):
         OODFallbackValidation().fit(_latent, None, X, S_tr, S_val, groups)
+
+
+def test_the_recorded_auc_band_covers_new_llms_on_the_held_out_groups():
+    """The band of each candidate (the central 90% of its per-pair AUCs) holds about 90% of the pairs of
+    other validation LLMs drawn from the same population, on the same held-out groups."""
+    X, groups, S_tr, S_val = _world(True, n_val=48)
+    first = OODFallbackValidation(progress=False).fit(_latent, PopulationDifficulty(), X, S_tr, S_val[:24], groups)
+    second = OODFallbackValidation(progress=False).fit(_latent, PopulationDifficulty(), X, S_tr, S_val[24:], groups)
+    assert first.folds_ == second.folds_
+    bands = first.record()["auc_band"]
+    assert first.record()["level"] == 0.9 and set(bands) == {"releveled", "reference_only", "population"}
+    inside = [lo <= a <= hi for c, (lo, hi) in bands.items() for a in second.aucs_[c] if np.isfinite(a)]
+    assert len(inside) == 3 * 3 * 24
+    assert 0.75 <= np.mean(inside) <= 1.0, np.mean(inside)
+    for c, (lo, hi) in bands.items():
+        assert lo <= first.mean_auc_[c] <= hi
