@@ -58,7 +58,6 @@ class PromptOOD(BaseEstimator):
         ``S_train`` (n_llms, n): the training LLMs' success on ``X_train`` (0/1, NaN), for ``population_``.
         """
         from sklearn.base import clone
-        from sklearn.neighbors import NearestNeighbors
 
         X_train, X_val = np.asarray(X_train, dtype=np.float32), np.asarray(X_val, dtype=np.float32)
         if len(X_train) < self.n_neighbors or not len(X_val):
@@ -71,7 +70,10 @@ class PromptOOD(BaseEstimator):
             keep = np.random.default_rng(self.seed).choice(len(X_train), int(self.max_train), replace=False)
             X_train = X_train[np.sort(keep)]
         self._memo = None  # distances of an earlier fit
-        self.nn_ = NearestNeighbors(n_neighbors=self.n_neighbors, metric="cosine", algorithm="brute").fit(X_train)
+        # the index is stored in half precision (it is most of the signal's share of a pickled model); the
+        # threshold is computed on the rounded index, so a fitted and a loaded signal give the same distances
+        self.index_ = X_train.astype(np.float16)
+        self._nn = None
         self.threshold_ = float(np.quantile(self.distance(X_val), self.quantile))
         self.n_val_ = len(X_val)
         return self
@@ -79,10 +81,29 @@ class PromptOOD(BaseEstimator):
     def distance(self, X) -> np.ndarray:
         """Mean cosine distance (m,) of each prompt to its nearest training prompts (the last few
         query sets' distances are kept: a served model asks about the same target prompts for every LLM)."""
-        check_is_fitted(self, "nn_")
+        check_is_fitted(self, "index_")
         if getattr(self, "_memo", None) is None:  # also after unpickling
             self._memo = ArrayMemo(4)
-        return self._memo.get(X, lambda X: self.nn_.kneighbors(np.asarray(X, dtype=np.float32))[0].mean(1))
+        return self._memo.get(X, lambda X: self._index().kneighbors(np.asarray(X, dtype=np.float32))[0].mean(1))
+
+    def _index(self):
+        """The kNN search over ``index_`` (built on first use, and again after unpickling: not pickled)."""
+        from sklearn.neighbors import NearestNeighbors
+
+        if getattr(self, "_nn", None) is None:
+            self._nn = NearestNeighbors(n_neighbors=self.n_neighbors, metric="cosine", algorithm="brute").fit(
+                self.index_.astype(np.float32))
+        return self._nn
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_nn", None)  # the float32 copy of the index: rebuilt from index_ on first use
+        return state
+
+    def __setstate__(self, state):
+        if "nn_" in state and "index_" not in state:  # pickled before the half-precision index
+            state["index_"] = np.asarray(state.pop("nn_")._fit_X, dtype=np.float16)
+        super().__setstate__(state)
 
     def share(self, X) -> float:
         """Share of the prompts ``X`` (m, d) farther from the training prompts than the threshold."""
@@ -92,7 +113,7 @@ class PromptOOD(BaseEstimator):
     def summary(self) -> dict:
         """What a report says of the signal in force: ``threshold``, ``max_share``, ``n_train`` (JSON-safe)."""
         check_is_fitted(self, "threshold_")
-        return {"threshold": self.threshold_, "max_share": float(self.max_share), "n_train": int(self.nn_.n_samples_fit_),
+        return {"threshold": self.threshold_, "max_share": float(self.max_share), "n_train": len(self.index_),
                 "population": getattr(self, "population_", None) is not None}
 
     def out_of_distribution(self, X) -> bool:

@@ -44,3 +44,30 @@ def test_a_large_training_set_is_subsampled_for_the_index():
     assert ood.summary()["n_train"] == 500
     assert ood.share(_cloud(rng, 300, c)) == pytest.approx(0.05, abs=0.04)  # calibrated on the same index
     assert PromptOOD(max_train=None).fit(X, X[:10]).summary()["n_train"] == 3000
+
+
+def test_the_pickled_signal_keeps_a_half_precision_index_and_the_same_distances():
+    import pickle
+
+    from sklearn.neighbors import NearestNeighbors
+
+    rng = np.random.default_rng(4)
+    c = np.zeros(16)
+    c[0] = 1.0
+    X = _cloud(rng, 2000, c)
+    ood = PromptOOD(max_train=None).fit(X, _cloud(rng, 200, c))
+    Q = np.vstack([_cloud(rng, 50, c), _cloud(rng, 50, -c)])
+    before = ood.distance(Q).copy()
+    blob = pickle.dumps(ood)
+    assert len(blob) < 2000 * 16 * 2 + 20000  # float16, and no float32 copy of the index
+    again = pickle.loads(blob)
+    assert again.index_.dtype == np.float16 and "_nn" not in again.__dict__
+    assert np.array_equal(again.distance(Q), before) and again.threshold_ == ood.threshold_
+    # a signal pickled with a float32 search object reads back as one with the half-precision index
+    state = ood.__getstate__()
+    state.pop("index_")
+    state["nn_"] = NearestNeighbors(n_neighbors=5, metric="cosine", algorithm="brute").fit(X)
+    old = PromptOOD.__new__(PromptOOD)
+    old.__setstate__(state)
+    assert old.summary()["n_train"] == 2000
+    assert np.allclose(old.distance(Q), ood.distance(Q), atol=1e-3)
