@@ -107,8 +107,8 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
                                     prep.results.matrix(prep.llms["val"], ref_ids), prep.X[part],
                                     prep.S("val", part), prep.llms["val"], prompt_ood=prompt_ood,
                                     seed=int(cfg.seed))
+    prep.timings["trust_policy_fit_s"] = time.perf_counter() - t0  # the OOD fallback's choice is timed apart
     record = with_ood_fallback(cfg, prep, policy.record(), prompt_ood, run)
-    prep.timings["trust_policy_fit_s"] = time.perf_counter() - t0
     if run is not None:
         run.log_params({f"trust_policy.{k}": str(v) for k, v in record["options"].items()})
         run.set_tags({"trust_policy.source": record["source"]})
@@ -127,6 +127,7 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
     left out.
     """
     from assessors.trust.population import POPULATION_NAME
+    from assessors.trust.posterior_policy import fitted_population
 
     node = (cfg.get("trust") or {}).get("ood_fallback")
     record = {**record, "options": dict(record["options"])}
@@ -137,12 +138,13 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
         return record
     t0 = time.perf_counter()
     chooser = instantiate(node)
-    if getattr(prompt_ood, "population_", None) is None:
+    # the unfitted population model (refitted per fold), when the signal holds a fitted one
+    population = prompt_ood.population if fitted_population(prompt_ood) is not None else None
+    if population is None:
         chooser.set_params(candidates=[c for c in chooser.candidates if c != POPULATION_NAME])
-    column = "subgroup" if "subgroup" in prep.results.instances.columns else None
-    groups = (prep.results.instances[column].astype(str).to_numpy()[prep.results.instance_index(prep.inst["train"])]
-              if column else np.zeros(len(prep.inst["train"]), dtype=str))
-    population = prompt_ood.population if getattr(prompt_ood, "population_", None) is not None else None
+    inst = prep.results.instances
+    groups = (inst.loc[prep.inst["train"], "subgroup"].fillna("<none>").astype(str).to_numpy()
+              if "subgroup" in inst.columns else np.zeros(len(prep.inst["train"]), dtype=str))
     chooser.fit(lambda: instantiate(budgeted(cfg.assessor, fit_threads(cfg=cfg))), population, prep.X["train"],
                 prep.S("train", "train"), prep.S("val", "train"), groups)
     rec = chooser.record()

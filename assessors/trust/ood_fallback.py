@@ -130,13 +130,13 @@ class OODFallbackValidation(BaseEstimator):
         inside = np.flatnonzero(~out)
         ref = np.sort(rng.choice(inside, min(int(self.n_reference), len(inside)), replace=False))
         assessor = make_assessor().fit(X[inside], S_train[:, inside], np.searchsorted(inside, ref))
-        holder = _Population(clone(population).fit(X[inside], S_train[:, inside]) if population is not None else None)
+        fitted = clone(population).fit(X[inside], S_train[:, inside]) if population is not None else None
         for s in S_val:
             y = s[ref]
             if not np.isfinite(y).any() or len(np.unique(s[out][np.isfinite(s[out])])) < 2:
                 continue
             for c in self.candidates:
-                p = fallback_predictor(c, assessor, X[ref], y, C=self.C, prior_sd=self.prior_sd, prompt_ood=holder)
+                p = fallback_predictor(c, assessor, X[ref], y, C=self.C, prior_sd=self.prior_sd, population=fitted)
                 self.aucs_[c].append(masked_auc(s[out], p(X[out])))
 
     def auc_bands(self) -> dict[str, list[float]]:
@@ -159,10 +159,3 @@ class OODFallbackValidation(BaseEstimator):
                 "mean_auc": {c: (v if np.isfinite(v) else None) for c, v in self.mean_auc_.items()},
                 "auc_band": self.auc_bands(), "level": float(self.level),
                 "n_pairs": {c: int(np.isfinite(v).sum()) for c, v in self.aucs_.items()}, "folds": self.folds_}
-
-
-class _Population:
-    """A fitted population model where :func:`fallback_predictor` looks for one (``population_``)."""
-
-    def __init__(self, population):
-        self.population_ = population

@@ -35,17 +35,17 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     (mean prediction on the evaluated target prompts) for each of :data:`PREDICTORS`, and ``population``
     when ``prompt_ood`` holds a population model (a fallback without answers is the latent prediction).
     """
-    from assessors.trust.posterior_policy import fallback_predictor
+    from assessors.trust.posterior_policy import fallback_predictor, fitted_population
 
     y = np.asarray(y, dtype=np.float64).ravel()
     X_answered, X_target = np.asarray(X_answered, dtype=np.float32), np.asarray(X_target, dtype=np.float32)
     rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, prompt_ood=prompt_ood, seed=seed)
     p_lat = assessor.predict_posterior(X_target, assessor.posterior(X_answered, y[None, :]))[0][0]
     preds = {"latent": p_lat}
-    kinds = PREDICTORS[1:] + ((POPULATION_NAME,) if getattr(prompt_ood, "population_", None) is not None else ())
-    for kind in kinds:
+    population = fitted_population(prompt_ood)
+    for kind in PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ()):
         preds[kind] = (fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd,
-                                          prompt_ood=prompt_ood)(X_target) if np.isfinite(y).any() else p_lat)
+                                          population=population)(X_target) if np.isfinite(y).any() else p_lat)
     s = np.asarray(s_target, dtype=np.float64)
     obs = np.isfinite(s)
     out = {"llm": llm, "realised_accuracy": float(s[obs].mean()) if obs.any() else np.nan,

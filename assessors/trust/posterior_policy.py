@@ -52,26 +52,30 @@ POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags", "ood_fallback", "
 REFERENCE_TARGET, POOL_TARGET, PROMPTS_TARGET = "reference", "pool", "prompts"
 
 
-def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0, prompt_ood=None):
+def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0, population=None):
     """The fallback predictor ``kind`` (one of :data:`FALLBACKS`) fitted on one LLM's answers
-    (``population`` reads ``prompt_ood.population_``)."""
+    (``population``: the fitted :class:`~assessors.trust.population.PopulationDifficulty` it needs)."""
     if kind == RELEVEL_NAME:
         return ReleveledPredictor(assessor, X_answered, y, prior_sd=prior_sd)
     if kind == FALLBACK_NAME:
         return ReferenceOnlyPredictor(assessor, X_answered, y, C=C)
     if kind == POPULATION_NAME:
-        return PopulationPredictor(population_of(prompt_ood), X_answered, y, prior_sd=prior_sd)
+        return PopulationPredictor(required(population), X_answered, y, prior_sd=prior_sd)
     raise ConfigError(f"unknown trust fallback {kind!r}; choose one of {list(FALLBACKS)}")
 
 
-def population_of(prompt_ood):
-    """The fitted population model a ``population`` fallback needs; :class:`ConfigError` naming the fix if none."""
-    pop = getattr(prompt_ood, "population_", None)
-    if pop is None:
+def fitted_population(prompt_ood):
+    """The population model a fitted prompt-side signal holds (None: no signal, or none fitted)."""
+    return getattr(prompt_ood, "population_", None)
+
+
+def required(population):
+    """``population``, or the :class:`ConfigError` naming the fix when a ``population`` fallback has none."""
+    if population is None:
         raise ConfigError("the population trust fallback needs a model trained with a population model "
                           "(trust.prompt_ood.population, on by default for assessor=latent); retrain, or set "
                           "trust.posterior.ood_fallback=reference_only")
-    return pop
+    return population
 
 
 class PosteriorTrustPolicy:
@@ -132,7 +136,7 @@ class PosteriorTrustPolicy:
             if kind not in FALLBACKS:
                 raise ConfigError(f"unknown trust fallback {kind!r}; choose one of {list(FALLBACKS)}")
         if fallback_kind == POPULATION_NAME or (ood_fallback == POPULATION_NAME and prompt_ood is not None):
-            population_of(prompt_ood)  # without a prompt-side signal the OOD fallback never applies
+            required(fitted_population(prompt_ood))  # without a prompt-side signal the OOD fallback never applies
         self.fallback = bool(fallback)
         self.fallback_on = tuple(fallback_on)
         self.fallback_flags = None if fallback_flags is None else tuple(fallback_flags)
@@ -178,7 +182,7 @@ class PosteriorTrustPolicy:
         predictor = None
         if self.fallback and kind is not None and np.isfinite(y).any():
             predictor = fallback_predictor(kind, assessor, X_answered, y, C=self.C, prior_sd=self.prior_sd,
-                                           prompt_ood=self.prompt_ood)
+                                           population=fitted_population(self.prompt_ood))
         out = rep.to_dict()
         out["version"] = 2
         name = predictor.name if predictor is not None else "latent"
