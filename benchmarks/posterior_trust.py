@@ -110,7 +110,8 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
         policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"],
                                       ood_fallback=ood_fallback, prompt_ood=ood)
         thr = {k: v for k, v in opts.items() if not k.startswith("fallback")}
-        return verdict_scores(reps, outs, policy.choose, ood_fallback, ood_choice.get("auc_band"), **thr, **extra)
+        return verdict_scores(reps, outs, policy.choose, ood_fallback, ood_choice.get("auc_band"),
+                              ood_choice.get("accuracy_error_band"), **thr, **extra)
 
     legacy = lambda r: "reference_only" if r.verdict == OUT else None  # noqa: E731  (the previous default)
     return {

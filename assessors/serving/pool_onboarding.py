@@ -21,7 +21,7 @@ from assessors.onboarding.pool import PoolOnboarding, load_pool, load_training_p
 from assessors.serving import onboarding_schemas as O
 from assessors.serving import schemas as S
 from assessors.serving.settings import TRAINING_POOL
-from assessors.trust.posterior_policy import POOL_TARGET
+from assessors.trust.target import POOL_TARGET
 
 log = logging.getLogger(__name__)
 

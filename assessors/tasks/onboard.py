@@ -169,7 +169,8 @@ def adaptive_trust(cfg: DictConfig, model, runner, llm: str) -> dict | None:
     trust = plain(cfg.get("trust")) or {}
     if not trust.get("enabled", True) or "_target_" in trust:
         return None
-    from assessors.trust.posterior_policy import POOL_TARGET, PosteriorTrustPolicy, policy_options
+    from assessors.trust.posterior_policy import PosteriorTrustPolicy, policy_options
+    from assessors.trust.target import POOL_TARGET
 
     sel = runner.selector_
     opts = policy_options(model, {"seed": int(cfg.seed), **(trust.get("posterior") or {})})

@@ -54,7 +54,7 @@ def trust_about_prompts(cfg: DictConfig, engine: Engine, prompts) -> dict | None
     (a seeded random subsample) enter the report."""
     from omegaconf import OmegaConf
 
-    from assessors.trust.posterior_policy import PROMPTS_TARGET, subsample
+    from assessors.trust.target import PROMPTS_TARGET, subsample
 
     trust_fn = engine.registry.trust_fn
     retarget = getattr(trust_fn, "with_target", None)

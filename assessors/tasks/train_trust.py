@@ -122,8 +122,8 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
     (:class:`~assessors.trust.ood_fallback.OODFallbackValidation`; null: the stated default).
 
     ``record["ood_fallback"]`` says how it was chosen and each candidate's mean AUC; ``options.ood_auc_bands``
-    holds each candidate's AUC band on the held-out subtasks (what a report says of a fallback it applies
-    to such prompts). A candidate the model cannot serve (``population`` without a population model) is
+    and ``options.ood_accuracy_bands`` hold each candidate's AUC band and accuracy-error band on the held-out
+    subtasks (what a report says of a fallback it applies to such prompts). A candidate the model cannot serve (``population`` without a population model) is
     left out.
     """
     from assessors.trust.population import POPULATION_NAME
@@ -133,7 +133,7 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
     record = {**record, "options": dict(record["options"])}
     if node is None or prompt_ood is None:
         why = "trust.ood_fallback=null" if node is None else "no prompt-side signal"
-        record["options"].update(ood_fallback="reference_only", ood_auc_bands=None)
+        record["options"].update(ood_fallback="reference_only", ood_auc_bands=None, ood_accuracy_bands=None)
         record["ood_fallback"] = {"choice": "reference_only", "chosen_by": f"stated default ({why})"}
         return record
     t0 = time.perf_counter()
@@ -149,7 +149,8 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
                 prep.S("train", "train"), prep.S("val", "train"), groups)
     rec = chooser.record()
     prep.timings["trust_ood_fallback_fit_s"] = time.perf_counter() - t0
-    record["options"].update(ood_fallback=rec["choice"], ood_auc_bands=rec["auc_band"] or None)
+    record["options"].update(ood_fallback=rec["choice"], ood_auc_bands=rec["auc_band"] or None,
+                             ood_accuracy_bands=rec["accuracy_error_band"] or None)
     record["ood_fallback"] = rec
     if run is not None:
         run.log_metrics({f"trust_ood_fallback.auc_{c}": v for c, v in rec["mean_auc"].items() if v is not None})

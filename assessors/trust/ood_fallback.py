@@ -7,6 +7,11 @@ assessor and the population model are refitted on the other folds' prompts, and 
 described by its answers on ``n_reference`` random prompts of the other folds, is scored on the
 held-out fold's prompts by every candidate fallback. The candidate with the highest mean AUC over
 (fold, validation LLM) pairs is the choice. Nothing about test prompts or test LLMs is read.
+
+The same pairs say how far off each candidate is on an unseen task: the central interval of its AUCs
+(:meth:`OODFallbackValidation.auc_bands`) and of its accuracy error, the realised accuracy on the
+held-out fold minus the candidate's mean prediction there (:meth:`OODFallbackValidation.accuracy_error_bands`).
+A report that applies the candidate to such prompts gives these bands.
 """
 from __future__ import annotations
 
@@ -40,8 +45,8 @@ class OODFallbackValidation(BaseEstimator):
     C, prior_sd : float
         The fallbacks' options (as in :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`).
     level : float
-        Central coverage of the AUC band recorded per candidate (quantiles of its per-pair AUCs): what a
-        report says of the AUC an LLM served by that fallback will reach on prompts of an unseen task.
+        Central coverage of the AUC and accuracy-error bands recorded per candidate (quantiles over its
+        pairs): what a report says of an LLM served by that fallback on prompts of an unseen task.
     seed : int
         Seed of the fold draw and of the reference prompts.
     progress : bool
@@ -86,6 +91,7 @@ class OODFallbackValidation(BaseEstimator):
         self.n_groups_ = len(names)
         self.folds_ = []
         self.aucs_ = {c: [] for c in self.candidates}
+        self.errors_ = {c: [] for c in self.candidates}
         self.mean_auc_ = {}
         if len(names) < 2 or not len(S_val):
             self.choice_ = self.default
@@ -135,17 +141,29 @@ class OODFallbackValidation(BaseEstimator):
             y = s[ref]
             if not np.isfinite(y).any() or len(np.unique(s[out][np.isfinite(s[out])])) < 2:
                 continue
+            seen = np.isfinite(s[out])
             for c in self.candidates:
                 p = fallback_predictor(c, assessor, X[ref], y, C=self.C, prior_sd=self.prior_sd, population=fitted)
-                self.aucs_[c].append(masked_auc(s[out], p(X[out])))
+                p_out = p(X[out])
+                self.aucs_[c].append(masked_auc(s[out], p_out))
+                self.errors_[c].append(float(s[out][seen].mean() - np.asarray(p_out)[seen].mean()))
 
     def auc_bands(self) -> dict[str, list[float]]:
         """Central ``level`` interval of each candidate's per-pair AUCs on the held-out folds (candidates
         with at least 10 finite pairs)."""
         check_is_fitted(self, "choice_")
+        return self._bands(self.aucs_)
+
+    def accuracy_error_bands(self) -> dict[str, list[float]]:
+        """Central ``level`` interval of each candidate's per-pair accuracy error on the held-out folds
+        (realised accuracy minus mean prediction; candidates with at least 10 pairs)."""
+        check_is_fitted(self, "choice_")
+        return self._bands(self.errors_)
+
+    def _bands(self, values) -> dict[str, list[float]]:
         tail = (1.0 - float(self.level)) / 2.0
         out = {}
-        for c, v in self.aucs_.items():
+        for c, v in values.items():
             v = np.asarray(v, dtype=np.float64)
             v = v[np.isfinite(v)]
             if len(v) >= 10:
@@ -153,9 +171,11 @@ class OODFallbackValidation(BaseEstimator):
         return out
 
     def record(self) -> dict:
-        """``{choice, chosen_by, mean_auc, auc_band, level, n_pairs, folds}`` (JSON-safe), stored with the model."""
+        """``{choice, chosen_by, mean_auc, auc_band, accuracy_error_band, level, n_pairs, folds}`` (JSON-safe),
+        stored with the model."""
         check_is_fitted(self, "choice_")
         return {"choice": self.choice_, "chosen_by": self.chosen_by_,
                 "mean_auc": {c: (v if np.isfinite(v) else None) for c, v in self.mean_auc_.items()},
-                "auc_band": self.auc_bands(), "level": float(self.level),
+                "auc_band": self.auc_bands(), "accuracy_error_band": self.accuracy_error_bands(),
+                "level": float(self.level),
                 "n_pairs": {c: int(np.isfinite(v).sum()) for c, v in self.aucs_.items()}, "folds": self.folds_}

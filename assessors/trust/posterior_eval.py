@@ -31,9 +31,11 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     s_target : ndarray of shape (m,)
         Its realised success on the target prompts (NaN = not evaluated).
 
-    The outcome holds ``realised_accuracy``, ``n_answered`` and ``auc_<p>`` / ``brier_<p>`` / ``mean_<p>``
-    (mean prediction on the evaluated target prompts) for each of :data:`PREDICTORS`, and ``population``
-    when ``prompt_ood`` holds a population model (a fallback without answers is the latent prediction).
+    The outcome holds ``realised_accuracy``, ``n_answered``, ``answered_successes`` and ``auc_<p>`` /
+    ``brier_<p>`` / ``mean_<p>`` (mean prediction on the evaluated target prompts) for each of
+    :data:`PREDICTORS`, and ``population`` when ``prompt_ood`` holds a population model (a fallback without
+    answers is the latent prediction); ``mean_answered_<p>`` is a fallback's mean prediction on the answered
+    prompts.
     """
     from assessors.trust.posterior_policy import fallback_predictor, fitted_population
 
@@ -43,13 +45,18 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     p_lat = assessor.predict_posterior(X_target, assessor.posterior(X_answered, y[None, :]))[0][0]
     preds = {"latent": p_lat}
     population = fitted_population(prompt_ood)
-    for kind in PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ()):
-        preds[kind] = (fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd,
-                                          population=population)(X_target) if np.isfinite(y).any() else p_lat)
+    seen = np.isfinite(y)
+    fitted = {kind: fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd, population=population)
+              for kind in PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ()) if seen.any()}
+    preds.update({kind: f(X_target) for kind, f in fitted.items()})
     s = np.asarray(s_target, dtype=np.float64)
     obs = np.isfinite(s)
     out = {"llm": llm, "realised_accuracy": float(s[obs].mean()) if obs.any() else np.nan,
-           "n_answered": int(np.isfinite(y).sum())}
+           "n_answered": int(seen.sum()), "answered_successes": float(y[seen].sum())}
+    # what a served fallback's accuracy band is built on: its mean prediction on the answered prompts
+    out.update({f"mean_answered_{kind}": float(np.mean(f(X_answered[seen]))) for kind, f in fitted.items()})
+    for kind in PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ()):
+        preds.setdefault(kind, p_lat)  # without answers a fallback is the latent prediction
     for kind, p in preds.items():
         out[f"auc_{kind}"] = masked_auc(s, p)
         out[f"brier_{kind}"] = brier(s[obs], np.asarray(p)[obs]) if obs.any() else np.nan
@@ -102,7 +109,8 @@ def fit_validated(policy, reports, outcomes):
                       {k: col(f"brier_{k}") for k in PREDICTORS})
 
 
-def verdict_rows(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=None, **thresholds) -> list[dict]:
+def verdict_rows(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=None, ood_accuracy_bands=None,
+                 **thresholds) -> list[dict]:
     """One row per held-out LLM: its re-judged verdict, whether it failed, the fallback applied and its AUC.
 
     ``reports`` are re-judged with ``thresholds`` (see :func:`judge`); ``choose(report)`` names the
@@ -110,9 +118,11 @@ def verdict_rows(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=Non
     reference-only fallback's, or a realised accuracy outside the (judged) band. ``served_auc_band`` is
     the band of what the LLM is served (:func:`~assessors.trust.served_band.served_auc_band`, with the
     policy's ``ood_fallback`` and ``ood_auc_bands``) and ``served_auc_in_band`` whether the served
-    predictor's AUC lies in it (None without a band).
+    predictor's AUC lies in it (None without a band); ``served_accuracy_band`` / ``served_accuracy_in_band``
+    the same for the accuracy (:func:`~assessors.trust.served_band.served_accuracy_band`, with
+    ``ood_accuracy_bands``).
     """
-    from assessors.trust.served_band import served_auc_band
+    from assessors.trust.served_band import served_accuracy_band, served_auc_band
 
     rows = []
     for r, o in zip(reports, outcomes):
@@ -121,29 +131,44 @@ def verdict_rows(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=Non
         fb = choose(j) or "latent"
         band, band_from = served_auc_band(j.auc_band, j.flags, fb, ood_fallback, ood_auc_bands, j.auc_chance_low)
         served_in = None if band is None else bool(band[0] <= o[f"auc_{fb}"] <= band[1])
+        answered = ((o["answered_successes"], o["n_answered"], o[f"mean_answered_{fb}"])
+                    if f"mean_answered_{fb}" in o else None)
+        _, acc_band, acc_from = served_accuracy_band(j.expected_accuracy, j.accuracy_band, j.flags, fb, ood_fallback,
+                                                     ood_accuracy_bands, o.get(f"mean_{fb}", np.nan), answered)
+        acc_served_in = None if acc_band is None else bool(acc_band[0] <= o["realised_accuracy"] <= acc_band[1])
         rows.append({"llm": o["llm"], "verdict": j.verdict, "flags": j.flags, "notes": j.notes,
                      "failure": bool(o["auc_latent"] < o["auc_reference_only"] or not acc_in),
                      "fallback": fb, "auc_with_fallback": o[f"auc_{fb}"], "brier_with_fallback": o[f"brier_{fb}"],
                      "accuracy_in_band": bool(acc_in), "auc_in_band": bool(j.auc_band[0] <= o["auc_latent"] <= j.auc_band[1]),
                      "served_auc_band": band, "served_auc_band_from": band_from, "served_auc_in_band": served_in,
-                     "expected_accuracy": j.expected_accuracy, "auc_band": list(j.auc_band), "prompt_ood_share": j.prompt_ood_share,
+                     "served_accuracy_band": acc_band, "served_accuracy_band_from": acc_from,
+                     "served_accuracy_in_band": acc_served_in,
+                     "expected_accuracy": j.expected_accuracy, "accuracy_band": list(j.accuracy_band),
+                     "auc_band": list(j.auc_band), "prompt_ood_share": j.prompt_ood_share,
                      **{k: v for k, v in o.items() if k != "llm"}})
     return rows
+
+
+def _served_coverage(rows, what: str, n_key: str) -> dict:
+    """Share of the rows with a served ``what`` band whose realised value lies in it, and how many have one."""
+    inside = [r[f"served_{what}_in_band"] for r in rows if r[f"served_{what}_in_band"] is not None]
+    return {f"served_{what}_band_coverage": float(np.mean(inside)) if inside else None, n_key: len(inside)}
 
 
 def _mean(rows, key, sel):
     return float(np.nanmean([r[key] for r, s in zip(rows, sel) if s])) if sel.any() else None
 
 
-def verdict_scores(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=None, **thresholds) -> dict:
+def verdict_scores(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=None, ood_accuracy_bands=None,
+                   **thresholds) -> dict:
     """Recall, false alarms, band coverage and AUC with the fallback of held-out LLMs (see :func:`verdict_rows`).
 
     Flagged = a verdict other than ``ok``; recall = flagged failures over failures; false alarms =
     flagged LLMs that did not fail over flagged LLMs. ``served_auc_band_coverage``: the share of LLMs
-    with a served band whose served AUC lies in it (``n_served_band`` of them have one).
+    with a served band whose served AUC lies in it (``n_served_band`` of them have one);
+    ``served_accuracy_band_coverage`` the same for the realised accuracy.
     """
-    rows = verdict_rows(reports, outcomes, choose, ood_fallback, ood_auc_bands, **thresholds)
-    served = [r["served_auc_in_band"] for r in rows if r["served_auc_in_band"] is not None]
+    rows = verdict_rows(reports, outcomes, choose, ood_fallback, ood_auc_bands, ood_accuracy_bands, **thresholds)
     fail = np.array([r["failure"] for r in rows])
     flagged = np.array([r["verdict"] != OK for r in rows])
     applied = np.array([r["fallback"] != "latent" for r in rows])
@@ -155,7 +180,8 @@ def verdict_scores(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=N
             "false_alarm_rate": float((~fail[flagged]).mean()) if flagged.any() else None,
             "auc_band_coverage": float(np.mean([r["auc_in_band"] for r in rows])),
             "accuracy_band_coverage": float(np.mean([r["accuracy_in_band"] for r in rows])),
-            "served_auc_band_coverage": float(np.mean(served)) if served else None, "n_served_band": len(served),
+            **_served_coverage(rows, "auc", "n_served_band"),
+            **_served_coverage(rows, "accuracy", "n_served_accuracy_band"),
             **{f"mean_auc_{k}": _mean(rows, f"auc_{k}", every) for k in ("latent", "reference_only", "with_fallback")},
             "fallback_llms_auc": {k: _mean(rows, f"auc_{k}", applied) for k in ("with_fallback", "reference_only", "latent")},
             "other_llms_auc": {k: _mean(rows, f"auc_{k}", ~applied) for k in ("with_fallback", "latent")},

@@ -28,15 +28,17 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from assessors.core.evidence import Evidence
-from assessors.errors import ConfigError, DataError
+from assessors.errors import ConfigError
 from assessors.tags import capability
 from assessors.trust.population import POPULATION_NAME, PopulationPredictor
 from assessors.trust.posterior_report import OUT, OUT_FLAGS, posterior_trust
 from assessors.trust.reference_only import FALLBACK_NAME, ReferenceOnlyPredictor
 from assessors.trust.relevel import RELEVEL_NAME, ReleveledPredictor
-from assessors.trust.served_band import check_bands, served_auc_band
+from assessors.trust.served_band import check_bands, served_accuracy_band, served_auc_band
+from assessors.trust.target import POOL_TARGET, REFERENCE_TARGET, target_prompts
 
 log = logging.getLogger(__name__)
+_LEVEL = inspect.signature(posterior_trust).parameters["level"].default  # the report's band level
 
 #: The fallbacks a trust verdict can switch an LLM to.
 FALLBACKS = (RELEVEL_NAME, FALLBACK_NAME, POPULATION_NAME)
@@ -46,10 +48,7 @@ STATED_DEFAULTS = "stated defaults"
 #: its options are the fallback's).
 THRESHOLDS = ("misfit_alpha", "range_margin", "max_width", "band_scale", "auc_band_scale", "muted_flags")
 #: The options a validated policy chooses and a model may store.
-POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags", "ood_fallback", "ood_auc_bands")
-#: The report's ``target.source``: the model's reference prompts, a candidate pool (the server's), or the
-#: prompts ``predict.py`` scores or routes.
-REFERENCE_TARGET, POOL_TARGET, PROMPTS_TARGET = "reference", "pool", "prompts"
+POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags", "ood_fallback", "ood_auc_bands", "ood_accuracy_bands")
 
 
 def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0, population=None):
@@ -101,6 +100,10 @@ class PosteriorTrustPolicy:
         Per fallback, the AUC band it reached on held-out subtasks of the training prompts (chosen
         with ``ood_fallback`` by ``train.py``): the report's ``fallback.auc_band`` when it applies that
         fallback to such prompts (see :func:`served_auc_band`).
+    ood_accuracy_bands : mapping of str to [low, high], optional
+        Per fallback, the interval of its accuracy error (realised minus mean prediction) on the same
+        held-out subtasks: the report's ``fallback.accuracy_band`` around the fallback's mean prediction
+        when it applies that fallback to such prompts (see :func:`served_accuracy_band`).
     C : float
         Inverse regularisation of the reference-only logistic regression.
     prior_sd : float
@@ -117,8 +120,9 @@ class PosteriorTrustPolicy:
 
     def __init__(self, fallback: bool = True, fallback_on: Sequence[str] = (OUT,),
                  fallback_flags: Sequence[str] | None = None, fallback_kind: str = RELEVEL_NAME,
-                 ood_fallback: str = FALLBACK_NAME, ood_auc_bands: Mapping | None = None, C: float = 1.0,
-                 prior_sd: float = 3.0, prompt_ood=None, source: str = STATED_DEFAULTS, **report_options):
+                 ood_fallback: str = FALLBACK_NAME, ood_auc_bands: Mapping | None = None,
+                 ood_accuracy_bands: Mapping | None = None, C: float = 1.0, prior_sd: float = 3.0,
+                 prompt_ood=None, source: str = STATED_DEFAULTS, **report_options):
         allowed = {"level", "n_samples", "misfit_alpha", "max_width", "range_margin", "band_scale",
                    "auc_band_scale", "muted_flags", "max_ood_share", "seed"}
         unknown = sorted(set(report_options) - allowed)
@@ -143,6 +147,7 @@ class PosteriorTrustPolicy:
         self.fallback_kind = fallback_kind
         self.ood_fallback = ood_fallback
         self.ood_auc_bands = check_bands(ood_auc_bands, FALLBACKS)
+        self.ood_accuracy_bands = check_bands(ood_accuracy_bands, FALLBACKS, "ood_accuracy_bands", lowest=-1.0)
         self.C = float(C)
         self.prior_sd = float(prior_sd)
         self.prompt_ood = prompt_ood
@@ -157,7 +162,8 @@ class PosteriorTrustPolicy:
         flags = None if self.fallback_flags is None else list(self.fallback_flags)
         ood = None if self.prompt_ood is None else self.prompt_ood.summary()
         return {"source": self.source, **out, "fallback_kind": self.fallback_kind, "fallback_flags": flags,
-                "ood_fallback": self.ood_fallback, "ood_auc_bands": self.ood_auc_bands, "prompt_ood": ood}
+                "ood_fallback": self.ood_fallback, "ood_auc_bands": self.ood_auc_bands,
+                "ood_accuracy_bands": self.ood_accuracy_bands, "prompt_ood": ood}
 
     def choose(self, rep) -> str | None:
         """The fallback a report asks for under this policy (None: keep the latent assessor)."""
@@ -185,16 +191,30 @@ class PosteriorTrustPolicy:
                                            population=fitted_population(self.prompt_ood))
         out = rep.to_dict()
         out["version"] = 2
-        name = predictor.name if predictor is not None else "latent"
-        band, band_from = served_auc_band(rep.auc_band, rep.flags, name, self.ood_fallback, self.ood_auc_bands,
-                                          rep.auc_chance_low)
         out["fallback"] = {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
-                           "predictor": name, "auc_band": band, "auc_band_from": band_from}
+                           **self.served(rep, predictor, X_target, X_answered, y)}
         out["policy"] = self.settings()
         if kind is not None and predictor is None:
             why = "disabled (trust.fallback=false)" if not self.fallback else "impossible without answers"
             log.warning("trust verdict for %s is %r but the fallback is %s", llm, rep.message, why)
         return _json_safe(out), predictor
+
+    def served(self, rep, predictor, X_target, X_answered, y) -> dict:
+        """What the LLM is served and its bands: ``{predictor, auc_band, auc_band_from, expected_accuracy,
+        accuracy_band, accuracy_band_from}`` (see :mod:`~assessors.trust.served_band`)."""
+        name = predictor.name if predictor is not None else "latent"
+        band, band_from = served_auc_band(rep.auc_band, rep.flags, name, self.ood_fallback, self.ood_auc_bands,
+                                          rep.auc_chance_low)
+        mean, answered = rep.expected_accuracy, None
+        if predictor is not None:
+            obs = np.isfinite(y)
+            mean = float(np.mean(predictor(X_target)))
+            answered = (float(y[obs].sum()), int(obs.sum()), float(np.mean(predictor(np.asarray(X_answered)[obs]))))
+        acc, acc_band, acc_from = served_accuracy_band(rep.expected_accuracy, rep.accuracy_band, rep.flags, name,
+                                                       self.ood_fallback, self.ood_accuracy_bands, mean, answered,
+                                                       self.report_options.get("level", _LEVEL))
+        return {"predictor": name, "auc_band": band, "auc_band_from": band_from, "expected_accuracy": acc,
+                "accuracy_band": acc_band, "accuracy_band_from": acc_from}
 
 
 def _json_safe(d):
@@ -293,36 +313,6 @@ def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, t
     return fn
 
 
-def subsample(n: int, max_target: int | None, seed: int = 0) -> np.ndarray | None:
-    """Sorted row indices of a seeded random subsample of ``max_target`` of ``n`` target prompts; None
-    when every row is kept."""
-    if max_target is None or n <= int(max_target):
-        return None
-    return np.sort(np.random.default_rng(seed).choice(n, int(max_target), replace=False))
-
-
-def target_prompts(target, d: int, source: str, max_target: int | None = None,
-                   seed: int = 0, n_available: int | None = None) -> tuple[np.ndarray, dict]:
-    """The report's target features (n, d), float32, and its ``target`` description.
-
-    ``target`` (n_target, d) is checked against the model's ``d`` features; with ``max_target`` below
-    ``n_target``, a random subsample of that many rows (``seed``; in their original order) is kept and
-    the description says how many there were (``n_available``; or the given ``n_available`` when the
-    rows were cut before featurizing).
-    """
-    X = np.asarray(target, dtype=np.float32)
-    if X.ndim != 2 or X.shape[1] != d or not len(X):
-        raise DataError(f"trust report target ({source}): expected features of shape (n_prompts > 0, {d}), "
-                        f"got {X.shape}")
-    info = {"source": str(source), "n_prompts": len(X)}
-    keep = subsample(len(X), max_target, seed)
-    if keep is not None:
-        X, info = X[keep], {**info, "n_prompts": len(keep), "n_available": len(X)}
-    elif n_available is not None and int(n_available) > len(X):
-        info["n_available"] = int(n_available)
-    return X, info
-
-
 def log_posterior_trust(run, report: dict, name: str = "trust") -> None:
     """Log one report v2 to a tracking run: ``<name>/report_v2.json``, verdict tags and numeric metrics."""
     fb = report.get("fallback") or {}
@@ -331,12 +321,15 @@ def log_posterior_trust(run, report: dict, name: str = "trust") -> None:
     band = report.get("accuracy_band") or [None, None]
     auc_band = report.get("auc_band") or [None, None]
     served = fb.get("auc_band") or [None, None]
+    served_acc = fb.get("accuracy_band") or [None, None]
     metrics = {"expected_accuracy": report.get("expected_accuracy"), "accuracy_low": band[0],
                "accuracy_high": band[1], "expected_auc": report.get("expected_auc"), "auc_low": auc_band[0],
                "auc_high": auc_band[1], "misfit_pvalue": report.get("misfit_pvalue"),
                "mahalanobis": report.get("mahalanobis"), "n_answered": report.get("n_answered"),
                "more_questions": report.get("more_questions"),
                "served_auc_low": served[0], "served_auc_high": served[1],
+               "served_expected_accuracy": fb.get("expected_accuracy"), "served_accuracy_low": served_acc[0],
+               "served_accuracy_high": served_acc[1],
                "out_of_population": float(report.get("verdict") == OUT),
                "fallback_applied": float(bool(fb.get("applied")))}
     run.log_metrics({f"{name}.{k}": float(v) for k, v in metrics.items() if v is not None and np.isfinite(v)})

@@ -19,7 +19,7 @@ TINY_LATENT = [
 ]
 STATED = {"misfit_alpha": 0.01, "range_margin": 0.02, "max_width": 0.15, "band_scale": 1.0, "auc_band_scale": 1.0,
           "muted_flags": [], "fallback_kind": "releveled", "fallback_flags": None, "ood_fallback": "reference_only",
-          "ood_auc_bands": None}
+          "ood_auc_bands": None, "ood_accuracy_bands": None}
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +188,15 @@ def test_training_stores_the_prompt_side_signal_and_served_reports_use_it(traine
     low = min(bands[chosen][0], far["auc_chance_low"])  # down to chance, as the verdict's own band
     assert (far["fallback"]["auc_band"], far["fallback"]["auc_band_from"]) == ([low, bands[chosen][1]], "held-out subtasks")
     assert (near["fallback"]["auc_band"], near["fallback"]["auc_band_from"]) == (near["auc_band"], "posterior")
+    # and its accuracy: the fallback's mean prediction on the target prompts, shifted by its held-out errors,
+    # the band widened to hold the posterior one
+    errors = model.trust_policy["options"]["ood_accuracy_bands"][chosen]
+    m, post = far["fallback"]["expected_accuracy"], far["accuracy_band"]
+    assert far["fallback"]["accuracy_band_from"] == "held-out subtasks"
+    assert far["fallback"]["accuracy_band"] == pytest.approx(
+        list(np.clip([min(m + errors[0], post[0]), max(m + errors[1], post[1])], 0, 1)))
+    assert (near["fallback"]["expected_accuracy"], near["fallback"]["accuracy_band"]) == (
+        near["expected_accuracy"], near["accuracy_band"])
     assert far["prompt_ood_share"] > 0.25 > near["prompt_ood_share"]
     assert "prompts_out_of_distribution" not in near["flags"]
     assert far["auc_band"][0] <= far["auc_chance_low"] < 0.5
@@ -235,6 +244,9 @@ def test_training_chooses_the_ood_fallback_on_held_out_subtasks_and_logs_it(trai
     assert rec["choice"] == max(finite, key=finite.get) == model.trust_policy["options"]["ood_fallback"]
     assert model.trust_policy["options"]["ood_auc_bands"] == rec["auc_band"] and set(rec["auc_band"]) == set(finite)
     assert all(lo <= finite[c] <= hi for c, (lo, hi) in rec["auc_band"].items())
+    assert model.trust_policy["options"]["ood_accuracy_bands"] == rec["accuracy_error_band"]
+    assert set(rec["accuracy_error_band"]) == set(finite)
+    assert all(-1 <= lo <= hi <= 1 for lo, hi in rec["accuracy_error_band"].values())
     assert model.prompt_ood.population_ is not None and model.prompt_ood.summary()["population"] is True
     assert run["params.trust_policy.ood_fallback"] == rec["choice"]
     assert run[f"metrics.trust_ood_fallback.auc_{rec['choice']}"] == pytest.approx(finite[rec["choice"]])

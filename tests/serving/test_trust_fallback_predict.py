@@ -67,6 +67,9 @@ def test_onboarding_logs_the_report_v2_to_mlflow(degenerate, compose, tmp_path):
     assert report["fallback"]["auc_band_from"] == "posterior"
     assert (run["metrics.trust.served_auc_low"], run["metrics.trust.served_auc_high"]) == pytest.approx(
         tuple(report["fallback"]["auc_band"]))
+    assert (run["metrics.trust.served_accuracy_low"], run["metrics.trust.served_accuracy_high"]) == pytest.approx(
+        tuple(report["fallback"]["accuracy_band"]))
+    assert run["metrics.trust.served_expected_accuracy"] == pytest.approx(report["fallback"]["expected_accuracy"])
 
 
 def test_fallback_flags_restrict_the_fallback_to_chosen_flags(degenerate):
@@ -79,7 +82,9 @@ def test_fallback_flags_restrict_the_fallback_to_chosen_flags(degenerate):
     rep, pred = make_posterior_trust_fn(d["model"], fallback_flags=["accuracy_below_training"])(vec)
     assert rep["verdict"] == "out of population" and pred is None
     assert rep["fallback"] == {"enabled": True, "triggered": False, "applied": False, "predictor": "latent",
-                               "auc_band": rep["auc_band"], "auc_band_from": "posterior"}
+                               "auc_band": rep["auc_band"], "auc_band_from": "posterior",
+                               "expected_accuracy": rep["expected_accuracy"], "accuracy_band": rep["accuracy_band"],
+                               "accuracy_band_from": "posterior"}
 
 
 def test_score_reports_trust_about_the_prompts_given(degenerate, compose, tmp_path):

@@ -66,17 +66,33 @@ def test_unknown_candidates_and_a_missing_population_model_are_clear_errors():
         OODFallbackValidation().fit(_latent, None, X, S_tr, S_val, groups)
 
 
-def test_the_recorded_auc_band_covers_new_llms_on_the_held_out_groups():
-    """The band of each candidate (the central 90% of its per-pair AUCs) holds about 90% of the pairs of
-    other validation LLMs drawn from the same population, on the same held-out groups."""
+@pytest.mark.parametrize("band, values", [("auc_band", "aucs_"), ("accuracy_error_band", "errors_")])
+def test_the_recorded_bands_cover_new_llms_on_the_held_out_groups(band, values):
+    """The band of each candidate (the central 90% of its per-pair AUCs, or of its accuracy errors: realised
+    minus mean prediction) holds about 90% of the pairs of other validation LLMs drawn from the same
+    population, on the same held-out groups."""
     X, groups, S_tr, S_val = _world(True, n_val=48)
     first = OODFallbackValidation(progress=False).fit(_latent, PopulationDifficulty(), X, S_tr, S_val[:24], groups)
     second = OODFallbackValidation(progress=False).fit(_latent, PopulationDifficulty(), X, S_tr, S_val[24:], groups)
     assert first.folds_ == second.folds_
-    bands = first.record()["auc_band"]
+    bands = first.record()[band]
     assert first.record()["level"] == 0.9 and set(bands) == {"releveled", "reference_only", "population"}
-    inside = [lo <= a <= hi for c, (lo, hi) in bands.items() for a in second.aucs_[c] if np.isfinite(a)]
+    inside = [lo <= a <= hi for c, (lo, hi) in bands.items() for a in getattr(second, values)[c] if np.isfinite(a)]
     assert len(inside) == 3 * 3 * 24
     assert 0.75 <= np.mean(inside) <= 1.0, np.mean(inside)
     for c, (lo, hi) in bands.items():
-        assert lo <= first.mean_auc_[c] <= hi
+        centre = first.mean_auc_[c] if band == "auc_band" else np.mean(first.errors_[c])
+        assert lo <= centre <= hi
+
+
+def test_the_accuracy_error_is_realised_minus_predicted():
+    """Validation LLMs that solve every prompt of one group, which the training LLMs do not: on the fold
+    holding that group, they do better than any fallback fitted elsewhere predicts (a positive error)."""
+    X, groups, S_tr, S_val = _world(True, n_val=12)
+    S_val = np.where(groups[None, :] == "0", 1.0, S_val)
+    v = OODFallbackValidation(progress=False).fit(_latent, PopulationDifficulty(), X, S_tr, S_val, groups)
+    easy = next(f for f, names in enumerate(v.folds_) if "0" in names)
+    for c in v.candidates:
+        err = np.asarray(v.errors_[c]).reshape(len(v.folds_), len(S_val))
+        others = np.delete(err, easy, axis=0)
+        assert err[easy].mean() > 0.05 and err[easy].mean() > others.mean() + 0.05, (c, err.mean(1))
