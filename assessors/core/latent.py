@@ -17,55 +17,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass
-
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.core.item_profiles import NeighbourProfiles
-from assessors.core.latent_calibration import (IDENTITY, accuracy_band, apply_calibration, excess_accuracy_error,
-                                                fit_platt)
+from assessors.core.latent_calibration import IDENTITY, accuracy_band, excess_accuracy_error, fit_platt
 from assessors.core.latent_net import item_parameters, train_member
 from assessors.core.latent_validation import HeldOutScores, ValidationLLMScores
-from assessors.core.posterior import (GaussianPrior, check_answers, evidence_labels, laplace_posterior,
-                                      logit_moments, probit_predictive, sigmoid)
-from assessors.core.residual import FeatureProjection, Residual, fit_residual
+from assessors.core.latent_predictive import (LatentPosterior, ability_posterior, latent_predictive,
+                                               posterior_predictive)
+from assessors.core.posterior import GaussianPrior, check_answers, sigmoid
+from assessors.core.residual import FeatureProjection, fit_residual
 from assessors.errors import DataError
 from assessors.tags import with_capabilities
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class LatentPosterior:
-    """Posterior over the abilities of ``k`` LLMs, one Gaussian per ensemble member.
-
-    Attributes
-    ----------
-    theta : ndarray of shape (n_members, k, D)
-        MAP abilities.
-    cov : ndarray of shape (n_members, k, D, D)
-        Laplace covariances.
-    evidence : ndarray of str, shape (k,)
-        ``prior_only`` (no answers), ``one_class`` (all answers equal) or ``ok``.
-    n_answered : ndarray of shape (k,)
-    accuracy : ndarray of shape (k,)
-        Mean of the answers (NaN without answers).
-    residual : Residual or None
-        Per-LLM residual over prompt features (None when switched off).
-    """
-
-    theta: np.ndarray
-    cov: np.ndarray
-    evidence: np.ndarray
-    n_answered: np.ndarray
-    accuracy: np.ndarray
-    residual: Residual | None = None
-
-    def __len__(self) -> int:
-        return self.theta.shape[1]
-
 
 
 class LatentAssessor(BaseEstimator):
@@ -329,37 +296,13 @@ class LatentAssessor(BaseEstimator):
         return self.posterior(evidence.X, evidence.y[None, :])
 
     def _posterior(self, params, phi, Y) -> LatentPosterior:
-        k = Y.shape[0]
-        thetas, covs = [], []
-        for m, prior in enumerate(self.priors_):
-            if params is None:  # no items at all: the prior itself
-                thetas.append(np.tile(prior.mean, (k, 1)))
-                covs.append(np.tile(prior.cov, (k, 1, 1)))
-                continue
-            th, cov = laplace_posterior(params[m][0], params[m][1], Y, prior.mean, prior.precision)
-            thetas.append(th)
-            covs.append(cov)
-        obs = np.isfinite(Y)
-        n = obs.sum(1)
-        with np.errstate(invalid="ignore"):
-            acc = np.where(n > 0, np.nansum(Y, 1) / np.maximum(n, 1), np.nan)
-        post = LatentPosterior(np.stack(thetas), np.stack(covs), evidence_labels(Y), n, acc)
+        post = ability_posterior(self.priors_, params, Y)
         if self.residual and params is not None and (post.evidence == "ok").any():
-            p, _ = self._latent_predictive(post, params)
+            p, _ = latent_predictive(post, params)
             offset = np.log(p) - np.log1p(-p)
             post.residual = fit_residual(phi, Y, offset, taus=tuple(self.residual_taus),
                                          allowed=post.evidence == "ok", min_gain=float(self.residual_min_gain))
         return post
-
-    def _latent_predictive(self, post: LatentPosterior, params):
-        ps, vs = [], []
-        for m, (a, b) in enumerate(params):
-            p, s = probit_predictive(*logit_moments(post.theta[m], post.cov[m], a, b))
-            ps.append(p)
-            vs.append(s ** 2 + p ** 2)
-        p = np.mean(ps, 0)
-        std = np.sqrt(np.maximum(np.mean(vs, 0) - p ** 2, 0.0))  # mixture over members
-        return np.clip(p, 1e-9, 1 - 1e-9), std
 
     def predict_posterior(self, X: np.ndarray, post: LatentPosterior, block: int = 16384):
         """Posterior-predictive P(success) and its spread for every LLM of ``post`` on prompts ``X``.
@@ -385,16 +328,7 @@ class LatentAssessor(BaseEstimator):
 
     def _predict_block(self, post, params, phi):
         """Posterior predictive from item parameters and the residual projection (``phi``: array or thunk)."""
-        p, std = self._latent_predictive(post, params)
-        if post.residual is not None and post.residual.tau.any():
-            rm, rv = post.residual.logit_moments(phi() if callable(phi) else phi)
-            z = np.log(p) - np.log1p(-p) + rm
-            q = sigmoid(z / np.sqrt(1.0 + np.pi * rv / 8.0))
-            scale = q * (1 - q) / (p * (1 - p))  # d q / d p at fixed residual
-            std = np.sqrt((std * scale) ** 2 + (q * (1 - q)) ** 2 * rv)
-            p = q
-        p, std = apply_calibration(p, std, getattr(self, "calibration_", IDENTITY))
-        return p, np.minimum(std, np.sqrt(p * (1 - p)))
+        return posterior_predictive(post, params, phi, getattr(self, "calibration_", IDENTITY))
 
     def prompt_parts(self, X: np.ndarray) -> tuple:
         """What :meth:`predict_posterior` computes from the prompt features (item parameters, residual
