@@ -48,15 +48,13 @@ from sklearn.utils.validation import check_is_fitted
 from scipy.stats import norm
 
 from assessors.errors import ConfigError, DataError
+from assessors.onboarding.information import (accuracy_gradient, answer_update, information_gains,
+                                              target_second_moment)
 
 log = logging.getLogger(__name__)
 
 CRITERIA = ("d_optimal", "accuracy", "target", "mixed", "random")
 ESTIMATORS = ("model", "design", "composite")
-
-
-def _sigmoid(z):
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
 
 
 class AdaptiveSelector(BaseEstimator):
@@ -273,9 +271,7 @@ class AdaptiveSelector(BaseEstimator):
         return self._gradient(post.theta[:, 0])
 
     def _gradient(self, th) -> np.ndarray:
-        """d mean_t p_t / d theta per member at abilities ``th`` (n_members, D) -> (n_members, D)."""
-        p = _sigmoid(np.einsum("mtd,md->mt", self.a_target_, th) - self.b_target_)
-        return np.einsum("mt,mtd->md", p * (1 - p), self.a_target_) / self.a_target_.shape[1]
+        return accuracy_gradient(self.a_target_, self.b_target_, th)
 
     # ------------------------------------------------------------- selection
     def _is_explore(self, step: int) -> bool:
@@ -288,27 +284,10 @@ class AdaptiveSelector(BaseEstimator):
         th, cov = post.theta[:, 0], post.cov[:, 0]  # (M, D), (M, D, D)
         return self._gains(th, cov, self._target_gradient(post), exclude)
 
-    def _target_second_moment(self, th) -> np.ndarray:
-        """``G = mean_t (p_t (1 - p_t))^2 a_t a_t^T`` per member at abilities ``th`` -> (n_members, D, D)."""
-        p = _sigmoid(np.einsum("mtd,md->mt", self.a_target_, th) - self.b_target_)
-        w = (p * (1 - p)) ** 2
-        return np.einsum("mt,mtd,mte->mde", w, self.a_target_, self.a_target_) / self.a_target_.shape[1]
-
     def _gains(self, th, cov, g, exclude, G=None):
-        p = _sigmoid(np.einsum("mnd,md->mn", self.a_pool_, th) - self.b_pool_)
-        w = p * (1 - p)
-        Sa = np.einsum("mde,mne->mnd", cov, self.a_pool_)  # Sigma a_j
-        q = np.einsum("mnd,mnd->mn", self.a_pool_, Sa)  # a_j^T Sigma a_j
-        out = np.zeros(self.a_pool_.shape[1])
-        if self.criterion in ("d_optimal", "mixed"):
-            d = np.log1p(w * q).sum(0)
-            out += d / max(d.max(), 1e-300) if self.criterion == "mixed" else d
-        if self.criterion == "target":
-            G = self._target_second_moment(th) if G is None else G
-            out += (w * np.einsum("mnd,mde,mne->mn", Sa, G, Sa) / (1 + w * q)).sum(0)
-        if self.criterion in ("accuracy", "mixed"):
-            c = (w * np.einsum("md,mnd->mn", g, Sa) ** 2 / (1 + w * q)).sum(0)
-            out += c / max(c.max(), 1e-300) if self.criterion == "mixed" else c
+        if self.criterion == "target" and G is None:
+            G = target_second_moment(self.a_target_, self.b_target_, th)
+        out = information_gains(self.criterion, self.a_pool_, self.b_pool_, th, cov, g=g, G=G)
         if exclude is not None and len(exclude):
             out[exclude] = -np.inf
         return out
@@ -334,7 +313,7 @@ class AdaptiveSelector(BaseEstimator):
         else:
             th, cov = post.theta[:, 0].copy(), post.cov[:, 0].copy()
         g = self._gradient(th)
-        G = self._target_second_moment(th) if self.criterion == "target" else None
+        G = target_second_moment(self.a_target_, self.b_target_, th) if self.criterion == "target" else None
         for step in range(len(asked), len(asked) + n):
             if self._is_explore(step):
                 j = int(self.order_[~taken[self.order_]][0])
@@ -346,12 +325,7 @@ class AdaptiveSelector(BaseEstimator):
                 j = int(tied[np.argmin(np.argsort(self.order_)[tied])]) if len(tied) > 1 else int(tied[0])
             picks.append(j)
             taken[j] = True
-            # within a batch: the covariance after an answer at the current probability (Sherman-Morrison)
-            a = self.a_pool_[:, j]  # (M, D)
-            p = _sigmoid(np.einsum("md,md->m", a, th) - self.b_pool_[:, j])
-            w = p * (1 - p)
-            Sa = np.einsum("mde,me->md", cov, a)
-            cov = cov - (w / (1 + w * np.einsum("md,md->m", a, Sa)))[:, None, None] * Sa[:, :, None] * Sa[:, None, :]
+            cov = answer_update(cov, self.a_pool_[:, j], self.b_pool_[:, j], th)  # within a batch
         return np.asarray(picks, dtype=int)
 
     def should_stop(self, n_answered: int, history: Sequence[dict]) -> tuple[bool, str]:
