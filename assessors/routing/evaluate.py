@@ -24,6 +24,7 @@ from scipy.optimize import nnls
 from sklearn.base import clone
 
 from assessors.routing.base import realised
+from assessors.tags import capability
 from assessors.routing.costs import CostModel
 
 log = logging.getLogger(__name__)
@@ -85,19 +86,56 @@ def _generic(assessor, X_fit, S_fit, X_val, S_val, ref_index):
     return gen
 
 
-def predict_all(assessor, knn, mf, X: dict, S_fit, S_val, ref_index, holdout: int | None):
+def _served_new_llm(gen, X_ref, r, X_target):
+    """The held-out LLM as a served latent model scores it: its posterior trust report (stated
+    defaults) about ``X_target``, and the fallback its verdict asks for; a callable X -> P (m,)."""
+    from assessors.trust.posterior_policy import PosteriorTrustPolicy
+
+    report, predictor = PosteriorTrustPolicy().assess(gen, X_ref, r, X_target, llm="held out")
+    log.info("held-out LLM: trust verdict %r, served by %s", report["verdict"], report["fallback"]["predictor"])
+    if predictor is not None:
+        return predictor
+    post = gen.reference_posterior(r)
+    return lambda X_: gen.predict_posterior(X_, post)[0][0]
+
+
+def _from_all_answers(gen, X: dict, S_fit, seen: list[int], holdout: int | None, ref_index) -> dict:
+    """P(success) on val and test (n_llms, m) from an assessor with a posterior: each seen LLM described
+    by all its answers on the fit prompts, the held-out one by its reference answers only, as served
+    (its trust report's verdict may switch it to a fallback)."""
+    post = gen.posterior(X["fit"], S_fit[seen])
+    new = None if holdout is None else _served_new_llm(gen, X["fit"][ref_index], S_fit[holdout, ref_index], X["test"])
+    out = {}
+    for p in ("val", "test"):
+        P = gen.predict_posterior(X[p], post)[0]
+        if new is not None:
+            P = np.insert(P, holdout, new(X[p]), axis=0)
+        out[p] = P
+    return out
+
+
+def predict_all(assessor, knn, mf, X: dict, S_fit, S_val, ref_index, holdout: int | None,
+                seen_llms: str = "all_answers"):
     """P(success) on val and test (n_llms, m) per method; ``holdout`` LLM row enters by its reference results only.
 
     ``assessor`` (the generic assessor), ``knn`` and ``mf`` (the baselines) are unfitted estimators,
-    cloned for each fit; ``X`` holds the ``fit``/``val``/``test`` features.
+    cloned for each fit; ``X`` holds the ``fit``/``val``/``test`` features. ``seen_llms``: how the
+    assessor describes the LLMs it was trained on. ``all_answers`` (an assessor with a posterior, such
+    as the latent one): by all their answers on the fit prompts, as kNN and matrix factorisation do;
+    ``reference`` (and any assessor without a posterior, as in the paper): by their reference results.
     """
+    if seen_llms not in ("all_answers", "reference"):
+        raise ValueError(f"seen_llms must be 'all_answers' or 'reference', got {seen_llms!r}")
     k = S_fit.shape[0]
     seen = [i for i in range(k) if i != holdout]
     preds = {}
     t0 = time.perf_counter()
     gen = _generic(assessor, X["fit"], S_fit[seen], X["val"], S_val[seen], ref_index)
-    R = S_fit[:, ref_index]  # every LLM's reference vector, the held-out one included
-    preds["generic assessor"] = {p: gen.predict_proba(X[p], R) for p in ("val", "test")}
+    if seen_llms == "all_answers" and capability(gen, "has_posterior"):
+        preds["generic assessor"] = _from_all_answers(gen, X, S_fit, seen, holdout, ref_index)
+    else:
+        R = S_fit[:, ref_index]  # every LLM's reference vector, the held-out one included
+        preds["generic assessor"] = {p: gen.predict_proba(X[p], R) for p in ("val", "test")}
     log.info("generic assessor fitted in %.1fs (classifier %s)", time.perf_counter() - t0, gen.classifier_name_)
     X_ref = X["fit"][ref_index]
     knn_proto = knn

@@ -45,7 +45,8 @@ def _settings(cfg, X, S, C_est, C_true, llms, ref_index, points):
     holdouts = [("in-distribution", None)] + [(f"onboarding:{h}", llms.index(h)) for h in cfg.routing_eval.onboarding_holdout]
     for label, holdout in holdouts:
         log.info("routing evaluation: %s", label)
-        preds = predict_all(assessor, knn, mf, X, S["fit"], S["val"], ref_index, holdout)
+        preds = predict_all(assessor, knn, mf, X, S["fit"], S["val"], ref_index, holdout,
+                            seen_llms=cfg.routing_eval.get("seen_llms", "all_answers"))
         table, curves = evaluate_setting(router, preds, S, C_est, C_true, float(best["accuracy"]), float(best["cost"]),
                                          c_range, label, accuracy_fraction=cfg.goal.accuracy_fraction,
                                          cost_fraction=cfg.goal.cost_fraction)
