@@ -24,8 +24,9 @@ from scipy.optimize import nnls
 from sklearn.base import clone
 
 from assessors.routing.base import realised
-from assessors.tags import capability
 from assessors.routing.costs import CostModel
+from assessors.tags import capability
+from assessors.trust.posterior_policy import PosteriorTrustPolicy
 
 log = logging.getLogger(__name__)
 
@@ -88,9 +89,8 @@ def _generic(assessor, X_fit, S_fit, X_val, S_val, ref_index):
 
 def _served_new_llm(gen, X_ref, r, X_target):
     """The held-out LLM as a served latent model scores it: its posterior trust report (stated
-    defaults) about ``X_target``, and the fallback its verdict asks for; a callable X -> P (m,)."""
-    from assessors.trust.posterior_policy import PosteriorTrustPolicy
-
+    defaults) about ``X_target`` (features only, as ``predict.py mode=route`` reports about the prompts
+    it is given), and the fallback its verdict asks for; a callable X -> P (m,)."""
     report, predictor = PosteriorTrustPolicy().assess(gen, X_ref, r, X_target, llm="held out")
     log.info("held-out LLM: trust verdict %r, served by %s", report["verdict"], report["fallback"]["predictor"])
     if predictor is not None:
