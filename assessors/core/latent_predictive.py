@@ -45,6 +45,12 @@ class LatentPosterior:
     def __len__(self) -> int:
         return self.theta.shape[1]
 
+    def take(self, rows) -> "LatentPosterior":
+        """The posterior of the LLMs at positions ``rows`` (a sequence of ints), in that order."""
+        rows = np.asarray(rows, dtype=int)
+        return LatentPosterior(self.theta[:, rows], self.cov[:, rows], self.evidence[rows], self.n_answered[rows],
+                               self.accuracy[rows], None if self.residual is None else self.residual.take(rows))
+
 
 def ability_posterior(priors: list[GaussianPrior], params, Y: np.ndarray) -> LatentPosterior:
     """Laplace posterior of ``k`` LLMs' abilities under each member's prior, without a residual.

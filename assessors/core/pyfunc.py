@@ -77,10 +77,14 @@ class AssessorModel(PythonModel):
     prompt_ood : PromptOOD, optional
         The posterior trust report's prompt-side signal (fitted on the training prompts): target prompts
         unlike them are flagged wherever the model is used. None (and older models): off.
+    known_posterior : LatentPosterior, optional
+        Assessors with a posterior: the known LLMs' ability posterior from all their training answers
+        (rows in the order of ``llms``), so a known LLM is scored from everything the model saw of it,
+        not from its reference results alone. None (other assessors, older models): the reference results.
     """
 
     def __init__(self, assessor, featurizer, reference_ids, reference_success, llms, trust_model=None,
-                 trust_policy=None, training_prompts=None, prompt_ood=None):
+                 trust_policy=None, training_prompts=None, prompt_ood=None, known_posterior=None):
         self.assessor = assessor
         self.featurizer = featurizer
         self.reference_ids = list(reference_ids)
@@ -90,6 +94,15 @@ class AssessorModel(PythonModel):
         self.trust_policy = trust_policy  # posterior trust thresholds chosen on validation LLMs (dict)
         self.training_prompts = training_prompts  # relative prompt files + training ids (dict)
         self.prompt_ood = prompt_ood  # kNN distance to the training prompts (assessors.trust.prompt_ood)
+        self.known_posterior = known_posterior
+
+    def known_llm_posterior(self, llm: str):
+        """The posterior of known LLM ``llm`` from all its training answers (one row), or None when the
+        model has none (an assessor without a posterior, a model saved before it existed)."""
+        known = getattr(self, "known_posterior", None)
+        if known is None or llm not in self.llms:
+            return None
+        return known.take([self.llms.index(llm)])
 
     def supplied_reference(self, reference_success) -> np.ndarray | None:
         """``reference_success`` as a vector (n_ref,) with NaN = not evaluated; None when nothing
@@ -180,6 +193,10 @@ class AssessorModel(PythonModel):
             p, std = self.score_evidence(prompts, *evidence)
             return pd.DataFrame({"p_success": p, "p_std": std})
         r = self.reference_vector(params.get("llm") or None, params.get("reference_success"))
+        post = self.known_llm_posterior(params["llm"]) if params.get("llm") else None
+        if post is not None:
+            p, std = self.assessor.predict_posterior(self.featurizer.transform(prompts), post)
+            return pd.DataFrame({"p_success": p[0], "p_std": std[0]})
         if capability(self.assessor, "has_posterior"):
             # assessors with a posterior (assessor=latent) also give the spread of the prediction
             p, std, _ = self.assessor.predict_distribution(self.featurizer.transform(prompts), r)
@@ -243,10 +260,11 @@ def assessor_signature(model: AssessorModel, example_prompts):
 
 
 def log_assessor_model(run, assessor, featurizer, reference_ids, reference_success, llms, example_prompts,
-                       trust_model=None, trust_policy=None, training_prompts=None, prompt_ood=None):
+                       trust_model=None, trust_policy=None, training_prompts=None, prompt_ood=None,
+                       known_posterior=None):
     """Log an :class:`AssessorModel` with its signature (:func:`assessor_signature`)."""
     model = AssessorModel(assessor, featurizer, reference_ids, reference_success, llms, trust_model, trust_policy,
-                          training_prompts, prompt_ood)
+                          training_prompts, prompt_ood, known_posterior)
     signature = assessor_signature(model, example_prompts)
     return run.log_model(model, "assessor", signature=signature, input_example=None,
                          pip_requirements=["assessors", "mlflow", "sentence-transformers", "xgboost", "scikit-learn"])

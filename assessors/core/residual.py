@@ -57,6 +57,11 @@ class Residual:
     tau: np.ndarray
     log_evidence_gain: np.ndarray
 
+    def take(self, rows) -> "Residual":
+        """The residual of the LLMs at positions ``rows`` (a sequence of ints), in that order."""
+        rows = np.asarray(rows, dtype=int)
+        return Residual(self.w[rows], self.cov[rows], self.tau[rows], self.log_evidence_gain[rows])
+
     def logit_moments(self, Phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance (k, m) of the residual logit on items with projections ``Phi`` (m, K)."""
         mean = self.w @ Phi.T

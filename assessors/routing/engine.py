@@ -109,14 +109,16 @@ class Engine:
         return list(self.model.reference_ids)
 
     def register_known(self, names: Sequence[str] | None = None, cost=None, source: str = "training") -> list[str]:
-        """Register LLMs whose reference results ship with the model (by name)."""
+        """Register LLMs whose reference results ship with the model (by name); a model whose assessor has a
+        posterior also ships their posterior from all their training answers, and they are scored from it."""
         known = list(getattr(self.model, "llms", []))
         names = known if names is None else list(names)
         for n in names:
             if n not in known:
                 raise DataError(f"LLM {n!r} has no reference results in the model (known: {known[:10]}...)")
+            post = self.model.known_llm_posterior(n) if hasattr(self.model, "known_llm_posterior") else None
             self.registry.register(n, self.model.reference_success[known.index(n)], cost=cost, source=source,
-                                   overwrite=True)
+                                   overwrite=True, posterior=post)
         return names
 
     # ---------------------------------------------------------------- features
@@ -181,12 +183,12 @@ class Engine:
 
     def _score(self, X: np.ndarray, entries: Sequence, spread: bool):
         """``(P, STD or None)``: LLMs described by reference results through the assessor's reference
-        conditioning, LLMs described by evidence through their posterior (computed at registration)."""
-        ev = [i for i, e in enumerate(entries) if e.evidence is not None]
+        conditioning, LLMs with a posterior (from evidence, or a known LLM's training answers) through it."""
+        ev = [i for i, e in enumerate(entries) if e.posterior is not None]
         if not ev:
             P, STD = self._score_reference(X, entries, spread)
             return self._replaced(X, entries, P, STD)
-        ref = [i for i, e in enumerate(entries) if e.evidence is None]
+        ref = [i for i, e in enumerate(entries) if e.posterior is None]
         P = np.empty((len(entries), len(X)), np.float32)
         STD = np.empty_like(P) if spread else None
         parts = [(ev, self._score_evidence(X, [entries[i] for i in ev]))]

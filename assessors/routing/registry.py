@@ -56,7 +56,8 @@ class RegisteredLLM:
     evidence : Evidence or None
         Graded answers on any prompts (instead of ``reference``; assessors with a posterior only).
     posterior : object or None
-        The assessor's posterior from ``evidence`` (``evidence_posterior``), computed at registration.
+        The assessor's posterior from ``evidence`` (``evidence_posterior``), computed at registration, or
+        a known LLM's posterior from all its training answers (shipped with the model); it is scored from it.
     """
 
     name: str
@@ -164,8 +165,13 @@ class LLMRegistry:
         self._lock = threading.Lock()
 
     def register(self, name: str, reference=None, cost: CostModel | Mapping | None = None, source: str = "api",
-                 overwrite: bool = False, meta: dict | None = None, evidence: Evidence | None = None) -> RegisteredLLM:
-        """Add an LLM from its reference results (mapping id -> success, or a vector) or its ``evidence``."""
+                 overwrite: bool = False, meta: dict | None = None, evidence: Evidence | None = None,
+                 posterior=None) -> RegisteredLLM:
+        """Add an LLM from its reference results (mapping id -> success, or a vector) or its ``evidence``.
+
+        ``posterior`` (with reference results only): the assessor's posterior of the LLM from more
+        answers than its reference results (a known LLM's training answers); it is then scored from it.
+        """
         if not isinstance(name, str) or not name.strip():
             raise DataError("LLM name must be a non-empty string")
         what = f"{source} for LLM {name!r}"
@@ -173,12 +179,13 @@ class LLMRegistry:
             raise DataError(f"{what}: give either reference results or evidence, not {'both' if evidence else 'neither'}")
         cost = _cost_model(cost)
         if evidence is not None:
+            if posterior is not None:
+                raise DataError(f"{what}: a posterior goes with reference results, not with evidence")
             r, posterior = None, self._evidence_posterior(evidence, what)
         else:
             r = reference_vector(reference, self.reference_ids, source=what, min_answered=self.min_answered)
             if self.check is not None:
                 self.check(r)
-            posterior = None
         trust, predictor = self._trust(name, r, evidence)
         entry = RegisteredLLM(name=name, reference=r, cost=cost, source=source, trust=trust, meta=dict(meta or {}),
                               predictor=predictor, evidence=evidence, posterior=posterior)

@@ -176,11 +176,15 @@ def log_model(cfg, run, prep: Prepared, fitted: dict) -> str | None:
     from assessors.tasks.commands import example_prompts, predict_command
 
     ref_ids = fitted["reference_ids"]
-    uri = log_assessor_model(run, fitted["generic"], prep.featurizer, ref_ids,
+    assessor = fitted["generic"]
+    # an assessor with a posterior scores the LLMs it knows from all their training answers when served
+    known = assessor.posterior(prep.X["train"], prep.S("train", "train")) if capability(assessor, "has_posterior") else None
+    uri = log_assessor_model(run, assessor, prep.featurizer, ref_ids,
                              prep.results.matrix(prep.llms["train"], ref_ids), prep.llms["train"],
                              example_prompts=prep.results.prompts(prep.inst["test"][:2]),
                              trust_model=fitted.get("trust_model"), trust_policy=fitted.get("trust_policy"),
-                             training_prompts=training_prompts(prep, run), prompt_ood=fitted.get("prompt_ood"))
+                             training_prompts=training_prompts(prep, run), prompt_ood=fitted.get("prompt_ood"),
+                             known_posterior=known)
     if not uri:
         return None
     run.set_tags({"model_uri": uri})

@@ -72,6 +72,26 @@ def test_engine_scores_an_llm_from_evidence_as_its_posterior(tiny_latent, case):
     assert entry.trust["version"] == 2 and entry.trust["n_answered"] == s["n_answered"] and entry.trust["llm"] == "ev"
 
 
+def test_a_known_llm_is_scored_from_all_its_training_answers(tiny_latent, case):
+    """The engine and the pyfunc model score an LLM the model trained on from its posterior over all its
+    training answers (shipped with the model), not from its 30 reference answers."""
+    from assessors.routing.setup import build_engine
+
+    model, res = tiny_latent["model"], tiny_latent["results"]
+    engine = build_engine(None, model=model, known_llms="all", trust={"enabled": False})
+    X_t = model.featurizer.transform(res.prompts(case["target"]))
+    names, P, STD = engine.predict_with_spread(res.prompts(case["target"]), model.llms)
+    for i, name in enumerate(model.llms):
+        p, std = model.assessor.predict_posterior(X_t, model.known_llm_posterior(name))
+        np.testing.assert_allclose(P[i], p[0], atol=1e-6)
+        np.testing.assert_allclose(STD[i], std[0], atol=1e-6)
+    out = model.predict(None, pd.DataFrame({"prompt": res.prompts(case["target"])}), {"llm": model.llms[3]})
+    np.testing.assert_allclose(out["p_success"], P[3], atol=1e-6)
+    # not the reference conditioning any more (that a posterior from more answers gets the level right is
+    # simulated in tests/routing/test_predict_all.py)
+    assert not np.allclose(P, model.assessor.predict_proba(X_t, model.reference_success), atol=1e-3)
+
+
 def test_registry_evidence_errors_and_trust_that_needs_reference_answers(tiny, tiny_latent, case):
     from assessors.routing.engine import registry_for
 
