@@ -45,6 +45,21 @@ class LatentPosterior:
     def __len__(self) -> int:
         return self.theta.shape[1]
 
+    @classmethod
+    def concat(cls, posts) -> "LatentPosterior":
+        """One posterior of the LLMs of ``posts`` (a sequence of LatentPosterior of one model), in order,
+        so they are predicted in one call; an LLM without a residual gets a zero one (the same predictions)."""
+        posts = list(posts)
+        residual = None
+        if any(p.residual is not None for p in posts):
+            K = next(p.residual.w.shape[1] for p in posts if p.residual is not None)
+            parts = [p.residual if p.residual is not None else Residual.zero(len(p), K) for p in posts]
+            residual = Residual(*(np.concatenate([getattr(r, f) for r in parts]) for f in
+                                  ("w", "cov", "tau", "log_evidence_gain")))
+        return cls(np.concatenate([p.theta for p in posts], 1), np.concatenate([p.cov for p in posts], 1),
+                   *(np.concatenate([getattr(p, f) for p in posts]) for f in ("evidence", "n_answered", "accuracy")),
+                   residual=residual)
+
     def take(self, rows) -> "LatentPosterior":
         """The posterior of the LLMs at positions ``rows`` (a sequence of ints), in that order."""
         rows = np.asarray(rows, dtype=int)

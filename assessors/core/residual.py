@@ -57,6 +57,11 @@ class Residual:
     tau: np.ndarray
     log_evidence_gain: np.ndarray
 
+    @classmethod
+    def zero(cls, k: int, K: int) -> "Residual":
+        """The residual of ``k`` LLMs for which it is off, over ``K`` components."""
+        return cls(np.zeros((k, K)), np.zeros((k, K, K)), np.zeros(k), np.zeros(k))
+
     def take(self, rows) -> "Residual":
         """The residual of the LLMs at positions ``rows`` (a sequence of ints), in that order."""
         rows = np.asarray(rows, dtype=int)

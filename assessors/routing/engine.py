@@ -209,10 +209,15 @@ class Engine:
         return np.atleast_2d(self.model.assessor.predict_proba(X, R)), None
 
     def _score_evidence(self, X: np.ndarray, entries: Sequence) -> tuple[np.ndarray, np.ndarray]:
-        """``(P, STD)`` (k, m) of LLMs described by evidence: the prompts' parts once, one posterior each."""
+        """``(P, STD)`` (k, m) of LLMs with a posterior (evidence, or a known LLM's training answers): the
+        prompts' parts once, and the posteriors in one call when the assessor's posterior type can ``concat``."""
         assessor = self.model.assessor
         parts = assessor.prompt_parts(X)
-        out = [assessor.predict_parts(parts, e.posterior) for e in entries]
+        posts = [e.posterior for e in entries]
+        concat = getattr(type(posts[0]), "concat", None)
+        if concat is not None and len(posts) > 1:  # one call for all of them: many known LLMs are the common case
+            return assessor.predict_parts(parts, concat(posts))
+        out = [assessor.predict_parts(parts, p) for p in posts]
         return np.concatenate([p for p, _ in out]), np.concatenate([s for _, s in out])
 
     @staticmethod
