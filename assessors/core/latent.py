@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted

@@ -192,7 +192,7 @@ class AssessorModel(PythonModel):
         if evidence is not None:
             p, std = self.score_evidence(prompts, *evidence)
             return pd.DataFrame({"p_success": p, "p_std": std})
-        r = self.reference_vector(params.get("llm") or None, params.get("reference_success"))
+        r = self.reference_vector(params.get("llm") or None, params.get("reference_success"))  # checks the params
         post = self.known_llm_posterior(params["llm"]) if params.get("llm") else None
         if post is not None:
             p, std = self.assessor.predict_posterior(self.featurizer.transform(prompts), post)

@@ -46,7 +46,7 @@ def _settings(cfg, X, S, C_est, C_true, llms, ref_index, points):
     for label, holdout in holdouts:
         log.info("routing evaluation: %s", label)
         preds = predict_all(assessor, knn, mf, X, S["fit"], S["val"], ref_index, holdout,
-                            seen_llms=cfg.routing_eval.get("seen_llms", "all_answers"))
+                            seen_llms=cfg.routing_eval.seen_llms)
         table, curves = evaluate_setting(router, preds, S, C_est, C_true, float(best["accuracy"]), float(best["cost"]),
                                          c_range, label, accuracy_fraction=cfg.goal.accuracy_fraction,
                                          cost_fraction=cfg.goal.cost_fraction)

@@ -177,8 +177,12 @@ def log_model(cfg, run, prep: Prepared, fitted: dict) -> str | None:
 
     ref_ids = fitted["reference_ids"]
     assessor = fitted["generic"]
-    # an assessor with a posterior scores the LLMs it knows from all their training answers when served
-    known = assessor.posterior(prep.X["train"], prep.S("train", "train")) if capability(assessor, "has_posterior") else None
+    known = None
+    if capability(assessor, "has_posterior"):
+        # served, the model scores the LLMs it knows from all their training answers
+        t0 = time.perf_counter()
+        known = assessor.posterior(prep.X["train"], prep.S("train", "train"))
+        run.log_metrics({"time/known_posterior_s": time.perf_counter() - t0})
     uri = log_assessor_model(run, assessor, prep.featurizer, ref_ids,
                              prep.results.matrix(prep.llms["train"], ref_ids), prep.llms["train"],
                              example_prompts=prep.results.prompts(prep.inst["test"][:2]),
