@@ -19,9 +19,47 @@ SECRET = "hunter2-secret"
     (f"https://host/v1?api_key={SECRET}&model=m", "https://host/v1?api_key=***&model=m"),
     ("http://host:8000/v1", "http://host:8000/v1"),
     ("mail bob@example.com", "mail bob@example.com"),
+    # any query parameter named like a credential, whatever its value looks like
+    (f"http://host/v1?key=sk-{SECRET}", "http://host/v1?key=***"),
+    ("https://acct.blob/c?sv=2024-08-04&sp=r&sig=AbC%2Fd3", "https://acct.blob/c?sv=2024-08-04&sp=r&sig=***"),
+    ("https://f.azurewebsites.net/api/embed?code=zZ9-x", "https://f.azurewebsites.net/api/embed?code=***"),
+    ("http://h/v1?x-api-key=1&access_token=2", "http://h/v1?x-api-key=***&access_token=***"),
+    # any query value that looks like a credential, whatever its name
+    ("http://h/v1?p=7f3a9c0e1b2d4f5a6b7c&q=1", "http://h/v1?p=***&q=1"),
+    ("http://h/v1?auth_header=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.sig", "http://h/v1?auth_header=***"),
+    ("http://h/v1?u=AbcdefGhijklMnopQrstUv", "http://h/v1?u=***"),
+    # clearly harmless query values stay: words, numbers, dates, versions, model names
+    ("https://x.openai.azure.com/v1?api-version=2024-02-15-preview&model=text-embedding-3-small&n=3",
+     "https://x.openai.azure.com/v1?api-version=2024-02-15-preview&model=text-embedding-3-small&n=3"),
+    ("postgresql://db/mlflow?sslmode=require", "postgresql://db/mlflow?sslmode=require"),
+    # credential-shaped tokens anywhere in a message
+    ("openai said: Incorrect API key provided: sk-proj-AbC123dEf456gHi", "openai said: Incorrect API key provided: ***"),
+    ("a task-sk-like-name and sklearn", "a task-sk-like-name and sklearn"),
 ])
 def test_redact_text(text, clean):
     assert redact_text(text) == clean
+
+
+@pytest.mark.parametrize("value, strict, expected", [
+    ("sk-planted-key-91c2e", False, True), ("ghp_" + "a1" * 12, False, True), ("hf_" + "x" * 34, False, True),
+    ("AKIA" + "A1B2C3D4E5F6G7H8", False, True), ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2ln", False, True),
+    ("7f3a9c0e1b2d4f5a6b7c", False, False), ("7f3a9c0e1b2d4f5a6b7c", True, True),
+    ("2024-02-15-preview", True, False), ("text-embedding-3-small", True, False), ("all-MiniLM-L6-v2", True, False),
+    ("12345678901234567890", True, False), ("", True, False), (None, True, False),
+])
+def test_looks_like_credential(value, strict, expected):
+    from assessors.secrets import looks_like_credential
+
+    assert looks_like_credential(value, strict=strict) is expected
+
+
+def test_query_keys_and_credential_values_are_refused_whatever_their_name(compose):
+    key = "sk-" + SECRET
+    for url in (f"http://h/v1?key={key}", "http://h/v1?sig=AbC%2Fd3", "http://h/v1?code=zZ9x", f"http://h/v1?p={key}"):
+        assert find_secrets(compose(["features=openai", f"features.base_url='{url}'"])) == ["features.base_url"]
+    assert find_secrets(compose(["features=openai", "features.base_url='http://h/v1?api-version=2024-02-15'"])) == []
+    # a credential-shaped value is a secret under any setting name
+    assert find_secrets(compose([f"+features.model_hint={key}"])) == ["features.model_hint"]
 
 
 def test_key_like_settings():
@@ -38,6 +76,17 @@ def test_find_secrets_ignores_interpolations_and_env_names(compose):
     assert find_secrets(cfg) == []
     cfg = compose(["features=openai", f"features.base_url=http://bob:{SECRET}@h/v1", f"+features.api_key={SECRET}"])
     assert set(find_secrets(cfg)) == {"features.base_url", "features.api_key"}
+
+
+def test_an_upstream_base_url_with_a_key_is_refused(compose):
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create({"server": {"upstreams": {"my-llm": {"base_url": f"http://h/v1?key=sk-{SECRET}",
+                                                                 "model": "m"}}}})
+    assert find_secrets(cfg) == ["server.upstreams.my-llm.base_url"]
+    with pytest.raises(SystemExit, match="server.upstreams.my-llm.base_url") as e:
+        RefuseSecretsCallback().on_run_start(config=cfg)
+    assert SECRET not in str(e.value)
 
 
 def test_callback_stops_the_run_before_hydra_writes(compose):

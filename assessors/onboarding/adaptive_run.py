@@ -30,6 +30,7 @@ from assessors.data.evidence_files import ANSWERS_FILE, ONBOARD_MANIFEST as MANI
 from assessors.errors import DataError, OfflineError
 from assessors.io import atomic_write
 from assessors.onboarding.client import check_prompts
+from assessors.secrets import redact_text
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +201,7 @@ class AdaptiveOnboarding:
         prog.failed += 1
         if prog.failed >= int(self.max_failed_batches):
             raise OfflineError(
-                f"{base_url}: {prog.failed} batches in a row got no answer (see {out / 'journal.jsonl'} "
+                f"{redact_text(base_url)}: {prog.failed} batches in a row got no answer (see {out / 'journal.jsonl'} "
                 f"for the errors); the {n_ok} answers so far are journaled, rerun to resume")
 
     @staticmethod

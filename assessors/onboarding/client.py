@@ -35,6 +35,7 @@ from assessors.io import atomic_write
 from assessors.onboarding.confidence import item_confidence
 from assessors.onboarding.grader_map import GraderMap
 from assessors.onboarding.journal import Journal
+from assessors.secrets import redact_text
 
 log = logging.getLogger(__name__)
 REQUIRED = ("prompt", "target", "subgroup")
@@ -237,7 +238,7 @@ class Onboarder:
                        seconds=round(seconds, 3), journal=str(journal.path))
         if summary["n_answered"] == 0:
             first = next((r["error"] for r in done.values() if r.get("error")), "no answers")
-            raise OfflineError(f"onboarding got no answers from {self.base_url} (first error: {first})")
+            raise OfflineError(f"onboarding got no answers from {redact_text(self.base_url)} (first error: {first})")
         results.meta["onboarding"] = summary
         results.to_parquet(out / "results")
         atomic_write(out / "summary.json", lambda tmp: Path(tmp).write_text(json.dumps(summary, indent=2)))
@@ -322,7 +323,7 @@ class Onboarder:
         """Item counts, accuracy, token totals, latency, confidence kinds and cost of one run."""
         n, answered = len(t.success), int(np.isfinite(t.success).sum())
         return {
-            "llm": name, "model": self.model, "base_url": self.base_url,
+            "llm": name, "model": self.model, "base_url": redact_text(self.base_url),
             "n_items": n, "n_answered": answered, "n_missing": n - answered,
             "accuracy": float(np.nanmean(t.success)) if answered else None,
             "prompt_tokens": int(t.prompt_tokens), "completion_tokens": int(t.completion_tokens),

@@ -1,10 +1,12 @@
 """A secret planted in the settings of a tiny real run appears in no file and no log line.
 
-The secret is the password of the embedding server's URL (``http://bob:<secret>@host/v1``) and
-the API key. Through Hydra (train.py), a literal one is refused before Hydra writes anything; from
-environment variables (``*_env``) the run works and persists neither. Through the Python API
-(composed config, no Hydra output files) the literal URL reaches the featurizer and is used, and
-MLflow params, the pickled model, the cache identity and the logs still hold none of it.
+The secrets are the password of the embedding server's URL (``http://bob:<secret>@host/v1``), the
+API key, and credentials in the URL's query string (``?key=sk-...``, ``?sig=...``, ``?code=...``).
+Through Hydra (train.py, and predict.py for an upstream's ``base_url``), a literal one is refused
+before Hydra writes anything; from environment variables (``*_env``) the run works and persists
+none. Through the Python API (composed config, no Hydra output files) the literal URL reaches the
+featurizer and is used, and MLflow params, the pickled model, the cache identity and the logs still
+hold none of it.
 """
 from __future__ import annotations
 
@@ -20,11 +22,18 @@ pytestmark = pytest.mark.slow
 
 SECRET = "pl4nted-Pa55word-7f3a"
 KEY = "sk-planted-key-91c2e"
+#: Credentials in a query string: a key, a signature and a function code, each named as services name them.
+QUERY = {"key": "sk-planted-query-4b1d9", "sig": "plantedSig0a1b2c3d4e", "code": "planted-code-77e1"}
+NEEDLES = (SECRET, KEY, *QUERY.values())
+
+
+def _leaks(text: str) -> list[str]:
+    return [n for n in NEEDLES if n in text]
 
 
 def _sweep(*roots: Path) -> list[str]:
-    """Files under ``roots`` that contain the secret or the key (plain or in Basic-auth base64)."""
-    needles = [s.encode() for s in (SECRET, KEY)] + [base64.b64encode(f"bob:{SECRET}".encode())]
+    """Files under ``roots`` that contain a planted secret (plain or in Basic-auth base64)."""
+    needles = [s.encode() for s in NEEDLES] + [base64.b64encode(f"bob:{SECRET}".encode())]
     hits, n = [], 0
     for root in roots:
         for path in Path(root).rglob("*"):
@@ -36,23 +45,48 @@ def _sweep(*roots: Path) -> list[str]:
     return hits
 
 
-def _url(srv) -> str:
-    return srv.url.replace("http://", f"http://bob:{SECRET}@")
+def _url(srv, query: dict | None = None) -> str:
+    """The server's URL with the planted password, and ``query`` as its query string."""
+    url = srv.url.replace("http://", f"http://bob:{SECRET}@")
+    return url + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
 
 
 def test_hydra_refuses_literal_secrets_before_writing(embed_server, train_run, tmp_path):
-    for bad in (f"features.base_url={_url(embed_server)}", f"+features.api_key={KEY}"):
+    bare = embed_server.url
+    bad_settings = [f"features.base_url={_url(embed_server)}", f"+features.api_key={KEY}"]
+    bad_settings += [f"features.base_url='{bare}?{k}={v}'" for k, v in QUERY.items()]
+    for bad in bad_settings:
         over = [o for o in TINY if not o.startswith("features.base_url_env")] + [bad]
         out = train_run(*over, env={"EMBED_KEY": "x"})
         assert out.returncode != 0
         assert "refusing to run" in out.stderr and "_env" in out.stderr, out.stderr[-2000:]
-        assert SECRET not in out.stdout + out.stderr and KEY not in out.stdout + out.stderr
+        assert "features." in out.stderr and not _leaks(out.stdout + out.stderr)
     assert not (tmp_path / "outputs").exists() or not _sweep(tmp_path / "outputs")
     assert n_embedded(embed_server) == 0
 
 
+def test_predict_refuses_an_upstream_base_url_with_a_key(data_dir, tmp_path):
+    """predict.py: an upstream's ``base_url`` with a key in its query is refused before Hydra writes."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.faults.conftest import ROOT
+
+    out = subprocess.run(
+        [sys.executable, "predict.py", "mode=serve", f"paths.outputs={tmp_path / 'outputs'}",
+         f"paths.data_dir={data_dir}", f"+server.upstreams.my-llm.base_url='http://127.0.0.1:9/v1?key={QUERY['key']}'",
+         "+server.upstreams.my-llm.model=m"],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True,
+        timeout=300, cwd=ROOT)
+    assert out.returncode != 0
+    assert "refusing to run" in out.stderr and "server.upstreams.my-llm.base_url" in out.stderr, out.stderr[-2000:]
+    assert not _leaks(out.stdout + out.stderr)
+    assert not (tmp_path / "outputs").exists() or not _sweep(tmp_path / "outputs")
+
+
 def test_secret_from_environment_persists_nowhere(embed_server, train_run, tmp_path):
-    env = {"EMBED_URL": _url(embed_server), "EMBED_KEY": KEY}
+    env = {"EMBED_URL": _url(embed_server, QUERY), "EMBED_KEY": KEY}
     # INFO logging everywhere, so that an HTTP client logging the request URL would show up
     out = train_run(*TINY, "hydra.job_logging.root.level=INFO", env=env)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -62,8 +96,7 @@ def test_secret_from_environment_persists_nowhere(embed_server, train_run, tmp_p
     assert (tmp_path / "outputs" / "mlartifacts").exists() and list((tmp_path / "cache").rglob("identity.txt"))
     assert list((tmp_path / "outputs").rglob("*.log")) and list((tmp_path / "outputs").rglob(".hydra/*.yaml"))
     assert _sweep(tmp_path / "outputs", tmp_path / "cache") == []
-    for stream in (out.stdout, out.stderr):
-        assert SECRET not in stream and KEY not in stream
+    assert not _leaks(out.stdout) and not _leaks(out.stderr)
 
 
 def test_literal_secret_through_python_api(embed_server, compose, tmp_path, caplog, capsys, monkeypatch):
@@ -71,11 +104,11 @@ def test_literal_secret_through_python_api(embed_server, compose, tmp_path, capl
 
     monkeypatch.setenv("EMBED_KEY", KEY)
     over = [o for o in TINY if not o.startswith("features.base_url_env")]
-    cfg = compose(over + [f"features.base_url={_url(embed_server)}", f"paths.cache_dir={tmp_path / 'cache'}"])
+    cfg = compose(over + [f"features.base_url='{_url(embed_server, QUERY)}'", f"paths.cache_dir={tmp_path / 'cache'}"])
     with caplog.at_level(logging.DEBUG):
         train_assessors(cfg)
     assert n_embedded(embed_server) == 428
     out = capsys.readouterr()
-    assert SECRET not in caplog.text and KEY not in caplog.text
-    assert SECRET not in out.out + out.err
+    assert not _leaks(caplog.text)
+    assert not _leaks(out.out + out.err)
     assert _sweep(tmp_path / "outputs", tmp_path / "cache") == []

@@ -56,20 +56,23 @@ async def call_upstream(clients: UpstreamClients, name: str, up, messages: list[
     """The upstream's completion; its failures become 502 (unreachable, error status) or 504 (timeout)."""
     import openai
 
+    from assessors.secrets import redact_text
+
+    url = redact_text(up.base_url)  # error bodies reach the client and the log: no key in a query string
     try:
         return await clients.get(name).chat.completions.create(model=up.model, messages=messages,
                                                                 extra_body=body or None)
     except openai.APITimeoutError:
-        raise UpstreamTimeout(f"upstream {name!r} ({up.base_url}) did not answer within its timeout_s={up.timeout_s} "
+        raise UpstreamTimeout(f"upstream {name!r} ({url}) did not answer within its timeout_s={up.timeout_s} "
                               f"(connect_timeout_s={up.connect_timeout_s}, max_retries={up.max_retries})") from None
     except openai.APIConnectionError:
-        raise UpstreamError(f"upstream {name!r} ({up.base_url}) is unreachable: connection failed "
+        raise UpstreamError(f"upstream {name!r} ({url}) is unreachable: connection failed "
                             f"(connect_timeout_s={up.connect_timeout_s}, max_retries={up.max_retries})",
                             type="upstream_unreachable") from None
     except openai.APIStatusError as e:
-        raise UpstreamError(f"upstream {name!r} ({up.base_url}) returned HTTP {e.status_code}") from None
+        raise UpstreamError(f"upstream {name!r} ({url}) returned HTTP {e.status_code}") from None
     except openai.APIError as e:
-        raise UpstreamError(f"upstream {name!r} ({up.base_url}) failed: {type(e).__name__}") from None
+        raise UpstreamError(f"upstream {name!r} ({url}) failed: {type(e).__name__}") from None
 
 
 @router.post("/chat/completions")
