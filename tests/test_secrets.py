@@ -132,3 +132,18 @@ def test_openai_featurizer_keeps_no_url_credentials(monkeypatch, tmp_path):
     # without credentials the identity is what it always was (existing caches stay valid)
     h = OpenAIEmbeddingFeaturizer(model="m", base_url="http://127.0.0.1:9/v1")
     assert "'base_url': 'http://127.0.0.1:9/v1'" in h.identity() and "base_url_env" not in h.identity()
+
+
+def test_an_upstream_error_names_its_url_without_the_key():
+    """The 502 body and log line of a dead upstream name its URL with the query key masked."""
+    import asyncio
+
+    from assessors.serving.errors import UpstreamError
+    from assessors.serving.routers.proxy import UpstreamClients, call_upstream
+    from assessors.serving.settings import Upstream
+
+    up = Upstream(base_url=f"http://127.0.0.1:9/v1?key=sk-{SECRET}", model="m", connect_timeout_s=0.5, max_retries=0)
+    clients = UpstreamClients({"my-llm": up})
+    with pytest.raises(UpstreamError) as e:
+        asyncio.run(call_upstream(clients, "my-llm", up, [{"role": "user", "content": "hi"}], {}))
+    assert SECRET not in str(e.value) and "http://127.0.0.1:9/v1?key=***" in str(e.value)

@@ -66,6 +66,21 @@ def missing_prompt_check(results: Results, groups: pd.Series, add) -> list[str]:
     return results.instances.index[missing].tolist()
 
 
+def blank_prompt_check(results: Results, add) -> list[str]:
+    """Instances whose prompt is empty or only white space, named by id (embedded, they would all be
+    one meaningless point in feature space); returns their ids."""
+    from assessors.data.prompts import empty_prompts
+
+    prompts = results.instances["prompt"]
+    blank = prompts.notna().to_numpy() & empty_prompts(prompts)
+    if not blank.any():
+        return []
+    ids = results.instances.index[blank].tolist()
+    add("blank_prompt", ids, f"{len(ids)} instance(s) whose prompt is empty or only white space: "
+        + ", ".join(map(repr, ids[:10])))
+    return ids
+
+
 def item_order_check(results: Results, add) -> None:
     """LLMs the loader dropped because their rows' item order could not be told from the data."""
     report = results.meta.get("item_order") or {}

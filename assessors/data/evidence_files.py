@@ -79,9 +79,6 @@ def answers_in_pool(source, answers: dict, pool: pd.DataFrame, files: Sequence[s
     """``(ids, texts, y)`` of the ``answers`` ({id: success}) looked up in ``pool`` (``instance_id, prompt``)."""
     if not answers:
         raise DataError(f"{source}: no answers")
-    dup = pool["instance_id"][pool["instance_id"].duplicated()]
-    if len(dup):
-        raise DataError(f"{files}: instance id {dup.iloc[0]!r} occurs more than once; pass each pool file once")
     text = dict(zip(pool["instance_id"], pool["prompt"].astype(str)))
     ids = list(answers)
     unknown = [i for i in ids if i not in text]

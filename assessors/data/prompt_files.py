@@ -8,18 +8,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from assessors.data.loaders._common import read_csv
+from assessors.data.names import check_unique, check_whitespace
 from assessors.data.prompts import ID_COLUMNS, read_prompt_file
 from assessors.errors import DataError
 
 
 def read_prompts(path: str | os.PathLike) -> pd.DataFrame:
-    """Prompts from CSV or JSONL (:func:`assessors.data.prompts.read_prompt_file`) -> ``id, prompt``.
+    """Prompts from CSV, JSONL or Parquet (:func:`assessors.data.prompts.read_prompt_file`) -> ``id, prompt``.
 
     Without an id column, ids are the row numbers ``"0"``, ``"1"``, ...
     """
-    df = read_prompt_file(path)
-    ids = df["instance_id"] if "instance_id" in df.columns else pd.Series(np.arange(len(df)).astype(str))
-    return pd.DataFrame({"id": ids.to_numpy(), "prompt": df["prompt"].astype(str).to_numpy()})
+    df = read_prompt_file(path, row_ids=True)
+    return pd.DataFrame({"id": df["instance_id"].to_numpy(), "prompt": df["prompt"].astype(str).to_numpy()})
 
 
 def read_reference(path: str | os.PathLike, llm: str | None = None) -> dict[str, float]:
@@ -58,17 +59,19 @@ def _reference_from_json(p: Path) -> dict[str, float]:
 
 
 def _reference_from_csv(p: Path, llm: str | None) -> dict[str, float]:
-    df = pd.read_csv(p, dtype={c: str for c in ID_COLUMNS + ("llm",)})
+    # ids and names are text ("NA" is an id); only an empty success cell is missing
+    df = read_csv(p, dtype={c: str for c in ID_COLUMNS + ("llm",)})
     idc = next((c for c in ID_COLUMNS if c in df.columns), None)
     if idc is None or "success" not in df.columns:
         raise DataError(f"{p}: need an id column ({'/'.join(ID_COLUMNS)}) and 'success' (have {list(df.columns)})")
+    line = lambda i: f"line {int(df.index[i]) + 2}"  # noqa: E731 -- index: the file's data rows
     if "llm" in df.columns:
+        check_whitespace(df["llm"], p, "LLM name", line)
         if llm is None and df["llm"].nunique() > 1:
             raise DataError(f"{p}: holds several LLMs ({sorted(df['llm'].unique())[:5]}); set the LLM name")
         df = df[df["llm"] == llm] if llm is not None else df
-    dup = df[idc].duplicated()
-    if dup.any():
-        raise DataError(f"{p}: reference id {df[idc][dup].iloc[0]!r} appears twice (row {int(np.flatnonzero(dup)[0]) + 2})")
+    check_whitespace(df[idc], p, "reference id", line)
+    check_unique(df[idc], p, "reference id", line)
     return {str(i): (None if pd.isna(v) else float(v)) for i, v in zip(df[idc], df["success"])}
 
 

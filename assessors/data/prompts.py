@@ -1,8 +1,12 @@
-"""Prompt files a user hands in (CSV or JSONL): the one reader behind scoring, routing and onboarding.
+"""Prompt files (CSV, JSONL or Parquet): the one reader behind scoring, routing, onboarding and the
+``table`` loader, with one id rule.
 
-A prompts file has a ``prompt`` column and, usually, an id column (``instance_id``, ``reference_id``
-or ``id``; the first present is used and returned as ``instance_id``). Every CSV cell is read as
-text (an empty cell stays ``""``), so ids such as ``007`` keep their zeros.
+A prompts file has a ``prompt`` column and, usually, an id column: the first present of
+``instance_id``, ``reference_id`` and ``id``, returned as ``instance_id``; without one, callers that
+accept it (``row_ids=True``: prompts to score) get the data-row numbers ``"0"``, ``"1"``, ... Ids are
+text: every CSV cell is read as text (an empty cell stays ``""``; ``NA`` or ``null`` is a name), so
+ids such as ``007`` keep their zeros. An empty id, an id or subgroup with leading or trailing white
+space, and an id that occurs twice are errors naming the row (:mod:`assessors.data.names`).
 
 An OpenAI ``evals`` run log (``<dataset>/<model>.jsonl``, recognised by its first record) is read as
 the ``openai_evals`` loader reads it (:func:`~assessors.data.loaders.evals_prompts.read_evals_prompts`):
@@ -18,8 +22,9 @@ import numpy as np
 import pandas as pd
 
 from assessors.data.columns import require_columns
-from assessors.data.loaders._common import read_csv
+from assessors.data.loaders._common import read_csv, read_parquet
 from assessors.data.loaders.evals_prompts import is_evals_log, read_evals_prompts
+from assessors.data.names import check_unique, check_whitespace
 from assessors.errors import DataError
 
 #: Column names accepted as the instance id, in order of preference.
@@ -31,50 +36,83 @@ def empty_prompts(prompts: pd.Series) -> np.ndarray:
     return (prompts.isna() | (prompts.astype(str).str.strip() == "")).to_numpy()
 
 
-def read_prompt_file(path: str | os.PathLike, required: Sequence[str] = ("prompt",)) -> pd.DataFrame:
-    """Read one CSV or JSONL (``.jsonl``/``.json``, by suffix) prompts file, or an OpenAI evals log.
+def read_prompt_file(path: str | os.PathLike, required: Sequence[str] = ("prompt",), row_ids: bool = False,
+                     blank_prompts: bool = False) -> pd.DataFrame:
+    """Read one CSV, JSONL (``.jsonl``/``.json``) or Parquet (``.parquet``/``.pq``) prompts file, or an
+    OpenAI evals log.
 
     Parameters
     ----------
     path : path-like
     required : sequence of str
         Columns that must be present (after the id column is renamed to ``instance_id``).
+    row_ids : bool
+        Without an id column, number the rows ``"0"``, ``"1"``, ... (else there is no ``instance_id``).
+    blank_prompts : bool
+        Keep prompts that are missing, empty or only white space (for data validation to flag by id)
+        instead of raising.
 
     Returns
     -------
     pandas.DataFrame of shape (n_prompts, n_columns)
-        The file's columns, in file order, with the id column (if any) renamed ``instance_id``
-        and cast to str.
+        The file's columns, in file order, with the id column renamed ``instance_id`` (str).
 
     Raises
     ------
     DataError
-        Naming the file: not found, unreadable, a required column missing, or an empty prompt
-        (with its row).
+        Naming the file: not found, unreadable, a required column missing, an empty, padded or
+        repeated id, a padded subgroup, or an empty prompt (each with its row).
     """
     p = Path(path)
     if not p.exists():
         raise DataError(f"{p}: prompts file not found")
-    if p.suffix == ".jsonl" and is_evals_log(p):
-        df = read_evals_prompts(p)
-    elif p.suffix in (".jsonl", ".json"):
-        try:
-            df = pd.read_json(p, lines=True, dtype=False)
-        except ValueError as e:
-            raise DataError(f"{p}: not a JSON-lines file ({e})") from e
-    else:
-        df = read_csv(p, dtype=str, keep_default_na=False)
+    df = _read_frame(p)
     idc = next((c for c in ID_COLUMNS if c in df.columns), None)
     if idc is not None:
         df = df.rename(columns={idc: "instance_id"})
-        df["instance_id"] = df["instance_id"].astype(str)
+    elif row_ids:
+        df.insert(0, "instance_id", np.arange(len(df)).astype(str))
     require_columns(df, required, p)
-    if "prompt" in df.columns:
+    row = lambda i: f"data row {i + 1}"  # noqa: E731 -- rows, not lines: prompts may span several lines
+    if "instance_id" in df.columns:
+        df["instance_id"] = _ids(df["instance_id"], p, row, idc or "id")
+    if "subgroup" in df.columns:
+        check_whitespace(df["subgroup"], p, "subgroup", row)
+    if "prompt" in df.columns and not blank_prompts:
         bad = empty_prompts(df["prompt"])
         if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise DataError(f"{p}: empty prompt in data row {row + 1} ({int(bad.sum())} in all)")
+            i = int(np.flatnonzero(bad)[0])
+            raise DataError(f"{p}: empty prompt in {row(i)} ({int(bad.sum())} in all)")
     return df
+
+
+def _read_frame(p: Path) -> pd.DataFrame:
+    """The file as a frame: CSV cells as text, JSON values as JSON typed them, Parquet as stored."""
+    suffix = p.suffix.lower()
+    if suffix == ".jsonl" and is_evals_log(p):
+        return read_evals_prompts(p)
+    if suffix in (".jsonl", ".json"):
+        try:
+            return pd.read_json(p, lines=True, dtype=False)
+        except ValueError as e:
+            raise DataError(f"{p}: not a JSON-lines file ({e})") from e
+    if suffix in (".parquet", ".pq"):
+        return read_parquet(p)
+    return read_csv(p, dtype=str, keep_default_na=False)
+
+
+def _ids(ids: pd.Series, p: Path, row, what: str) -> pd.Series:
+    """``ids`` (the file's column ``what``) as text, checked: none empty, none padded with white space,
+    none twice."""
+    empty = (ids.isna() | (ids.astype(str).str.strip() == "")).to_numpy()
+    if empty.any():
+        i = int(np.flatnonzero(empty)[0])
+        raise DataError(f"{p}: empty {what} in {row(i)} ({int(empty.sum())} in all)")
+    # JSON numbers are ids too (7 -> "7"); text stays as written
+    ids = ids.map(lambda v: v if isinstance(v, str) else str(int(v)) if float(v).is_integer() else str(v))
+    check_whitespace(ids, p, what, row)
+    check_unique(ids, p, what, row)
+    return ids
 
 
 def read_prompt_files(paths: Sequence[str | os.PathLike], limit: int | None = None,
@@ -85,7 +123,8 @@ def read_prompt_files(paths: Sequence[str | os.PathLike], limit: int | None = No
     file stem (minus a ``_prompts`` suffix) is the subgroup and ids become ``<subgroup>/<id>``, as
     the ``open_llm_leaderboard_v2`` loader names them (``prompts/bbh_navigate_prompts.csv`` row
     ``id=3`` -> ``bbh_navigate/3``); an evals log brings its own (``causal_judgment.test.57``).
-    ``limit`` keeps the first rows per file; ``ids`` keeps only those instance ids.
+    ``limit`` keeps the first rows per file; ``ids`` keeps only those instance ids. An id in
+    several files is an error.
     """
     frames = []
     for p in map(Path, paths):
@@ -96,4 +135,6 @@ def read_prompt_files(paths: Sequence[str | os.PathLike], limit: int | None = No
         if ids is not None:
             df = df[df["instance_id"].isin(ids)]
         frames.append(df.head(limit) if limit else df)
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    check_unique(out["instance_id"], [str(p) for p in paths], "instance id", fix="Pass each file once")
+    return out

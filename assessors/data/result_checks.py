@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from assessors.data.block_checks import dataset_blocks
+from assessors.data.names import case_variants
 from assessors.data.results import Results
 
 
@@ -83,3 +84,15 @@ def duplicate_prompt_check(results: Results, o: dict, add) -> None:
         add("duplicate_prompts", [tuple(map(str, g)) for g in grp], f"{len(grp)} prompt text(s) shared by "
             f"{len(dup)} instance ids (they can land on both sides of a split), e.g. "
             + ", ".join("/".join(map(str, g[:3])) for g in grp[:o["max_names"]]))
+
+
+def case_variant_check(results: Results, o: dict, add) -> None:
+    """``case_variants``: LLM names, subgroups or instance ids that differ only by case (one thing
+    spelled two ways, or two things?); they stay distinct, the warning names them."""
+    groups = [("LLM", g) for g in case_variants(results.llms)]
+    groups += [("subgroup", g) for g in case_variants(results.instances["subgroup"].dropna().unique())]
+    groups += [("instance id", g) for g in case_variants(results.instance_ids)]
+    if groups:
+        add("case_variants", [(kind, *g) for kind, g in groups], f"{len(groups)} group(s) of names that differ only "
+            "by case (kept as different names; rename one if they are the same): "
+            + ", ".join(f"{kind}s {' / '.join(map(repr, g))}" for kind, g in groups[:o["max_names"]]))

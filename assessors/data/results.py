@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from assessors.data.columns import require_columns
+from assessors.data.names import check_unique, check_whitespace
 from assessors.errors import DataError
 from assessors.io import atomic_dir
 
@@ -80,12 +81,12 @@ class Results:
             self.cost = np.asarray(self.cost, dtype=np.float32)
         if self.confidence is not None:
             self.confidence = np.asarray(self.confidence, dtype=np.float32)
-        dup_llm = pd.Index(self.llms)[pd.Index(self.llms).duplicated()].unique().tolist()
-        if dup_llm:
-            raise DataError(f"{self.name}: duplicated LLM names {dup_llm[:5]}")
-        dup = self.instances.index[self.instances.index.duplicated()].unique().tolist()
-        if dup:
-            raise DataError(f"{self.name}: duplicated instance ids {dup[:5]} ({len(dup)} in all)")
+        check_unique(self.llms, self.name, "LLM name")
+        check_unique(self.instances.index, self.name, "instance id")
+        # every loader ends here: a name with stray white space would be a second LLM / id / subgroup
+        check_whitespace(self.llms, self.name, "LLM name")
+        check_whitespace(self.instances.index, self.name, "instance id")
+        check_whitespace(self.instances["subgroup"], self.name, "subgroup")
         vals = self.success[~np.isnan(self.success)]
         bad = vals[(vals != 0.0) & (vals != 1.0)]
         if bad.size:

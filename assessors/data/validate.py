@@ -9,8 +9,9 @@ Checks, each reported with counts and names (nothing is dropped; the caller deci
   constant (a grading failure that is not perfectly constant: 13 of 14 LLMs at 0);
 * ``few_cells_llm`` / ``few_cells_dataset``: an LLM or a dataset with fewer than
   ``min_llm_cells`` / ``min_dataset_cells`` answered cells;
-* ``missing_prompt``: instances without prompt text (named by dataset), when prompt features
-  are requested;
+* ``missing_prompt``: instances without prompt text (named by dataset), and ``blank_prompt``:
+  prompts that are empty or only white space (named by id), when prompt features are requested;
+* ``case_variants``: LLM names, subgroups or instance ids that differ only by case;
 * ``conflicting_duplicates``: the same LLM listed with different results (loaders keep such rows
   as ``name#2``), and ``identical_llms``: different names with identical result rows;
 * ``missing_llm`` / ``missing_instance``: too many missing cells;
@@ -36,8 +37,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from assessors.data.block_checks import block_checks, missing_prompt_check
-from assessors.data.result_checks import constant_checks, duplicate_llm_checks, duplicate_prompt_check, missing_checks
+from assessors.data.block_checks import blank_prompt_check, block_checks, missing_prompt_check
+from assessors.data.result_checks import (case_variant_check, constant_checks, duplicate_llm_checks,
+                                          duplicate_prompt_check, missing_checks)
 from assessors.data.results import Results
 from assessors.errors import DataError
 
@@ -48,7 +50,7 @@ DEFAULTS = dict(strict=False, fail_on=[], min_cells=5, max_missing_llm=0.5, max_
                 min_llm_cells=20, min_dataset_cells=20, exclude=True, max_reference_share=0.5, min_split_llms=2)
 #: Checks whose offenders are blocks of the data (what ``exclude`` leaves out of the run).
 BLOCK_CHECKS = ("constant_dataset", "mostly_constant_dataset", "few_cells_llm", "few_cells_dataset",
-                "missing_prompt")
+                "missing_prompt", "blank_prompt")
 
 
 @dataclass
@@ -92,7 +94,8 @@ class ValidationReport:
         """One line naming the flagged blocks and whether the run left them out."""
         parts = [f"datasets {self.flagged['datasets']}" if self.flagged.get("datasets") else "",
                  f"LLMs {self.flagged['llms']}" if self.flagged.get("llms") else "",
-                 f"{len(self.flagged['instances'])} instances without prompt text" if self.flagged.get("instances") else ""]
+                 f"{len(self.flagged['instances'])} instances without prompt text (missing, empty or white space)"
+                 if self.flagged.get("instances") else ""]
         what = "; ".join(p for p in parts if p)
         if self.excluded is None:
             return f"flagged blocks (a run leaves them out unless validate.exclude=false): {what}"
@@ -132,8 +135,10 @@ def check_results(results: Results, cfg=None, needs_text: bool = True) -> Valida
     duplicate_llm_checks(results, o, found.add)
     missing_checks(results, o, found.add)
     duplicate_prompt_check(results, o, found.add)
-    no_text = (missing_prompt_check(results, groups, found.add)
-               if needs_text and results.instances["prompt"].notna().any() else [])
+    case_variant_check(results, o, found.add)
+    has_text = needs_text and results.instances["prompt"].notna().any()
+    no_text = (missing_prompt_check(results, groups, found.add) + blank_prompt_check(results, found.add)
+               if has_text else [])
     rep.flagged = _flagged(found.full, no_text)
     return rep
 

@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from assessors.data.columns import require_columns
 from assessors.data.costs import request_cost
+from assessors.data.names import check_unique
 from assessors.data.prompts import empty_prompts
 from assessors.data.results import Results
 from assessors.errors import ConfigError, DataError, OfflineError
@@ -54,9 +55,7 @@ def check_prompts(prompts: pd.DataFrame, source: str = "prompts") -> pd.DataFram
     if bad.any():
         raise DataError(f"{source}: empty prompt for instance_id {df.index[bad][0]!r} "
                         f"(row {int(np.flatnonzero(bad)[0])})")
-    dup = df.index[df.index.duplicated()]
-    if len(dup):
-        raise DataError(f"{source}: duplicated instance_id {dup[0]!r}")
+    check_unique(df.index, source, "instance_id")
     return df
 
 

@@ -175,10 +175,6 @@ def load_pool(files: Sequence[str], embed, assessor, reference_ids: Sequence[str
     df = read_prompt_files(files, required=())
     if df.empty:
         raise DataError(f"server.onboarding.pool {files}: no prompts")
-    dup = df["instance_id"][df["instance_id"].duplicated()]
-    if len(dup):
-        raise DataError(f"server.onboarding.pool {files}: instance id {dup.iloc[0]!r} occurs more than once; "
-                        "pass each pool file once")
     return _fit_pool(df, embed, assessor, reference_ids, selector_params,
                      f"server.onboarding.pool ({len(files)} file(s))")
 

@@ -140,7 +140,7 @@ def test_duplicated_prompt_id(copy_files):
     rows[2][0] = rows[1][0]
     with open(path, "w", newline="") as f:
         csv.writer(f).writerows(rows)
-    with pytest.raises(DataError, match=rf"bbh_snarks_prompts.csv: duplicated id '{rows[1][0]}' at line 3"):
+    with pytest.raises(DataError, match=rf"bbh_snarks_prompts.csv: duplicated id '{rows[1][0]}' at data row 2 \(first at data row 1"):
         load_open_llm_leaderboard_v2(root=root, subtasks=["bbh_snarks"])
 
 

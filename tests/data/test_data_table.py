@@ -62,7 +62,7 @@ def test_bad_inputs(tmp_path):
     pd.DataFrame({"llm": ["a"], "instance_id": ["q1"], "success": [1]}).to_csv(p, index=False)
     pp = tmp_path / "p.csv"
     pd.DataFrame({"instance_id": ["q1", "q1"], "prompt": ["x", "y"]}).to_csv(pp, index=False)
-    with pytest.raises(DataError, match="p.csv: duplicated instance_id 'q1' at row 1"):
+    with pytest.raises(DataError, match="p.csv: duplicated instance_id 'q1' at data row 2 \\(first at data row 1"):
         load_table(p, pp)
     pd.DataFrame({"instance_id": ["q9"], "prompt": ["x"]}).to_csv(pp, index=False)
     with pytest.raises(DataError, match="not in the prompts table"):

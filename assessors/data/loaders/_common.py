@@ -25,7 +25,13 @@ def read_csv(path: Path, *, fast: bool = False, **kwargs) -> pd.DataFrame:
     ``fast=True`` uses the pyarrow engine: several times faster on the wide 0/1 result files, and
     strict about rows with too few fields (a truncated last line is an error, not silent NaNs).
     Text files with quoted newlines use the C engine, which handles them robustly.
+
+    Only an empty cell is missing: ``NA``, ``nan``, ``null`` and pandas' other NA strings stay text,
+    so an id, LLM name or subgroup spelled that way is a name (and a success cell spelled that way
+    is an error naming it, not a silent NaN). Pass ``keep_default_na`` to choose otherwise.
     """
+    if "keep_default_na" not in kwargs:
+        kwargs.update(keep_default_na=False, na_values=[""])
     try:
         if fast:
             return pd.read_csv(path, engine="pyarrow", **kwargs)
@@ -35,6 +41,16 @@ def read_csv(path: Path, *, fast: bool = False, **kwargs) -> pd.DataFrame:
     except Exception as e:  # pandas ParserError, pyarrow ArrowInvalid, UnicodeDecodeError, ...
         check_utf8(path)  # a wrong encoding is named as such, not as a truncated file
         raise DataError(f"{path}: truncated or corrupt CSV ({type(e).__name__}: {str(e).strip()[:300]})") from e
+
+
+def read_parquet(path: Path) -> pd.DataFrame:
+    """Read a Parquet file, turning a missing, truncated or corrupt file into a DataError naming ``path``."""
+    if not Path(path).exists():
+        raise DataError(f"{path}: file not found")
+    try:
+        return pd.read_parquet(path)
+    except Exception as e:  # pyarrow raises ArrowInvalid / OSError on truncated files
+        raise DataError(f"{path}: truncated or corrupt Parquet file ({type(e).__name__}: {e})") from e
 
 
 def check_lines(path: Path) -> list[int]:

@@ -24,6 +24,7 @@ import pandas as pd
 from assessors.data.columns import require_columns
 from assessors.data.download import locate
 from assessors.data.loaders._common import check_binary, latest_per_model, read_csv, read_text_csv, select
+from assessors.data.names import check_unique, check_whitespace
 from assessors.data.results import Results
 from assessors.data.item_order import align_rows
 from assessors.errors import ConfigError, DataError
@@ -175,15 +176,15 @@ def _read_block(path: Path) -> tuple[pd.DataFrame, int]:
     frame = read_csv(path, fast=True)
     require_columns(frame, ("model", "timestamp"), path)
     items = [c for c in frame.columns if c not in ("model", "timestamp")]
+    # "model " on some rows of "model" would load as a second LLM
+    check_whitespace(frame["model"], path, "model name", lambda i: f"line {i + 2}")
     # validate every row in file order (so the error names the real line), before dropping old rows
     values = check_binary(frame[items].to_numpy(), path, frame["model"].tolist(), items)
     frame = frame[["model", "timestamp"]].assign(_row=np.arange(len(frame)))
     frame = latest_per_model(frame, path, log_each=False)
     block = pd.DataFrame(values[frame["_row"].to_numpy()], index=frame["model"].astype(str).to_numpy(),
                          columns=[str(c) for c in items])
-    dup = block.columns[block.columns.duplicated()]
-    if len(dup):
-        raise DataError(f"{path}: duplicated item id column(s) {list(dup[:5])}")
+    check_unique(block.columns, path, "item id column")
     return block, frame.attrs.get("n_dropped", 0)
 
 
@@ -245,10 +246,7 @@ def _attach_prompts(inst: pd.DataFrame, path: Path, sub: str, item_ids: list[str
     # strict reader: prompts contain quoted newlines, and a truncated last row must be an error
     table = read_text_csv(path, string_columns=("id", "prompt", "target"))
     require_columns(table, ("id", "prompt", "target"), path)
-    dup = table["id"].duplicated()
-    if dup.any():
-        i = int(np.flatnonzero(dup.to_numpy())[0])
-        raise DataError(f"{path}: duplicated id {table['id'].iloc[i]!r} at line {i + 2}")
+    check_unique(table["id"], path, "id", lambda i: f"data row {i + 1}")
     table = table.set_index("id")
     extra = len(table.index.difference(item_ids))
     if extra:

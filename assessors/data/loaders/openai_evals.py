@@ -282,11 +282,12 @@ def _read_table(path: Path) -> pd.DataFrame:
     if path.suffix.lower() == ".csv":
         return read_csv(path)
     try:
-        return pd.read_json(path, lines=True)
+        # dtype=False: cells keep their JSON types (no "007" -> 7, no dates guessed from text)
+        return pd.read_json(path, lines=True, dtype=False)
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except ValueError:
         try:  # the same records as one JSON array
-            return pd.read_json(path)
+            return pd.read_json(path, dtype=False)
         except ValueError as e:
             raise DataError(f"{path}: truncated or corrupt JSON lines file ({e})") from e

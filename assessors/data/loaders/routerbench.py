@@ -29,6 +29,7 @@ import pandas as pd
 from assessors.data.columns import require_columns
 from assessors.data.download import locate
 from assessors.data.loaders._common import check_binary, check_lines, read_csv, select
+from assessors.data.names import check_unique
 from assessors.data.results import Results
 from assessors.errors import DataError
 
@@ -142,8 +143,7 @@ def _instance_ids(table: pd.DataFrame, base: Path) -> pd.Series:
         ids = ids.where(~dup, ids + "#" + suffix)
         log.warning("%s: %d rows share %d duplicated sample_ids; kept all, ids suffixed with '#<row>'",
                     NAME, int(dup.sum()), table.loc[dup, "sample_id"].nunique())
-        if ids.duplicated().any():
-            raise DataError(f"{base}: duplicated sample_id {ids[ids.duplicated()].iloc[0]!r} even with row numbers")
+        check_unique(ids, base, "sample_id (with its row number)")
     return ids
 
 

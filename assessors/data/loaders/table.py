@@ -13,6 +13,8 @@ Results table, ``format="long"`` (one row per evaluated cell)::
 * A missing (llm, instance_id) pair is "not evaluated" (NaN); a duplicated pair is an error.
 * An empty ``llm`` name, a line with fewer or more fields than the header (e.g. a file cut off
   mid-line) and a file that is not UTF-8 are errors naming the line.
+* Names are text: ``NA`` or ``null`` is an LLM name or id like any other, and a name or id with
+  leading or trailing white space is an error naming the line (:mod:`assessors.data.names`).
 
 Results table, ``format="wide"`` (one row per LLM)::
 
@@ -29,7 +31,9 @@ Prompts table (optional; CSV or Parquet)::
     instance_id,prompt[,subgroup][,target][,any extra column]
 
 Every ``instance_id`` in the results must be in the prompts table; extra columns (e.g. a split
-column for ``split=predefined``) are kept as instance columns. Without a prompts table, instances
+column for ``split=predefined``) are kept as instance columns. It is read by the one prompt-file
+reader (:func:`~assessors.data.prompts.read_prompt_file`); a prompt that is only white space is
+kept for data validation to flag (``blank_prompt``) and leave out. Without a prompts table, instances
 have no text: use ``features=success_pattern``. The same description is in
 ``datasets/table_format.md``.
 """
@@ -41,8 +45,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from assessors.data.columns import require_columns
-from assessors.data.loaders._common import check_lines, read_csv
+from assessors.data.loaders._common import check_lines, read_csv, read_parquet
+from assessors.data.names import check_unique, check_whitespace
+from assessors.data.prompts import read_prompt_file
 from assessors.data.results import Results
 from assessors.errors import ConfigError, DataError
 
@@ -53,18 +58,11 @@ def _is_parquet(path: Path) -> bool:
     return path.suffix.lower() in (".parquet", ".pq")
 
 
-def _read_any(path: Path, raw: bool = False) -> pd.DataFrame:
-    """Read a CSV or Parquet table; ``raw`` keeps every CSV cell as the exact string (empty = "")."""
+def _read_results(path: Path) -> pd.DataFrame:
+    """A results table: every CSV cell as the exact string (empty = "", "NA" is text), Parquet as stored."""
     if not path.exists():
         raise DataError(f"{path}: file not found")
-    if _is_parquet(path):
-        try:
-            return pd.read_parquet(path)
-        except Exception as e:  # pyarrow raises ArrowInvalid / OSError on truncated files
-            raise DataError(f"{path}: truncated or corrupt Parquet file ({type(e).__name__}: {e})") from e
-    if raw:
-        return read_csv(path, dtype=str, keep_default_na=False)
-    return read_csv(path, dtype={"instance_id": str, "llm": str})
+    return read_parquet(path) if _is_parquet(path) else read_csv(path, dtype=str, keep_default_na=False)
 
 
 def _row_where(lines: list[int] | None):
@@ -77,6 +75,7 @@ def _check_llm_names(names: pd.Series, path: Path, lines: list[int] | None) -> N
     if empty.any():
         i = int(np.flatnonzero(empty)[0])
         raise DataError(f"{path}: empty LLM name at {_row_where(lines)(i)} ({int(empty.sum())} rows in all)")
+    check_whitespace(names, path, "LLM name", _row_where(lines))
 
 
 def _declared_missing(cells: pd.Series, missing_values, path: Path, where, what: str) -> pd.Series:
@@ -97,18 +96,15 @@ def _declared_missing(cells: pd.Series, missing_values, path: Path, where, what:
 
 
 def read_prompts(path: str | Path) -> pd.DataFrame:
-    """Read a prompts table into an instances frame indexed by ``instance_id``."""
+    """Read a prompts table (:func:`~assessors.data.prompts.read_prompt_file`: ids as text, checked)
+    into an instances frame indexed by ``instance_id``; empty cells are missing (NaN), and prompts that
+    are only white space are kept for data validation to flag by id."""
     path = Path(path)
     if not _is_parquet(path) and path.exists():
         check_lines(path)
-    table = _read_any(path)
-    require_columns(table, ("instance_id", "prompt"), path)
-    table["instance_id"] = table["instance_id"].astype(str)
-    dup = table["instance_id"].duplicated()
-    if dup.any():
-        i = int(np.flatnonzero(dup.to_numpy())[0])
-        raise DataError(f"{path}: duplicated instance_id {table['instance_id'].iloc[i]!r} at row {i} "
-                        f"(line {i + 2} of a CSV)")
+    table = read_prompt_file(path, required=("instance_id", "prompt"), blank_prompts=True)
+    rest = table.columns.drop("instance_id")
+    table[rest] = table[rest].mask(table[rest] == "")
     return table.set_index("instance_id")
 
 
@@ -140,7 +136,7 @@ def load_table(results_path: str | Path, prompts_path: str | Path | None = None,
     if format not in ("long", "wide"):
         raise ConfigError(f"load_table: format must be 'long' or 'wide', got {format!r}")
     lines = None if _is_parquet(results_path) else check_lines(results_path)
-    table = _read_any(results_path, raw=True)
+    table = _read_results(results_path)
     if format == "wide":
         table = _wide_to_long(table, results_path, [""] if missing_values is None else missing_values, lines)
     else:
@@ -164,6 +160,9 @@ def _check_long(table: pd.DataFrame, path: Path, missing_values, lines) -> pd.Da
         if col not in table.columns:
             raise DataError(f"{path}: missing column {col!r} (have {list(table.columns)})")
     _check_llm_names(table["llm"], path, lines)
+    for col, what in (("instance_id", "instance id"), ("subgroup", "subgroup")):
+        if col in table.columns:
+            check_whitespace(table[col], path, what, _row_where(lines))
     table["success"] = _declared_missing(table["success"], missing_values, path, _row_where(lines), "success cell")
     for col in ("cost", "confidence"):  # optional numbers: an empty cell is unknown
         if col in table.columns and table[col].dtype == object:
@@ -186,14 +185,11 @@ def _wide_to_long(table: pd.DataFrame, path: Path, missing_values, lines) -> pd.
         raise DataError(f"{path}: a wide table needs an LLM column and at least one instance column")
     _check_llm_names(table[llm_col], path, lines)
     llms = table[llm_col].astype(str)
-    dup = llms.duplicated()
-    if dup.any():
-        i = int(np.flatnonzero(dup.to_numpy())[0])
-        raise DataError(f"{path}: duplicated LLM {llms.iloc[i]!r} at row {i} (line {i + 2} of a CSV)")
+    check_unique(llms, path, "LLM", _row_where(lines))
     wide = table.drop(columns=llm_col)
     wide.columns = wide.columns.astype(str)
-    if wide.columns.duplicated().any():
-        raise DataError(f"{path}: duplicated instance column {wide.columns[wide.columns.duplicated()][0]!r}")
+    check_whitespace(wide.columns, path, "instance column")
+    check_unique(wide.columns, path, "instance column", lambda j: f"column {j + 2}")
     long = wide.set_axis(llms.to_numpy(), axis=0).stack(future_stack=True).reset_index()
     long.columns = ["llm", "instance_id", "success"]
     n_cols, row_where = wide.shape[1], _row_where(lines)
