@@ -108,11 +108,19 @@ def _ids(ids: pd.Series, p: Path, row, what: str) -> pd.Series:
     if empty.any():
         i = int(np.flatnonzero(empty)[0])
         raise DataError(f"{p}: empty {what} in {row(i)} ({int(empty.sum())} in all)")
-    # JSON numbers are ids too (7 -> "7"); text stays as written
-    ids = ids.map(lambda v: v if isinstance(v, str) else str(int(v)) if float(v).is_integer() else str(v))
+    ids = ids.map(_id_text)
     check_whitespace(ids, p, what, row)
     check_unique(ids, p, what, row)
     return ids
+
+
+def _id_text(v) -> str:
+    """An id as text: as written for text, ``7`` for a JSON number 7 or 7.0."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, np.integer)) or isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
 
 
 def read_prompt_files(paths: Sequence[str | os.PathLike], limit: int | None = None,

@@ -242,6 +242,11 @@ def test_prompt_files_na_ids_row_ids_and_an_id_in_two_files(tmp_path):
     assert read_prompts(p)["id"].tolist() == ["NA", "null"]
     (tmp_path / "q.jsonl").write_text('{"prompt": "a"}\n{"prompt": "b"}\n')
     assert read_prompts(tmp_path / "q.jsonl")["id"].tolist() == ["0", "1"]  # no id column: row numbers
+    (tmp_path / "n.jsonl").write_text('{"id": 7, "prompt": "a"}\n{"id": "007", "prompt": "b"}\n{"id": 7.5, "prompt": "c"}\n')
+    assert read_prompts(tmp_path / "n.jsonl")["id"].tolist() == ["7", "007", "7.5"]  # JSON numbers are ids too
+    pq = tmp_path / "p.parquet"
+    pd.DataFrame({"instance_id": ["NA", "q2"], "prompt": ["a", "b"]}).to_parquet(pq)
+    assert read_prompts(pq)["id"].tolist() == ["NA", "q2"]
     t = tmp_path / "t.csv"
     t.write_text("id,prompt,target,subgroup\nNA,a,x,s\n")
     with pytest.raises(DataError, match=r"duplicated instance id 'NA' at row 1 .*Pass each file once"):
