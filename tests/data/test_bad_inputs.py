@@ -159,6 +159,13 @@ def test_leaderboard_model_name_with_a_trailing_space_in_one_file_is_an_error(co
                                         rf"space: '{name} ' at line 2"):
         load_open_llm_leaderboard_v2(root=root, subtasks=["bbh_snarks", "bbh_navigate"], prompts=False,
                                      download=False)
+    # a model called "NA" in both files is one LLM of that name, not a missing name
+    for rel in (SNARKS[0], nav):
+        text = (root / rel).read_text().replace(name + " ,", name + ",", 1)
+        (root / rel).write_text(text.replace(name + ",", "NA,"))
+    res = load_open_llm_leaderboard_v2(root=root, subtasks=["bbh_snarks", "bbh_navigate"], prompts=False,
+                                       download=False, item_order="as_written")
+    assert "NA" in res.llms and "nan" not in res.llms and not np.isnan(res.matrix(["NA"])).all()
 
 
 @pytest.mark.parametrize("na", ["NA", "nan", "null", "None", "N/A"])
