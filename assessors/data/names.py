@@ -68,7 +68,12 @@ def check_whitespace(names: Iterable, source: object, what: str,
     """
     values = names.tolist() if hasattr(names, "tolist") else list(names)
     # one regex over the joined names first: Results runs this on every subset of thousands of ids
-    if not _EDGE_SPACE.search(_SEP + _SEP.join(v for v in values if isinstance(v, str)) + _SEP):
+    distinct = names.unique().tolist() if isinstance(names, pd.Series) else values
+    try:
+        joined = _SEP.join(distinct)
+    except TypeError:  # NaN or numbers among the names
+        joined = _SEP.join(v for v in distinct if isinstance(v, str))
+    if not _EDGE_SPACE.search(_SEP + joined + _SEP):
         return
     bad = [(i, v) for i, v in enumerate(values) if isinstance(v, str) and v != v.strip()]
     if bad:
