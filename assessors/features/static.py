@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 #: File beside a saved static model holding a digest of its vectors (part of the cache identity).
 DIGEST_FILE = "assessors_digest.txt"
+#: What the first use on a machine costs (MiniLM: 116 s of CPU, see docs/serving.md).
+DISTILL_TIME = "2-4 minutes"
 
 
 def default_model_dir() -> str:
@@ -42,11 +44,12 @@ class StaticEmbeddingFeaturizer(Featurizer):
     """Mean static token embeddings of a prompt; shape (n_texts, pca_dims), float32.
 
     On first use the model is loaded from ``model_dir``; when absent it is distilled from
-    ``base_model`` (``model2vec.distill``: one forward pass per vocabulary token, about 150 s
-    for MiniLM on 2 cores) and saved there atomically under a file lock, so concurrent runs
-    distil once. The loaded table travels with the fitted featurizer when it is pickled
-    (about 16 MB for MiniLM at 256 dimensions), so a logged assessor serves with exactly
-    the vectors it was trained on and never distils at serving time.
+    ``base_model`` (``model2vec.distill``: one forward pass per vocabulary token, minutes for
+    MiniLM on 2 cores, with a progress bar) and saved there atomically under a file lock, so
+    concurrent runs distil once (the others say they wait, then load it). The loaded table
+    travels with the fitted featurizer when it is pickled (about 16 MB for MiniLM at 256
+    dimensions), so a logged assessor serves with exactly the vectors it was trained on and
+    never distils at serving time.
 
     The embedding-cache identity includes a digest of the distilled vectors: a table
     distilled by another library version cannot hit embeddings cached from this one.
@@ -110,13 +113,22 @@ class StaticEmbeddingFeaturizer(Featurizer):
             from model2vec import StaticModel
         except ImportError as e:
             raise ConfigError("features=static needs model2vec: pip install 'model2vec[distill]'") from e
-        from filelock import FileLock
+        from filelock import FileLock, Timeout
 
         path = self._saved_path()
         path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(path) + ".lock"):
+        lock = FileLock(str(path) + ".lock")
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:  # said, or a first run would seem to hang for minutes
+            log.warning("another process is distilling the static embeddings into %s (once per machine, about %s "
+                        "on 2 cores); waiting for it", path, DISTILL_TIME)
+            lock.acquire()
+        try:
             if not (path / DIGEST_FILE).exists():
                 self._distill_to(path)
+        finally:
+            lock.release()
         model = StaticModel.from_pretrained(str(path), normalize=bool(self.normalize), max_length=int(self.max_length))
         return model, (path / DIGEST_FILE).read_text().strip()
 
@@ -127,7 +139,9 @@ class StaticEmbeddingFeaturizer(Featurizer):
             raise ConfigError(f"distilling a static model needs model2vec's distill extra "
                               f"(pip install 'model2vec[distill]'): {e}") from e
         source = resolve_model_path(self.base_model)
-        log.info("distilling static embeddings from %s into %s (once; a few minutes on 2 cores)", source, path)
+        # warning: a first run pauses here for minutes (progress: model2vec's "Encoding tokens" bar)
+        log.warning("distilling static embeddings from %s into %s: once per machine, about %s on 2 cores",
+                    source, path, DISTILL_TIME)
         try:
             with torch_threads(self.distill_threads):
                 model = distill(source, pca_dims=self.pca_dims, sif_coefficient=self.sif_coefficient, device="cpu")

@@ -29,7 +29,7 @@ from assessors.serving import schemas as S
 from assessors.serving.auth import APIKeyChecker
 from assessors.serving.batcher import FairBatcher
 from assessors.serving.errors import install_error_handlers
-from assessors.serving.limits import BodySizeLimit
+from assessors.serving.limits import BodyLimits
 from assessors.serving.routers import llms, meta, onboarding, proxy, scoring
 from assessors.serving.settings import ServerSettings
 
@@ -54,7 +54,7 @@ def warm_up(engine: Engine) -> None:
 
 def create_app(settings: ServerSettings | dict | None = None, engine: Engine | None = None,
                engine_factory: Callable[[ServerSettings], Engine] | None = None) -> FastAPI:
-    """Build the app: its state, the error handlers, the body-size limit and the routers.
+    """Build the app: its state, the error handlers, the request-body limits and the routers.
 
     Parameters
     ----------
@@ -68,11 +68,14 @@ def create_app(settings: ServerSettings | dict | None = None, engine: Engine | N
     settings = ServerSettings.model_validate(settings or {})
     checker = APIKeyChecker.from_settings(settings.auth.enabled, settings.auth.api_keys_env, settings.host)
     app = FastAPI(title="assessors", version="1", description=__doc__, lifespan=lifespan,
-                  responses={401: {"model": S.ErrorResponse}, 413: {"model": S.ErrorResponse},
-                             422: {"model": S.ErrorResponse}})
+                  responses={401: {"model": S.ErrorResponse}, 408: {"model": S.ErrorResponse},
+                             413: {"model": S.ErrorResponse}, 422: {"model": S.ErrorResponse},
+                             429: {"model": S.ErrorResponse}})
     init_state(app.state, settings, checker, engine, engine_factory)
     install_error_handlers(app)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.limits.max_body_bytes)
+    lim = settings.limits
+    app.add_middleware(BodyLimits, max_bytes=lim.max_body_bytes, timeout_s=lim.body_timeout_s,
+                       max_slow_per_client=lim.max_slow_bodies_per_client)
     # onboarding before llms: its /v1/llms/{name}/trust must not match GET /v1/llms/{name:path}
     for r in (meta.router, onboarding.router, llms.router, scoring.router, proxy.router):
         app.include_router(r)

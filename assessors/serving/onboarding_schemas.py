@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, FiniteFloat
 
 from assessors.serving.schemas import CostSpec, LLMInfo, Strict
 
@@ -50,7 +50,7 @@ class NextResponse(BaseModel):
 
 
 class AnswersRequest(Strict):
-    answers: dict[str, Optional[float]] = Field(min_length=1, description="{reference id: 0 or 1} graded answers "
+    answers: dict[str, Optional[FiniteFloat]] = Field(min_length=1, description="{reference id: 0 or 1} graded answers "
                                                 "(null: not answered); with server.onboarding.pool, pool or "
                                                 "reference ids (null withdraws an answer)")
     create: bool = Field(False, description="register the LLM if it is not registered yet")

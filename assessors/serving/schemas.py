@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, create_model, model_validator
 
 from assessors.routing.costs import CostModel
 
@@ -59,9 +59,10 @@ class Strict(UnicodeText):
 
 
 def _cost_field(param: inspect.Parameter):
-    # the bounds CostModel checks: every parameter >= 0, chars_per_token > 0 (it divides)
+    # the bounds CostModel checks: every parameter finite (JSON's Infinity, NaN and 1e999 parse
+    # as floats) and >= 0, chars_per_token > 0 (it divides)
     bound = {"gt": 0} if param.name == "chars_per_token" else {"ge": 0}
-    return float, Field(param.default, **bound)
+    return float, Field(param.default, allow_inf_nan=False, **bound)
 
 
 #: The body of a cost: :class:`~assessors.routing.costs.CostModel`'s parameters and defaults, so
@@ -116,14 +117,15 @@ class RouteResponse(BaseModel):
 
 class EvidenceItem(Strict):
     prompt: str = Field(min_length=1, description="a prompt the LLM answered (any prompt, not only reference ones)")
-    success: Optional[float] = Field(description="its graded answer: 0 or 1 (null: not answered)")
+    success: Optional[FiniteFloat] = Field(description="its graded answer: 0 or 1 (null: not answered)")
 
 
 class RegisterRequest(Strict):
     """An LLM described by its results on the reference set, or by evidence on any prompts."""
 
     name: str = LLMName
-    reference: Union[dict[str, Optional[float]], list[Optional[float]], None] = Field(
+    # finite: an Infinity or NaN (which JSON parsers accept) would otherwise read as "not evaluated"
+    reference: Union[dict[str, Optional[FiniteFloat]], list[Optional[FiniteFloat]], None] = Field(
         None, description="success on the reference set: {reference_id: 0/1} or a list in reference order "
                           "(null or -1 = not evaluated)")
     evidence: Optional[list[EvidenceItem]] = Field(

@@ -20,7 +20,11 @@ class AuthSettings(_Cfg):
 
 
 class Limits(_Cfg):
-    max_body_bytes: int = Field(1_000_000, gt=0)
+    max_body_bytes: int = Field(1_000_000, gt=0, description="request body size; beyond it: 413")
+    body_timeout_s: float = Field(10.0, gt=0, description="time from a request's headers by which its whole "
+                                  "body must have arrived; beyond it: 408 and the connection is closed")
+    max_slow_bodies_per_client: int = Field(4, gt=0, description="request bodies of one client address arriving "
+                                            "for over a second at once; the next: 429 and the connection is closed")
     max_batch: int = Field(256, gt=0, description="prompts per request")
     max_prompt_chars: int = Field(32_000, gt=0)
     max_llms: int = Field(64, gt=0, description="LLMs per request")

@@ -3,6 +3,8 @@ the first distillation on a machine takes minutes; later runs load the saved tab
 from __future__ import annotations
 
 import pickle
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -29,6 +31,26 @@ def test_distilled_table_is_saved_and_reloaded(static):
     again = StaticEmbeddingFeaturizer()
     assert np.array_equal(again.model.embedding, static.model.embedding)  # loaded, not distilled anew
     assert again.identity() == static.identity() and static._digest in static.identity()
+
+
+def test_a_run_finding_the_distillation_under_way_says_so_waits_and_loads(static, monkeypatch, caplog):
+    from filelock import FileLock
+
+    distilled = []
+    monkeypatch.setattr(StaticEmbeddingFeaturizer, "_distill_to", lambda self, path: distilled.append(path))
+    lock = FileLock(str(static._saved_path()) + ".lock")
+    lock.acquire()  # as a process distilling it would hold it
+    f = StaticEmbeddingFeaturizer()
+    with caplog.at_level("WARNING", logger="assessors.features.static"):
+        t = threading.Thread(target=lambda: f.model)
+        t.start()
+        time.sleep(1.0)
+        assert t.is_alive()  # waits for the lock
+        lock.release()
+        t.join(60)
+    assert "another process is distilling" in caplog.text and "waiting for it" in caplog.text
+    assert distilled == []  # the table the holder left is loaded, not distilled again
+    assert np.array_equal(f.model.embedding, static.model.embedding)
 
 
 def test_shape_norm_and_meaning(static, prompts):

@@ -1,8 +1,10 @@
 """A real uvicorn server (``predict.py mode=serve``) on loopback: warm start, queue-full 503,
-cancellation on timeout, several workers (slow)."""
+cancellation on timeout, several workers, request-body limits on raw sockets (slow)."""
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -190,3 +192,46 @@ def test_two_workers_each_with_the_configured_registry(server, unigram_model):
     assert r.status_code == 200 and set(r.json()["decisions"][0]["p_success"]) == set(tiny["train_llms"][:3])
     r = httpx.post(s.base + "/v1/llms", json={"name": "new", "reference": [1.0] * len(tiny["reference_ids"])})
     assert r.status_code == 409 and r.json()["error"]["type"] == "registry_per_process"
+
+
+def _stalled_request(port: int) -> socket.socket:
+    """A connection whose request declares a body and never sends it."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    sock.sendall(b"POST /v1/predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 100\r\n\r\n")
+    return sock
+
+
+def _answer(sock: socket.socket) -> tuple[int, dict, float]:
+    """Status and JSON body of the response, and the seconds until the server closed the connection."""
+    t, data = time.monotonic(), b""
+    while chunk := sock.recv(65536):  # b"": closed by the server
+        data += chunk
+    sock.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body), time.monotonic() - t
+
+
+def test_body_limits_on_a_real_server(server, unigram_model):
+    tiny = unigram_model[0]
+    s = server(unigram_model, "server.limits.body_timeout_s=2", "server.limits.max_slow_bodies_per_client=2",
+               "server.limits.max_body_bytes=50000")
+    s.health_until_ready()
+    # a declared body that never comes: 408 at the timeout, then the connection is closed
+    status, err, took = _answer(_stalled_request(s.port))
+    assert status == 408 and err["error"]["type"] == "request_timeout" and 1.5 < took < 10
+    # three at once from one address: the third is refused once slow (after 1 s), the two others time out
+    socks = [_stalled_request(s.port) for _ in range(3)]
+    answers = sorted(_answer(sock)[:2] for sock in socks)
+    assert [a[0] for a in answers] == [408, 408, 429], answers
+    # a chunked body over the limit: 413, not the 400 FastAPI gives for an error while it reads a body
+    body = iter([b'{"prompts": ["a"], "pad": "', b"x" * 30_000, b"x" * 30_000, b'"}'])
+    r = httpx.post(s.base + "/v1/predict", content=body, headers={"Content-Type": "application/json"}, timeout=30)
+    assert r.status_code == 413 and r.json()["error"]["type"] == "request_too_large"
+    # an infinite cost: 422 naming the field, not a 500
+    ref = json.dumps([1.0] * len(tiny["reference_ids"]))
+    r = httpx.post(s.base + "/v1/llms", content='{"name": "x", "reference": %s, "cost": {"per_item": 1e999}}' % ref,
+                   headers={"Content-Type": "application/json"}, timeout=30)
+    assert r.status_code == 422 and "cost.per_item" in r.json()["error"]["message"]
+    # the server is still serving
+    assert httpx.post(s.base + "/v1/predict", json={"prompts": ["still here?"]}, timeout=30).status_code == 200
