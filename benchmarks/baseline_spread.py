@@ -1,6 +1,6 @@
 """How much the "all train data" baseline moves with its trees' random draw alone; prints JSON.
 
-Goal 6 of the latent assessor compares it with one fit of "all train data" per seed. On a held-out
+``train.py`` compares the latent assessor with one fit of "all train data" per seed. On a held-out
 subtask the boosted trees extrapolate, and their ranking depends on XGBoost's ``random_state`` (row
 and column subsampling). This refits the baseline exactly as ``train.py`` does (the generic assessor
 without reference vector, its grid chosen on the validation LLMs) with ``random_state`` 0 to

@@ -1,4 +1,4 @@
-"""Run socialfoundations/benchmark-prediction's estimators next to ours on identical splits (issue #5).
+"""Run socialfoundations/benchmark-prediction's estimators next to ours on identical splits.
 
 For every score-matrix benchmark, model split (interpolation, extrapolation), core size and trial,
 the source/target LLMs come from our :func:`assessors.estimation.harness.model_split` and the random

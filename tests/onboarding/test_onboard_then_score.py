@@ -1,4 +1,4 @@
-"""Issue 4 end to end with real parts: onboard SmolLM2-135M-Instruct (llama-cpp-python server
+"""Onboarding then scoring, end to end with real parts: onboard SmolLM2-135M-Instruct (llama-cpp-python server
 on loopback) on a tiny real assessor's reference prompts, then score prompts for it.
 
 Slow (fits a small XGBoost assessor and starts a server; ~1-2 min on 2 cores):

@@ -5,7 +5,7 @@ Each repeat samples items per subgroup proportional to subgroup size (at least
 ``min_per_group``), grades every LLM on them, estimates every (LLM, subgroup) accuracy, and
 compares with the full-data accuracy. Reported: MSE per method (overall and by per-subgroup
 sample size <= / > ``size_threshold``), interval coverage and mean width, ratios against DT and
-the goals of the issue, and a forest plot for one LLM.
+the configured reference values, and a forest plot for one LLM.
 """
 from __future__ import annotations
 
