@@ -173,15 +173,16 @@ async def _warm_routes(app: FastAPI) -> None:
         st.warmup_token = None
 
 
-def app_from_env() -> FastAPI:
+def app_from_env(engine_factory: Callable[[ServerSettings], Engine] | None = None) -> FastAPI:
     """App factory for uvicorn workers (``uvicorn --factory assessors.serving.app:app_from_env``).
 
     Each worker process builds its own engine from the settings in ``$ASSESSORS_SERVER_SETTINGS``:
-    the model, the LLMs configured there, and a registry of its own.
+    the model, the LLMs configured there, and a registry of its own (``engine_factory``, as in
+    :func:`create_app`; ``predict.py mode=serve`` passes one that builds the configured router).
     """
     raw = os.environ.get(SETTINGS_ENV)
     if not raw:
         from assessors.errors import ConfigError
 
         raise ConfigError(f"{SETTINGS_ENV} is not set: start workers through `predict.py mode=serve server.workers=N`")
-    return create_app(json.loads(raw))
+    return create_app(json.loads(raw), engine_factory=engine_factory)
