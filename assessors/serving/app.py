@@ -174,11 +174,12 @@ async def _warm_routes(app: FastAPI) -> None:
 
 
 def app_from_env(engine_factory: Callable[[ServerSettings], Engine] | None = None) -> FastAPI:
-    """App factory for uvicorn workers (``uvicorn --factory assessors.serving.app:app_from_env``).
+    """App of one uvicorn worker process, from the settings in ``$ASSESSORS_SERVER_SETTINGS``.
 
-    Each worker process builds its own engine from the settings in ``$ASSESSORS_SERVER_SETTINGS``:
-    the model, the LLMs configured there, and a registry of its own (``engine_factory``, as in
-    :func:`create_app`; ``predict.py mode=serve`` passes one that builds the configured router).
+    Each worker builds its own engine: the model, the LLMs configured there, and a registry of its
+    own (``engine_factory``, as in :func:`create_app`). ``predict.py mode=serve`` starts the workers
+    with ``uvicorn --factory assessors.tasks.serve:app_from_env``, which passes a factory that builds
+    the configured router.
     """
     raw = os.environ.get(SETTINGS_ENV)
     if not raw:
