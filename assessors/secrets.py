@@ -14,8 +14,8 @@ Two kinds of settings hold secrets:
 
 Everything that persists a setting (MLflow params and tags, pickled featurizers, the embedding
 cache's identity, log handlers) goes through :func:`redact` or :func:`redact_text`; Hydra's own
-output files are protected by :class:`RefuseSecretsCallback`, which stops a run before Hydra writes
-them.
+output files are protected by :func:`find_secrets`, which the task layer's Hydra callback
+(:class:`assessors.tasks.secrets_callback.RefuseSecretsCallback`) runs before Hydra writes them.
 """
 from __future__ import annotations
 
@@ -119,16 +119,14 @@ def redact(value: Any, key: Any = None) -> Any:
     return value
 
 
-def find_secrets(cfg: Any, prefix: str = "") -> list[str]:
-    """Paths of settings in a (plain or Omega) config that hold a literal secret.
+def find_secrets(cfg: dict | list, prefix: str = "") -> list[str]:
+    """Paths of settings in a config, as plain unresolved containers, that hold a literal secret.
 
     Interpolations such as ``${oc.env:MY_KEY}`` are not literal secrets: Hydra stores the
-    interpolation, not the value. ``hydra.overrides`` are included (they repeat the command line).
+    interpolation, not the value (so the config must be converted without resolving them).
+    ``hydra.overrides`` are included (they repeat the command line).
     """
-    from omegaconf import DictConfig, ListConfig, OmegaConf
-
-    if isinstance(cfg, (DictConfig, ListConfig)):
-        cfg = OmegaConf.to_container(cfg, resolve=False)
+    _require_plain(cfg, "find_secrets")
     found: list[str] = []
     items: Iterable = cfg.items() if isinstance(cfg, dict) else enumerate(cfg) if isinstance(cfg, list) else ()
     for k, v in items:
@@ -140,6 +138,14 @@ def find_secrets(cfg: Any, prefix: str = "") -> list[str]:
         elif isinstance(v, str) and "${" not in v and is_secret_key(k) and v:
             found.append(path)
     return found
+
+
+def _require_plain(cfg: Any, what: str) -> None:
+    """Refuse a mapping or sequence that is not a plain dict or list (an unconverted config node):
+    walking it would resolve the interpolations that must stay text."""
+    if not isinstance(cfg, (dict, list)) and hasattr(cfg, "__iter__") and not isinstance(cfg, (str, bytes)):
+        raise TypeError(f"{what} takes plain containers, got {type(cfg).__name__}: convert the config first "
+                        "(OmegaConf.to_container(cfg, resolve=False))")
 
 
 def _override_sets_secret(text: str) -> bool:
@@ -190,33 +196,3 @@ def secret_refusal(paths: list[str]) -> str:
             "which Hydra would write to .hydra/{config,hydra,overrides}.yaml. Put it in an environment variable "
             "and name it with the matching *_env setting (e.g. features.api_key_env=MY_KEY, "
             "features.base_url_env=MY_EMBEDDING_URL), or reference it as ${oc.env:MY_VAR}.")
-
-
-try:
-    from hydra.experimental.callback import Callback as _Callback
-except ImportError:  # hydra is a dependency; this only keeps the module importable without it
-    _Callback = object
-
-
-class RefuseSecretsCallback(_Callback):
-    """Hydra callback: stop a run or sweep before Hydra writes a literal secret to its output dir.
-
-    ``on_run_start`` / ``on_multirun_start`` run before Hydra creates the job directory, so a
-    refused run leaves nothing on disk. Redacting the files after Hydra wrote them would leave a
-    window in which a kill keeps the secret, and a resolver cannot reach ``overrides.yaml`` (the
-    raw command line); refusing is the only way the secret never persists.
-    """
-
-    def _check(self, config) -> None:
-        found = find_secrets(config)
-        # the command line repeats in hydra.overrides / override_dirname: name the settings themselves
-        found = [p for p in found if not p.startswith("hydra.")] or found
-        if found:
-            # Hydra turns a callback's exceptions into warnings and goes on; SystemExit stops it
-            raise SystemExit(f"ConfigError: {secret_refusal(found)}")
-
-    def on_run_start(self, config, **kwargs) -> None:
-        self._check(config)
-
-    def on_multirun_start(self, config, **kwargs) -> None:
-        self._check(config)

@@ -12,51 +12,45 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 #: Config keys that set a component's thread count (XGBoost/scikit-learn, torch, LightGBM style).
 THREAD_KEYS = ("n_jobs", "num_threads", "nthread")
 
 _active: list[int] = []  # budgets of the enclosing thread_limits blocks (innermost last)
+_outer = [1]  # processes running at once beside this one (set_outer_jobs)
 
 
-def _outer_jobs() -> int:
-    """Processes running at once around this one: a Hydra joblib sweep's ``n_jobs`` (else 1)."""
-    try:
-        from hydra.core.hydra_config import HydraConfig
-        from hydra.types import RunMode
+def set_outer_jobs(n: int) -> None:
+    """Declare that ``n`` processes (a sweep's parallel jobs, this one included) share the cores.
 
-        if HydraConfig.initialized():
-            hc = HydraConfig.get()
-            if hc.mode == RunMode.MULTIRUN:
-                n = hc.launcher.get("n_jobs")
-                return max(1, int(n)) if isinstance(n, int) and n > 0 else 1
-    except Exception:  # no Hydra, or a launcher without n_jobs
-        pass
-    return 1
+    The task layer sets it from the launcher's ``n_jobs`` when a task starts; 1 (the default) is a
+    process alone on its cores.
+    """
+    _outer[0] = max(1, int(n))
 
 
 def available_cores() -> int:
     """Cores this process may use: its CPU affinity, shared with the processes launched beside it.
 
     ``OMP_NUM_THREADS`` caps it when set (Ray sets it to a task's CPUs; users and schedulers set
-    it); a Hydra joblib sweep divides the cores among its ``n_jobs`` processes.
+    it); a sweep of parallel jobs (:func:`set_outer_jobs`) divides the cores among them.
     """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     omp = os.environ.get("OMP_NUM_THREADS", "")
     if omp.isdigit() and int(omp) > 0:
         cores = min(cores, int(omp))
-    return max(1, cores // _outer_jobs())
+    return max(1, cores // _outer[0])
 
 
-def fit_threads(parallel: int = 1, cfg: Any = None) -> int:
+def fit_threads(parallel: int = 1, threads: int | None = None) -> int:
     """Threads for each of ``parallel`` fits running at once in this process.
 
-    ``cfg.threads`` (an int) fixes the answer; null or absent divides :func:`available_cores`.
+    ``threads`` (the ``threads`` setting, an int) fixes the answer; None or 0 divides
+    :func:`available_cores`.
     """
-    fixed = cfg.get("threads") if cfg is not None and hasattr(cfg, "get") else None
-    if fixed:
-        return max(1, int(fixed))
+    if threads:
+        return max(1, int(threads))
     return max(1, available_cores() // max(1, int(parallel)))
 
 
@@ -65,7 +59,7 @@ def _capped(value: Any, n: int) -> int:
     return int(n) if value is None or int(value) <= 0 else min(int(value), int(n))
 
 
-def budgeted(node: Any, n: int) -> Any:
+def budgeted(node: Mapping | None, n: int) -> dict | None:
     """A copy of a component config with every thread setting (:data:`THREAD_KEYS`) capped at ``n``.
 
     An unset setting (null, or a negative "all cores") becomes ``n``; an explicit one keeps the
@@ -74,24 +68,20 @@ def budgeted(node: Any, n: int) -> Any:
     spin at every barrier, and with two of them on two busy cores a fit took 5-8x the CPU time and
     wall time of one thread.
 
-    Plain dicts and OmegaConf nodes are both accepted; ``None`` is returned unchanged.
+    Any mapping is accepted (nested mappings and sequences are walked); the copy is made of plain
+    dicts and lists, so ``node`` itself is left alone. ``None`` is returned unchanged.
     """
-    from omegaconf import DictConfig, ListConfig, OmegaConf
-
     if node is None:
         return None
-    is_omega = isinstance(node, (DictConfig, ListConfig))
-    tree = OmegaConf.to_container(node, resolve=True) if is_omega else node
 
     def walk(x):
-        if isinstance(x, dict):
+        if isinstance(x, Mapping):
             return {k: (_capped(v, n) if k in THREAD_KEYS else walk(v)) for k, v in x.items()}
-        if isinstance(x, list):
+        if isinstance(x, Sequence) and not isinstance(x, (str, bytes)):
             return [walk(v) for v in x]
         return x
 
-    out = walk(tree)
-    return OmegaConf.create(out) if is_omega else out
+    return walk(node)
 
 
 def current_budget() -> int | None:

@@ -1,6 +1,7 @@
 """Experiment tracking (``conf/tracking/``): MLflow with an embedded SQLite store by default.
 
-Every task runs inside ``with tracker.start_run(name, cfg) as run:``. The run object logs
+Every task runs inside ``with tracker.start_run(name, params) as run:`` (``params``: the config as
+plain containers, logged flattened). The run object logs
 metrics, figures, tables and text; on an exception (including Ctrl-C) the MLflow run ends
 as FAILED, never left RUNNING.
 """
@@ -24,20 +25,20 @@ from assessors.tracking_store import (TAG_HOST, TAG_PID, end_stale_runs, ensure_
 log = logging.getLogger(__name__)
 
 
-def flatten_config(cfg: Any, prefix: str = "") -> dict[str, str]:
-    """Flatten a (Omega)config to ``{"a.b.c": "value"}`` with secrets redacted.
+def flatten_config(cfg: dict | list, prefix: str = "") -> dict[str, str]:
+    """Flatten a config (plain containers, interpolations unresolved) to ``{"a.b.c": "value"}``
+    with secrets redacted.
 
     Keys that name secrets (``api_key``, ``token``, ...) are replaced by ``"***"``, except
     ``*_env`` keys, which only hold the *name* of an environment variable; credentials in URLs
     are removed (:func:`assessors.secrets.redact`).
     """
-    from omegaconf import DictConfig, ListConfig, OmegaConf
-
     from assessors.secrets import redact
 
-    if isinstance(cfg, (DictConfig, ListConfig)):
-        cfg = OmegaConf.to_container(cfg, resolve=False)
     if not prefix:
+        if not isinstance(cfg, (dict, list)):
+            raise TypeError(f"flatten_config takes plain containers, got {type(cfg).__name__}: convert the config "
+                            "first (OmegaConf.to_container(cfg, resolve=False))")
         cfg = redact(cfg)
     out: dict[str, str] = {}
     if isinstance(cfg, dict):
@@ -114,10 +115,10 @@ class NullTracker:
     """Tracker that keeps everything in memory (``tracking=none``)."""
 
     @contextlib.contextmanager
-    def start_run(self, run_name: str, cfg: Any = None, tags: dict | None = None) -> Iterator[RunLogger]:
+    def start_run(self, run_name: str, params: dict | None = None, tags: dict | None = None) -> Iterator[RunLogger]:
         run = RunLogger()
-        if cfg is not None:
-            run.log_params(flatten_config(cfg))
+        if params is not None:
+            run.log_params(flatten_config(params))
         yield run
 
 
@@ -239,7 +240,9 @@ class MlflowTracker:
         return mlflow
 
     @contextlib.contextmanager
-    def start_run(self, run_name: str, cfg: Any = None, tags: dict | None = None) -> Iterator[MlflowRun]:
+    def start_run(self, run_name: str, params: dict | None = None, tags: dict | None = None) -> Iterator[MlflowRun]:
+        """Open a run named ``run_name``; ``params`` (the config as plain containers, interpolations
+        unresolved) are logged flattened and redacted (:func:`flatten_config`)."""
         mlflow = self._setup()
         end_stale_runs(self)
         # mlflow's own context manager ends the run FAILED on any exception, KeyboardInterrupt
@@ -248,8 +251,8 @@ class MlflowTracker:
         with sigterm_as_interrupt(), mlflow.start_run(run_name=run_name, tags=process_tags()) as active:
             run = MlflowRun(mlflow, active, self)
             run.set_tags({"git_commit": git_commit(), **(tags or {})})
-            if cfg is not None:
-                run.log_params(flatten_config(cfg))
+            if params is not None:
+                run.log_params(flatten_config(params))
             yield run
 
 
@@ -270,15 +273,6 @@ def sigterm_as_interrupt():
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
-
-
-def tracker_from_cfg(cfg) -> NullTracker | MlflowTracker:
-    """Build the configured tracker (``cfg.tracking``), defaulting to in-memory."""
-    from hydra.utils import instantiate
-
-    if cfg is None or cfg.get("tracking") is None:
-        return NullTracker()
-    return instantiate(cfg.tracking)
 
 
 def _redacted(items: dict) -> dict:

@@ -22,18 +22,16 @@ from latent_goals import ROOT, compose
 
 def seed_aucs(seed: int, draws: int, overrides: list[str]) -> list[float]:
     """Mean test AUC of "all train data" per random_state (``draws`` of them) on one seed's split."""
-    from hydra.utils import instantiate
-
     from assessors.metrics import per_llm_auc
     from assessors.tasks.prepare import prepare
-    from assessors.tasks.train import _all_train_data_node
+    from assessors.tasks.train import all_train_data_assessor
 
     prep, out = None, []
     for rs in range(draws):
         cfg = compose([f"seed={seed}", "tracking=none", "plots=false", f"classifier.estimator.random_state={rs}",
                        "classifier.estimator.n_jobs=1", *overrides])
         prep = prep or prepare(cfg)  # the split and features do not depend on the trees' draw
-        base = instantiate(_all_train_data_node(cfg), use_reference=False, instance_features="embedding")
+        base = all_train_data_assessor(cfg, threads=1)
         none = np.zeros((len(prep.llms["val"]), 0), np.float32)
         base.fit(prep.X["train"], prep.S("train", "train"), np.array([], dtype=int),
                  validation=(prep.X["val"], prep.S("val", "val"), none) if prep.llms["val"] else None)

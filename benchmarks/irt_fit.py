@@ -12,6 +12,7 @@ import time
 import numpy as np
 from scipy.stats import spearmanr
 
+from assessors.irt_math import sigmoid
 from assessors.selection.irt import MultidimIRT
 
 
@@ -26,7 +27,7 @@ def main() -> None:
     th = rng.normal(size=(a.llms, a.dims))
     disc = rng.normal(0, 0.4, size=(a.items, a.dims))
     b = rng.normal(0, 1.5, size=a.items)
-    S = (rng.random((a.llms, a.items)) < 1 / (1 + np.exp(-(th @ disc.T - b)))).astype(np.float32)
+    S = (rng.random((a.llms, a.items)) < sigmoid(th @ disc.T - b)).astype(np.float32)
     S[rng.random(S.shape) < 0.02] = np.nan
     times, rhos = [], []
     for r in range(a.repeats):

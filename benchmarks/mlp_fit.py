@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from sklearn.metrics import roc_auc_score
 
+from assessors.irt_math import sigmoid
+
 
 class PairRows:
     """Lazy rows: row r = [emb[r % n_inst], ref[r // n_inst]] (float32), built per batch."""
@@ -42,10 +44,10 @@ def make_problem(seed=0, n_llms=50, n_inst=3600, d_emb=384, n_ref=100):
     emb /= np.linalg.norm(emb, axis=1, keepdims=True)  # unit vectors like MiniLM
     ability = rng.normal(size=n_llms)
     difficulty = emb @ rng.normal(size=d_emb) * 6
-    ref = (rng.random((n_llms, n_ref)) < 1 / (1 + np.exp(-(ability[:, None] + rng.normal(size=n_ref))))).astype(np.float32)
+    ref = (rng.random((n_llms, n_ref)) < sigmoid(ability[:, None] + rng.normal(size=n_ref))).astype(np.float32)
     # success depends on ability (recoverable from ref) x difficulty (from emb), with an interaction
     logit = ability[:, None] - difficulty[None, :] + 0.5 * ability[:, None] * np.tanh(difficulty[None, :])
-    y = (rng.random(logit.shape) < 1 / (1 + np.exp(-logit))).astype(np.float32).ravel()
+    y = (rng.random(logit.shape) < sigmoid(logit)).astype(np.float32).ravel()
     return PairRows(emb, ref), y, logit.ravel()
 
 

@@ -95,6 +95,7 @@ def train(data_dir: Path, features: Path, bank_path: Path, max_epochs: int, batc
     """One streaming fit (run in a subprocess for its own peak RSS)."""
     from assessors.core.latent_stream import StreamingLatentAssessor
     from assessors.data.semisynthetic import ItemBank, open_answers
+    from assessors.irt_math import sigmoid
 
     X = np.load(features)
     A = open_answers(data_dir)
@@ -106,12 +107,12 @@ def train(data_dir: Path, features: Path, bank_path: Path, max_epochs: int, batc
     held = np.sort(np.random.default_rng(seed).permutation(len(X))[:int(round(len(X) * 0.1))])
     bank = ItemBank.load(bank_path)
     theta = np.load(data_dir / "theta.npy")
-    p_true = 1 / (1 + np.exp(-(theta @ bank.a[held].T - bank.b[held])))  # (n_llms, h)
+    p_true = sigmoid(theta @ bank.a[held].T - bank.b[held])  # (n_llms, h)
     y = np.asarray(A[held]).T.astype(np.float64)
     eps = 1e-9
     oracle = float(-np.mean(y * np.log(p_true + eps) + (1 - y) * np.log(1 - p_true + eps)))
     a, b = model.item_parameters(X[held])
-    p_fit = 1 / (1 + np.exp(-(model.members_[0]["theta"] @ a[0].T - b[0])))
+    p_fit = sigmoid(model.members_[0]["theta"] @ a[0].T - b[0])
     member = model.members_[0]
     return {"stage": "train", "n_llms": int(A.shape[1]), "n_prompts": int(A.shape[0]), "train_pairs": int(model.n_pairs_),
             "fit_s": round(fit_s, 1), "fit_cpu_s": round(fit_cpu, 1), "epochs": member["epochs"],

@@ -24,13 +24,14 @@ def point(n_llms: int, n_inst: int, size: int) -> dict:
 
     from assessors.classifiers.grid import ParamGrid
     from assessors.core.generic import GenericAssessor
+    from assessors.irt_math import sigmoid
     from assessors.selection.factor_analysis import FactorAnalysisSelector
     from assessors.selection.feature_spaces import IRTSpace, SuccessSpace
     from assessors.selection.kmeans import KMeansSelector
 
     rng = np.random.default_rng(0)
     th, a, b = rng.normal(size=(n_llms, 10)), rng.normal(0, 0.5, (n_inst, 10)), rng.normal(size=n_inst)
-    S = (rng.random((n_llms, n_inst)) < 1 / (1 + np.exp(-(th @ a.T - b)))).astype(np.float32)
+    S = (rng.random((n_llms, n_inst)) < sigmoid(th @ a.T - b)).astype(np.float32)
     X = np.hstack([a, b[:, None], rng.normal(size=(n_inst, 53))]).astype(np.float32)
     ids = [str(i) for i in range(n_inst)]
     out = {"n_llms": n_llms, "n_instances": n_inst}

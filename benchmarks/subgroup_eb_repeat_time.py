@@ -14,6 +14,7 @@ import numpy as np
 from assessors.estimation.subgroup.direct import DirectEstimator
 from assessors.estimation.subgroup.empirical_bayes import EmpiricalBayes
 from assessors.estimation.subgroup.regression import SyntheticRegression
+from assessors.irt_math import sigmoid
 
 
 def main() -> None:
@@ -24,7 +25,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     n_llms, G, d = 78, 27, 384
     x = rng.normal(size=(G, d))
-    theta = 1 / (1 + np.exp(-(rng.normal(size=(n_llms, 1)) + x[:, :1].T + rng.normal(0, 0.5, (n_llms, G)))))
+    theta = sigmoid(rng.normal(size=(n_llms, 1)) + x[:, :1].T + rng.normal(0, 0.5, (n_llms, G)))
     trials = np.full((n_llms, G), 15.0)
     grid = {"max_depth": [2, 4], "n_estimators": [100, 300]} if args.param_grid else None
     eb = EmpiricalBayes(regressor=SyntheticRegression(param_grid=grid))

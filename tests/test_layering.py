@@ -3,6 +3,9 @@
 Every module under ``assessors/`` is parsed with :mod:`ast`; every ``import`` counts, including the
 ones inside functions (a function-local import is still a dependency, only a later one). The
 layers, lowest first, are the ones docs/architecture.md draws.
+
+Only the task layer reads the config: below ``assessors/tasks/`` no module imports Hydra or
+OmegaConf, and no function takes a parameter annotated as a config node (``DictConfig``).
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "assessors"
 #: Lowest first. A unit is a subpackage (``assessors/data/``) or a top-level module (``assessors/io.py``).
 #: A unit may import units of its own layer or of lower ones, never of a higher one.
 LAYERS: list[set[str]] = [
-    {"errors", "io", "threads", "secrets", "metrics", "tags", "dask_cluster", "memo"},  # foundation: no assessors imports but each other
+    {"errors", "io", "irt_math", "threads", "secrets", "metrics", "tags", "dask_cluster", "memo"},  # foundation: no assessors imports but each other
     {"data"},
     {"features"},
     {"selection", "classifiers"},
@@ -30,6 +33,10 @@ LAYERS: list[set[str]] = [
     {"tasks"},
 ]
 RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
+#: The only layer that may read the config (Hydra, OmegaConf).
+CONFIG_LAYER = "tasks"
+CONFIG_PACKAGES = ("hydra", "omegaconf")
+CONFIG_NODES = ("DictConfig", "ListConfig")
 
 
 def module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -126,6 +133,41 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def config_uses(source: str) -> list[str]:
+    """What in ``source`` reads the config: imports of :data:`CONFIG_PACKAGES` (at any depth) and
+    function parameters annotated with a config node (``DictConfig``, ``omegaconf.DictConfig | None``, ...)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""] if not node.level else []
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
+                if arg is not None and arg.annotation is not None and \
+                        any(n in ast.unparse(arg.annotation) for n in CONFIG_NODES):
+                    found.append(f"line {node.lineno}: {node.name}({arg.arg}: {ast.unparse(arg.annotation)})")
+            continue
+        else:
+            continue
+        found += [f"line {node.lineno}: import {n}" for n in names if n.split(".")[0] in CONFIG_PACKAGES]
+    return found
+
+
+def config_readers(root: Path = PACKAGE) -> dict[str, list[str]]:
+    """Modules below the task layer that read the config, with what they use."""
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        mod = module_name(path, root)
+        if unit(mod) == CONFIG_LAYER:
+            continue
+        found = config_uses(path.read_text())
+        if found:
+            out[mod] = found
+    return out
+
+
 @pytest.fixture(scope="module")
 def graph() -> dict[str, set[str]]:
     return import_graph()
@@ -147,15 +189,23 @@ def test_no_cycle_between_modules(graph):
     assert find_cycle(graph) is None
 
 
+def synthetic_package(root: Path, files: dict[str, str]) -> Path:
+    """An ``assessors`` package under ``root`` with ``files`` (relative path -> source) and the
+    ``__init__.py`` of every subpackage they are in."""
+    pkg = root / "assessors"
+    for rel, source in files.items():
+        path = pkg / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for d in [pkg, *path.relative_to(pkg).parents]:
+            (pkg / d / "__init__.py").touch()
+        path.write_text(source)
+    return pkg
+
+
 def test_function_local_imports_count(tmp_path):
     """A synthetic package whose low layer imports a task inside a function: the check must fail."""
-    pkg = tmp_path / "assessors"
-    for sub in ("data", "tasks"):
-        (pkg / sub).mkdir(parents=True)
-        (pkg / sub / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "tasks" / "train.py").write_text("from assessors.data.load import load\n")
-    (pkg / "data" / "load.py").write_text("def load():\n    from assessors.tasks.train import helper\n")
+    pkg = synthetic_package(tmp_path, {"tasks/train.py": "from assessors.data.load import load\n",
+                                       "data/load.py": "def load():\n    from assessors.tasks.train import helper\n"})
     g = import_graph(pkg)
     assert g["assessors.data.load"] == {"assessors.tasks.train"}
     units = unit_graph(g)
@@ -168,3 +218,23 @@ def test_relative_and_unlayered_imports_are_seen():
     src = "from .. import tasks\nfrom .sibling import x\nimport assessors.newthing\n"
     assert {"assessors.tasks", "assessors.core.sibling", "assessors.newthing"} <= imports_of(src, "assessors.core.mod", False)
     assert upward_edges({"core": {"newthing"}}) == ["core -> newthing (not in LAYERS: add it to the layer it belongs to)"]
+
+
+def test_only_the_tasks_read_the_config():
+    """Components take built objects and plain values; the tasks compose, convert and instantiate."""
+    assert config_readers() == {}
+
+
+def test_config_reads_below_the_tasks_are_seen(tmp_path):
+    """A synthetic package: each way of reading the config below the tasks is caught, the tasks' own are not."""
+    pkg = synthetic_package(tmp_path, {
+        "core/a.py": "import hydra.utils\n",
+        "core/b.py": "def f():\n    from omegaconf import OmegaConf\n",
+        "core/c.py": "def g(x, cfg: 'DictConfig | None' = None, *, n: int = 1):\n    pass\n",
+        "core/d.py": "from typing import Mapping\ndef h(cfg: Mapping, hydra_dir: str):\n    pass\n",
+        "tasks/t.py": "from omegaconf import DictConfig\ndef run(cfg: DictConfig):\n    pass\n"})
+    assert config_readers(pkg) == {
+        "assessors.core.a": ["line 1: import hydra.utils"],
+        "assessors.core.b": ["line 2: import omegaconf"],
+        "assessors.core.c": ["line 1: g(cfg: 'DictConfig | None')"],
+    }

@@ -57,10 +57,11 @@ def test_failed_run_ends_failed(compose):
 
 
 def test_secrets_never_reach_params(compose):
+    from assessors.tasks.config import plain
     from assessors.tracking import flatten_config
 
     cfg = compose(SMALL + ["+features.api_key=sk-verysecretvalue123", "+onboard.api_key_env=OPENAI_API_KEY"])
-    flat = flatten_config(cfg)
+    flat = flatten_config(plain(cfg, resolve=False))
     assert flat["features.api_key"] == "***"
     assert flat["onboard.api_key_env"] == "OPENAI_API_KEY"
     assert not any("sk-verysecret" in v for v in flat.values())

@@ -17,19 +17,19 @@ def test_budget_divides_the_cores_among_parallel_fits(monkeypatch):
     assert fit_threads(1) == cores and fit_threads(2) == max(1, cores // 2) and fit_threads(64) == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # what Ray or a scheduler sets for a 1-CPU task
     assert available_cores() == 1 and fit_threads(1) == 1
-    assert fit_threads(2, OmegaConf.create({"threads": 3})) == 3  # a fixed setting wins
+    assert fit_threads(2, 3) == 3  # a fixed setting wins
 
 
 def test_every_thread_setting_of_a_component_config_is_set(compose):
     cfg = compose([])
     spec = budgeted(cfg.specific, 1)
-    assert spec.n_jobs == 1 and spec.classifiers.xgboost.estimator.n_jobs == 1
+    assert spec["n_jobs"] == 1 and spec["classifiers"]["xgboost"]["estimator"]["n_jobs"] == 1
     assessor = instantiate(budgeted(cfg.assessor, 3))
     est = assessor.classifier.estimator
     assert est.get_params()["n_jobs"] == 3
     assert OmegaConf.select(cfg, "classifier.estimator.n_jobs") is None  # the config itself is left alone
     feats = budgeted(compose(["features=sentence_transformer"]).features, 2)
-    assert feats.num_threads == 2 and budgeted(None, 2) is None
+    assert feats["num_threads"] == 2 and budgeted(None, 2) is None
     assert budgeted({"a": [{"n_jobs": 8}], "b": 1}, 2) == {"a": [{"n_jobs": 2}], "b": 1}
 
 
@@ -93,6 +93,8 @@ def test_a_joblib_sweep_shares_the_cores_among_its_jobs(monkeypatch):
     from hydra.types import RunMode
     from omegaconf import open_dict
 
+    from assessors.tasks.config import sweep_jobs
+    from assessors.threads import set_outer_jobs
     from tests.conftest import CONF
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
@@ -104,7 +106,10 @@ def test_a_joblib_sweep_shares_the_cores_among_its_jobs(monkeypatch):
     cores = len(os.sched_getaffinity(0))
     try:
         HydraConfig.instance().set_config(cfg)
+        assert sweep_jobs() == 2  # the task layer reads the launcher ...
+        set_outer_jobs(sweep_jobs())  # ... and tells the thread budget (as run_task does)
         assert available_cores() == max(1, cores // 2)
     finally:
         HydraConfig.instance().cfg = None
-    assert available_cores() == cores
+        set_outer_jobs(1)
+    assert sweep_jobs() == 1 and available_cores() == cores

@@ -19,6 +19,7 @@ from torch import nn
 
 from assessors.classifiers.rows import as_row_source, column_stats, iter_chunks, take
 from assessors.errors import DataError
+from assessors.irt_math import sigmoid
 from assessors.tags import with_capabilities
 from assessors.threads import torch_threads
 
@@ -304,7 +305,7 @@ class MLPClassifier(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X) -> np.ndarray:
         """Probabilities of shape (n, 2): columns P(y=0), P(y=1), as in scikit-learn."""
-        p1 = 1.0 / (1.0 + np.exp(-self.decision_function(X).astype(np.float64)))
+        p1 = sigmoid(self.decision_function(X).astype(np.float64))
         return np.column_stack([1.0 - p1, p1])
 
     def predict(self, X) -> np.ndarray:

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from scipy.optimize import minimize
-from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
@@ -34,6 +33,7 @@ from torch.nn.functional import softplus
 
 from assessors.classifiers.rows import as_row_source, take
 from assessors.errors import DataError
+from assessors.irt_math import sigmoid
 from assessors.tags import with_capabilities
 from assessors.threads import torch_threads
 
@@ -222,7 +222,7 @@ class PairLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities of shape (n, 2), columns in ``classes_`` order."""
-        p = expit(self.decision_function(X))
+        p = sigmoid(self.decision_function(X))
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X) -> np.ndarray:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from assessors.core.posterior import GaussianPrior, check_answers, laplace_posterior, sigmoid
+from assessors.core.posterior import GaussianPrior, check_answers, laplace_posterior
 from assessors.data.semisynthetic import ItemBank
+from assessors.irt_math import map_ability
 
 
 def item_bank(model, X: np.ndarray, instance_ids, S: np.ndarray | None = None, member: int = 0,
@@ -58,17 +59,10 @@ def item_bank(model, X: np.ndarray, instance_ids, S: np.ndarray | None = None, m
 def difficulty_offsets(logit: np.ndarray, S: np.ndarray, sd: float, n_iter: int = 25) -> np.ndarray:
     """Per-item MAP offsets ``c`` (n,) of ``P = sigmoid(logit + c)`` given answers ``S`` (k, n).
 
-    Newton steps on every item at once: the log posterior is concave in each ``c_j`` alone.
+    Each item's offset is a one-dimensional 2PL ability posterior (:func:`assessors.irt_math.map_ability`)
+    over the LLMs' answers: discrimination 1, difficulty ``-logit``; all items at once.
     """
-    obs = np.isfinite(S)
-    y = np.where(obs, S, 0.0)
-    c = np.zeros(S.shape[1])
-    for _ in range(n_iter):
-        p = sigmoid(logit + c)
-        grad = ((y - p) * obs).sum(0) - c / sd ** 2
-        hess = (p * (1 - p) * obs).sum(0) + 1 / sd ** 2
-        step = np.clip(grad / hess, -2.0, 2.0)
-        c += step
-        if np.abs(step).max() < 1e-6:
-            break
-    return c
+    k = S.shape[0]
+    c = map_ability(np.ones((k, 1)), -np.asarray(logit, dtype=np.float64).T, np.asarray(S, dtype=np.float64).T,
+                    np.zeros(1), np.eye(1) / sd ** 2, n_iter=n_iter, tol=1e-6, max_step=2.0)
+    return c[:, 0]

@@ -1,11 +1,8 @@
 """Gaussian posterior over an LLM's latent abilities, from any graded items.
 
-Model: ``P(success | theta, item) = sigmoid(theta . a - b)`` with item parameters ``a`` (D,) and
-``b`` known, and a Gaussian prior ``theta ~ N(mu, Sigma)``. The log posterior is strictly concave,
-so a few Newton steps with the closed-form Hessian reach the MAP; the Laplace approximation
-``N(theta_map, H^-1)`` is the posterior. Everything is batched over LLMs: ``Y`` holds one row per
-LLM over a shared item list, NaN where an LLM has no answer (missing answers are simply absent
-from the likelihood).
+The MAP and Laplace covariance themselves are :func:`assessors.irt_math.laplace_posterior` (the one
+2PL ability posterior, shared with selection's IRT); this module adds what the latent assessor
+builds on it: answer checks, evidence labels, predictive moments and the fitted Gaussian prior.
 """
 from __future__ import annotations
 
@@ -14,14 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from assessors.errors import DataError
+from assessors.irt_math import laplace_posterior, sigmoid, weighted_gram  # noqa: F401 (re-exported to core)
 
 #: Evidence labels. ``prior_only``: no answers; ``one_class``: all answers equal, so the ability is
 #: bounded on one side only and the prediction leans on the prior; ``ok``: both outcomes seen.
 EVIDENCE = ("prior_only", "one_class", "ok")
-
-
-def sigmoid(z):
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
 
 
 def check_answers(Y, what: str = "answers") -> np.ndarray:
@@ -41,58 +35,6 @@ def evidence_labels(Y: np.ndarray) -> np.ndarray:
     n = obs.sum(1)
     pos = np.where(obs, Y, 0).sum(1)
     return np.where(n == 0, "prior_only", np.where((pos == 0) | (pos == n), "one_class", "ok"))
-
-
-def weighted_gram(A, w):
-    """``sum_n w[k, n] A[n] A[n]^T`` for every row of ``w`` (k, n) -> (k, D, D), as one batched matmul."""
-    return (A.T[None, :, :] * w[:, None, :]) @ A
-
-
-def laplace_posterior(A, b, Y, mu, prec, n_iter: int = 30, tol: float = 1e-8, max_step: float = 5.0):
-    """MAP abilities and Laplace covariances of ``k`` LLMs.
-
-    Parameters
-    ----------
-    A : ndarray of shape (n, D)
-        Item discriminations.
-    b : ndarray of shape (n,)
-        Item difficulties.
-    Y : ndarray of shape (k, n)
-        0/1 answers, NaN = not answered.
-    mu : ndarray of shape (D,)
-        Prior mean.
-    prec : ndarray of shape (D, D)
-        Prior precision (inverse covariance).
-    n_iter, tol, max_step : Newton iterations, stopping tolerance on the step, and a cap on the
-        step norm (guards the first steps when an LLM answered everything one way).
-
-    Returns
-    -------
-    theta : ndarray of shape (k, D)
-    cov : ndarray of shape (k, D, D)
-        Inverse negative Hessian of the log posterior at ``theta``.
-    """
-    A = np.asarray(A, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
-    obs = np.isfinite(Y).astype(np.float64)
-    y = np.nan_to_num(Y)
-    k, D = Y.shape[0], A.shape[1]
-    th = np.tile(np.asarray(mu, dtype=np.float64), (k, 1))
-    for _ in range(n_iter):
-        p = sigmoid(th @ A.T - b)  # (k, n)
-        grad = ((y - p) * obs) @ A - (th - mu) @ prec
-        w = p * (1 - p) * obs
-        H = weighted_gram(A, w) + prec
-        step = np.linalg.solve(H, grad[..., None])[..., 0]
-        norm = np.linalg.norm(step, axis=1, keepdims=True)
-        step = step * np.minimum(1.0, max_step / np.maximum(norm, 1e-300))
-        th = th + step
-        if np.abs(step).max() < tol:
-            break
-    p = sigmoid(th @ A.T - b)
-    H = weighted_gram(A, p * (1 - p) * obs) + prec
-    return th, np.linalg.inv(H)
 
 
 def logit_moments(theta, cov, A, b):

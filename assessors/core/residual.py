@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assessors.core.posterior import sigmoid, weighted_gram
+from assessors.irt_math import laplace_posterior
 
 
 class FeatureProjection:
@@ -108,26 +108,19 @@ def fit_residual(Phi, Y, offset, taus=(0.05, 0.1, 0.2, 0.4), n_iter: int = 25, a
     base = _loglik(y, obs, off)
     best_ev = base + float(min_gain)
     W, C, T = np.zeros((k, K)), np.zeros((k, K, K)), np.zeros(k)
-    eye = np.eye(K)
+    zero = np.zeros(K)
     for tau in taus:
-        w = np.zeros((k, K))
-        for _ in range(n_iter):
-            p = sigmoid(off + w @ Phi.T)
-            grad = ((y - p) * obs) @ Phi - w / tau ** 2
-            H = weighted_gram(Phi, p * (1 - p) * obs) + eye / tau ** 2
-            step = np.linalg.solve(H, grad[..., None])[..., 0]
-            w = w + step
-            if np.abs(step).max() < 1e-7:
-                break
-        p = sigmoid(off + w @ Phi.T)
-        H = weighted_gram(Phi, p * (1 - p) * obs) + eye / tau ** 2
-        _, logdet = np.linalg.slogdet(H * tau ** 2)
-        ev = _loglik(y, obs, off + w @ Phi.T) - 0.5 * (w ** 2).sum(1) / tau ** 2 - 0.5 * logdet
+        # the weights' posterior is the 2PL ability posterior with the latent logit as a per-LLM offset
+        w, cov = laplace_posterior(Phi, -off, Y, zero, np.eye(K) / tau ** 2, n_iter=n_iter, tol=1e-7)
+        _, logdet_cov = np.linalg.slogdet(cov)
+        # log det(H tau^2) = K log tau^2 - log det(H^-1)
+        log_prior = -0.5 * (w ** 2).sum(1) / tau ** 2 - 0.5 * (K * np.log(tau ** 2) - logdet_cov)
+        ev = _loglik(y, obs, off + w @ Phi.T) + log_prior
         better = ev > best_ev
         if allowed is not None:
             better &= np.asarray(allowed, dtype=bool)
         if better.any():
             best_ev = np.where(better, ev, best_ev)
             W[better], T[better] = w[better], tau
-            C[better] = np.linalg.inv(H[better])
+            C[better] = cov[better]
     return Residual(W, C, T, np.where(T > 0, best_ev - base, 0.0))

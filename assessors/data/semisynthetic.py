@@ -30,6 +30,7 @@ import numpy as np
 
 from assessors.data.results import Results
 from assessors.errors import DataError
+from assessors.irt_math import sigmoid
 
 log = logging.getLogger("assessors.data")
 
@@ -125,10 +126,6 @@ def writing_answers(out_dir: str | Path, n_prompts: int, n_llms: int):
     os.replace(tmp, out)
 
 
-def _sigmoid(z):
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
-
-
 def generate(bank: ItemBank, n_llms: int, out_dir: str | Path, seed: int = 0, progress: bool = False) -> Path:
     """Sample ``n_llms`` LLMs' answers on the bank's prompts into ``out_dir``.
 
@@ -163,7 +160,7 @@ def generate(bank: ItemBank, n_llms: int, out_dir: str | Path, seed: int = 0, pr
         for s in starts:
             e = min(s + BLOCK, n)
             rng = np.random.default_rng([int(seed), 1, s // BLOCK])  # one stream per block: reproducible in pieces
-            p = _sigmoid(bank.a[s:e] @ theta.T - bank.b[s:e, None])  # (block, n_llms), one block at a time
+            p = sigmoid(bank.a[s:e] @ theta.T - bank.b[s:e, None])  # (block, n_llms), one block at a time
             answers[s:e] = rng.random(p.shape) < p
         np.save(tmp / "theta.npy", theta)
         (tmp / "meta.json").write_text(json.dumps(meta))

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -103,11 +103,11 @@ class ValidationReport:
                 f"INCLUDED although flagged (validate.exclude=false; headline metrics contain them): {what}")
 
 
-def _opts(cfg) -> dict:
-    if cfg is None:
+def _opts(options: Mapping | None) -> dict:
+    """The validation options (a mapping of plain values, e.g. the ``validate`` settings) over :data:`DEFAULTS`."""
+    if options is None:
         return dict(DEFAULTS)
-    get = cfg.get if hasattr(cfg, "get") else (lambda k, d=None: getattr(cfg, k, d))
-    out = {k: get(k, v) for k, v in DEFAULTS.items()}
+    out = {k: options.get(k, v) for k, v in DEFAULTS.items()}
     out["fail_on"] = list(out["fail_on"] or [])
     return out
 

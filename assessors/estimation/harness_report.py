@@ -1,6 +1,8 @@
 """Tables, plots and the Markdown report of the benchmark-prediction harness."""
 from __future__ import annotations
 
+from typing import Mapping
+
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
@@ -105,10 +107,16 @@ def _plots(eg, cov, joined, sizes):
     return figs
 
 
-def report(records: pd.DataFrame, sim: pd.DataFrame, run_, h, wall_seconds: float) -> dict[str, float]:
-    """Compute tables, log them with plots and a Markdown report; return headline metrics."""
+def report(records: pd.DataFrame, sim: pd.DataFrame, run_, wall_seconds: float, main_size: int = 50,
+           log_records: bool = True, paper_anchors: Mapping | None = None) -> dict[str, float]:
+    """Compute tables, log them with plots and a Markdown report; return headline metrics.
+
+    ``main_size``: the number of evaluated items the headline table is about (the smallest size run
+    when it was not); ``log_records``: also log every trial's record; ``paper_anchors``: the paper's
+    figures to print beside ours, ``{caption: str, table: {method: {column: value}}}``.
+    """
     sizes = [int(s) for s in sorted(records["size"].unique())]
-    main = int(h.get("main_size", 50)) if int(h.get("main_size", 50)) in sizes else int(sizes[0])
+    main = int(main_size) if int(main_size) in sizes else int(sizes[0])
     eg = eg_table(records)
     cov = coverage_table(records)
     sg, joined = similarity_gap(records, sim, main)
@@ -116,7 +124,7 @@ def report(records: pd.DataFrame, sim: pd.DataFrame, run_, h, wall_seconds: floa
     tables = {f"tables/paper_table_n{s}.csv": paper_table(eg, s).reset_index() for s in sizes}
     tables.update({"tables/eg_per_benchmark.csv": eg, "tables/coverage.csv": cov,
                    "tables/similarity_gap.csv": sg, "tables/timing.csv": tim.reset_index()})
-    if bool(h.get("log_records", True)):
+    if log_records:
         tables["tables/records.csv"] = records
     for path, df in tables.items():
         run_.log_table(df, path)
@@ -135,7 +143,7 @@ def report(records: pd.DataFrame, sim: pd.DataFrame, run_, h, wall_seconds: floa
           f"Trials: {int(records['trial'].max()) + 1} (max). Wall time: {wall_seconds:.0f} s.", "",
           f"## Averaged over benchmarks, n = {main} (EG in accuracy points, EGR in %)", "",
           pt.to_markdown(), ""]
-    anchors = h.get("paper_anchors")
+    anchors = paper_anchors
     if anchors:  # the paper's figures, from the configuration, printed beside ours
         table = pd.DataFrame.from_dict({m: dict(v) for m, v in anchors["table"].items()}, orient="index")
         md += [f"Paper anchors ({anchors['caption']}):", "", table.to_markdown(), ""]

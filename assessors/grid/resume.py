@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 
-from omegaconf import DictConfig, OmegaConf
+from typing import Any, Mapping, Sequence
 
 from assessors.tracking_store import TAG_HOST, TAG_PID, end_stale_runs, process_tags  # noqa: F401 (re-exported)
 
@@ -27,18 +27,19 @@ TAG_HASH = "grid.config_hash"
 TAG_INFEASIBLE = "grid.infeasible"
 
 
-def _strip(node):
-    if isinstance(node, dict):
+def _strip(node: Any) -> Any:
+    """``node`` as plain dicts and lists (values resolved by reading them) without the ignored leaves."""
+    if isinstance(node, Mapping):
         return {k: _strip(v) for k, v in sorted(node.items()) if k not in _IGNORED_LEAVES}
-    if isinstance(node, list):
+    if isinstance(node, Sequence) and not isinstance(node, (str, bytes)):
         return [_strip(v) for v in node]
     return node
 
 
-def config_hash(cfg: DictConfig) -> str:
-    """Stable 16-hex hash of the result-determining part of a job config."""
-    part = {k: OmegaConf.to_container(cfg[k], resolve=True) if OmegaConf.is_config(cfg[k]) else cfg[k]
-            for k in RESULT_KEYS if k in cfg}
+def config_hash(cfg: Mapping) -> str:
+    """Stable 16-hex hash of the result-determining part (:data:`RESULT_KEYS`) of a job's settings,
+    any mapping of plain values or nested mappings and sequences."""
+    part = {k: cfg[k] for k in RESULT_KEYS if k in cfg}
     text = json.dumps(_strip(part), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

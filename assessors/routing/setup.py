@@ -1,10 +1,7 @@
 """Assemble a scoring engine: a loaded assessor model, its LLM registry (with trust reports) and a router."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
-
-from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from typing import Callable, Mapping, Sequence
 
 from assessors.core.evidence import Evidence, require_evidence_support
 from assessors.data.evidence_files import read_answer_prompts, read_onboarded
@@ -15,22 +12,19 @@ from assessors.routing.engine import Engine, load_assessor_model, registry_for
 from assessors.tags import capability
 
 
-def plain(node) -> Any:
-    """A config node as plain Python containers (other values unchanged)."""
-    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) or OmegaConf.is_config(node) else node
-
-
-def trust_hook(model, trust: Mapping | None):
+def trust_hook(model, trust: Mapping | Callable | None):
     """The registry's trust-report callable (reference -> dict) for ``model``.
 
     ``trust`` is ``{enabled: bool, **report options}`` (the built-in report of
-    :mod:`assessors.trust`), a node with a ``_target_`` for a custom callable, or None (off).
+    :mod:`assessors.trust`), a custom callable (already built), or None (off).
     """
-    trust = plain(trust)
     if not trust:
         return None
+    if callable(trust):
+        return trust
     if "_target_" in trust:
-        return instantiate(trust)
+        raise ConfigError(f"trust: a custom report ({trust['_target_']}) is built by the task that reads the config; "
+                          "pass the built callable here, or run through predict.py")
     if not trust.get("enabled", True):
         return None
     if capability(model.assessor, "has_posterior"):  # a latent assessor: report v2, whose verdict drives the fallback
@@ -43,11 +37,15 @@ def trust_hook(model, trust: Mapping | None):
     return make_trust_fn(model, **opts)
 
 
-def build_engine(model_uri: str | None, router: Mapping | None = None, llms: Sequence[Mapping] = (),
-                 known_llms: Any = None, default_cost: Mapping | None = None, trust: Mapping | None = None,
+def build_engine(model_uri: str | None, router=None, llms: Sequence[Mapping] = (),
+                 known_llms: str | Sequence[str] | None = None, default_cost: Mapping | None = None,
+                 trust: Mapping | Callable | None = None,
                  embed_cache_size: int = 10_000, model=None, tracking_uri: str | None = None,
                  precision: str | None = None) -> Engine:
     """Load the assessor from ``model_uri`` (config only) and register the configured LLMs.
+
+    ``router``: the routing policy, built (None: scoring only). ``trust``: see :func:`trust_hook`.
+    ``known_llms``: training LLMs to register by name, a list or ``"all"``.
 
     ``llms`` entries: ``{name, cost: {...}}`` plus what describes the LLM: ``reference: path``
     (results on the reference set), ``answers: path`` with ``prompts: [files]`` or ``onboarded:
@@ -59,14 +57,14 @@ def build_engine(model_uri: str | None, router: Mapping | None = None, llms: Seq
     """
     model = model if model is not None else load_assessor_model(model_uri, tracking_uri)
     set_precision(model.featurizer, precision)
-    engine = Engine(model, registry_for(model, trust_hook(model, trust)),
-                    router=instantiate(plain(router)) if router else None, embed_cache_size=embed_cache_size)
-    default_cost = dict(plain(default_cost) or {})
+    engine = Engine(model, registry_for(model, trust_hook(model, trust)), router=router,
+                    embed_cache_size=embed_cache_size)
+    default_cost = dict(default_cost or {})
     known = list(getattr(model, "llms", []))
     if known_llms:
         names = known if known_llms == "all" else list(known_llms)
         engine.register_known(names, cost=default_cost)
-    for spec in map(plain, llms or ()):
+    for spec in llms or ():
         register_spec(engine, spec, default_cost)
     return engine
 

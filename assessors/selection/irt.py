@@ -16,7 +16,8 @@ So the fit here is a joint maximum a posteriori (MAP) estimate with Gaussian pri
 (``ability ~ N(0, I)``, ``discrimination ~ N(0, prior_discrimination^2 I)``,
 ``difficulty ~ N(0, prior_difficulty^2)``), full-batch L-BFGS over the observed cells only
 (missing cells are simply left out of the likelihood). Ability for a *new* LLM with items
-fixed (:meth:`MultidimIRT.ability_for`) is a batched Newton MAP solve in NumPy.
+fixed (:meth:`MultidimIRT.ability_for`) is the project's one batched Newton MAP solve
+(:func:`assessors.irt_math.map_ability`), the one the latent assessor's posterior uses.
 
 Note on parametrisation: py-irt subtracts the difficulty once per dimension (logit
 ``sum_d (a_d theta_d - b)``); we subtract it once, so our ``difficulty_`` equals ``dims`` times
@@ -32,6 +33,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import DataError
+from assessors.irt_math import map_ability, sigmoid
 
 log = logging.getLogger(__name__)
 
@@ -182,8 +184,7 @@ class MultidimIRT(BaseEstimator):
         self._check_fitted()
         th = self.ability_ if ability is None else np.atleast_2d(np.asarray(ability, dtype=np.float64))
         sel = slice(None) if item_idx is None else np.asarray(item_idx, dtype=int)
-        logits = th @ self.discrimination_[sel].T - self.difficulty_[sel]
-        return 1.0 / (1.0 + np.exp(-np.clip(logits, -30, 30)))
+        return sigmoid(th @ self.discrimination_[sel].T - self.difficulty_[sel])
 
     def ability_for(self, success: np.ndarray, item_idx, n_iter: int = 25) -> np.ndarray:
         """MAP ability of new LLMs from a few items, item parameters fixed.
@@ -210,21 +211,5 @@ class MultidimIRT(BaseEstimator):
             raise DataError(f"ability_for: success has {s.shape[1]} columns but item_idx has {item_idx.size} items")
         if item_idx.size and (item_idx.min() < 0 or item_idx.max() >= self.difficulty_.size):
             raise DataError(f"ability_for: item_idx out of range [0, {self.difficulty_.size})")
-        obs = ~np.isnan(s)
-        y = np.nan_to_num(s)
-        A = self.discrimination_[item_idx]  # (n_sub, D)
-        b = self.difficulty_[item_idx]
-        k = s.shape[0]
-        mu, prec = self.ability_mean_, np.linalg.inv(self.ability_cov_)
-        th = np.tile(mu, (k, 1))
-        for _ in range(n_iter):
-            p = 1.0 / (1.0 + np.exp(-np.clip(th @ A.T - b, -30, 30)))  # (k, n_sub)
-            r = (y - p) * obs
-            grad = r @ A - (th - mu) @ prec
-            w = p * (1 - p) * obs  # (k, n_sub)
-            H = np.einsum("ks,sd,se->kde", w, A, A) + prec  # negative Hessian
-            step = np.linalg.solve(H, grad[..., None])[..., 0]
-            th = th + step
-            if np.abs(step).max() < 1e-8:
-                break
-        return th
+        return map_ability(self.discrimination_[item_idx], self.difficulty_[item_idx], s, self.ability_mean_,
+                           np.linalg.inv(self.ability_cov_), n_iter=n_iter)

@@ -176,15 +176,17 @@ async def _warm_routes(app: FastAPI) -> None:
         st.warmup_token = None
 
 
-def app_from_env() -> FastAPI:
-    """App factory for uvicorn workers (``uvicorn --factory assessors.serving.app:app_from_env``).
+def app_from_env(engine_factory: Callable[[ServerSettings], Engine] | None = None) -> FastAPI:
+    """App of one uvicorn worker process, from the settings in ``$ASSESSORS_SERVER_SETTINGS``.
 
-    Each worker process builds its own engine from the settings in ``$ASSESSORS_SERVER_SETTINGS``:
-    the model, the LLMs configured there, and a registry of its own.
+    Each worker builds its own engine: the model, the LLMs configured there, and a registry of its
+    own (``engine_factory``, as in :func:`create_app`). ``predict.py mode=serve`` starts the workers
+    with ``uvicorn --factory assessors.tasks.serve:app_from_env``, which passes a factory that builds
+    the configured router.
     """
     raw = os.environ.get(SETTINGS_ENV)
     if not raw:
         from assessors.errors import ConfigError
 
         raise ConfigError(f"{SETTINGS_ENV} is not set: start workers through `predict.py mode=serve server.workers=N`")
-    return create_app(json.loads(raw))
+    return create_app(json.loads(raw), engine_factory=engine_factory)

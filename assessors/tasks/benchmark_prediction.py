@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 from assessors.errors import ConfigError
 from assessors.estimation import harness
 from assessors.estimation import harness_report as rep
+from assessors.tasks.config import plain
 from assessors.tasks.wrapper import task_wrapper
 from assessors.threads import fit_threads
 
@@ -75,7 +76,7 @@ def execute(cfg, run_) -> dict[str, float]:
     t0 = time.perf_counter()
     data = load_benchmarks(h.benchmarks)
     # each of the n_jobs benchmark processes gets its share of the cores (null: decided here)
-    blas = int(h.get("blas_threads") or fit_threads(int(h.get("n_jobs", 1)), cfg))
+    blas = int(h.get("blas_threads") or fit_threads(int(h.get("n_jobs", 1)), cfg.get("threads")))
     paths = {name: _checkpoint_path(h.get("checkpoint_dir"), name, cfg, res) for name, res in data.items()}
     todo = _todo(data, paths)
     # benchmarks are independent: joblib runs n_jobs of them at once, each in its own process
@@ -90,7 +91,8 @@ def execute(cfg, run_) -> dict[str, float]:
     records = pd.concat([fresh[name] if name in fresh else pd.read_parquet(paths[name]) for name in data],
                         ignore_index=True)
     sim = _similarities(data, splits, trials, float(h.target_fraction))
-    return rep.report(records, sim, run_, h, wall_seconds=time.perf_counter() - t0)
+    return rep.report(records, sim, run_, time.perf_counter() - t0, main_size=int(h.get("main_size", 50)),
+                      log_records=bool(h.get("log_records", True)), paper_anchors=plain(h.get("paper_anchors")))
 
 
 run = task_wrapper("benchmark_prediction")(execute)

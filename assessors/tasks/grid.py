@@ -93,7 +93,7 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
     dict with ``val_auc_mean`` (mean validation AUC over validation LLMs, what sweeps optimise),
     ``test_auc_mean``, ``skipped`` (1.0 when the result came from an earlier run) and ``infeasible``.
     """
-    from assessors.tracking import tracker_from_cfg
+    from assessors.tasks.config import tracker_from_cfg
 
     done = finished_run(tracker_from_cfg(cfg), config_hash(cfg))
     if done is not None:
@@ -112,7 +112,7 @@ def _tags(cfg: DictConfig) -> dict[str, str]:
 @task_wrapper("grid", tags=_tags)
 def _run_combination(cfg: DictConfig, run) -> dict[str, float]:
     combo = combination(cfg)
-    with thread_limits(fit_threads(cfg=cfg)):
+    with thread_limits(fit_threads(threads=cfg.get("threads"))):
         t0 = time.perf_counter()
         prep = prepare(cfg)
         if not prep.llms["val"] or not prep.inst["val"]:
@@ -177,7 +177,7 @@ def grid_report(cfg: DictConfig) -> dict[str, float]:
     """Rebuild the report of the grid sweep logged to MLflow experiment ``cfg.tracking.experiment``
     (``python train.py experiment=grid_report tracking.experiment=<name>``)."""
     from assessors.grid.report import build_report
-    from assessors.tracking import tracker_from_cfg
+    from assessors.tasks.config import tracker_from_cfg
 
     gr = cfg.grid_report
     path = build_report(tracker_from_cfg(cfg), gr.out, baselines=winner_vs_baselines if gr.baselines else None,

@@ -27,7 +27,7 @@ class GridReportCallback(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         from assessors.grid.resume import end_stale_runs
-        from assessors.tracking import tracker_from_cfg
+        from assessors.tasks.config import tracker_from_cfg
 
         n = end_stale_runs(tracker_from_cfg(config))
         if n:
@@ -38,7 +38,7 @@ class GridReportCallback(Callback):
             return
         from assessors.grid.report import build_report
         from assessors.tasks.grid import winner_vs_baselines
-        from assessors.tracking import tracker_from_cfg
+        from assessors.tasks.config import tracker_from_cfg
 
         split = config.get("grid", {}).get("split_name")
         path = build_report(tracker_from_cfg(config), Path(config.hydra.sweep.dir) / "report",

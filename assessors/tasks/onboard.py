@@ -22,7 +22,8 @@ from assessors.data.prompt_files import read_prompts, read_reference, write_tabl
 from assessors.errors import ConfigError, DataError
 from assessors.data.prompts import read_prompt_files as read_prompt_table
 from assessors.routing.engine import load_assessor_model, registry_for
-from assessors.routing.setup import plain, trust_hook
+from assessors.routing.setup import trust_hook
+from assessors.tasks.config import built, plain
 from assessors.tags import capability
 from assessors.tasks.predict_common import report, tracking_uri_from_cfg
 
@@ -114,7 +115,7 @@ def onboard_reference(cfg: DictConfig, model) -> dict:
     ref = pd.DataFrame({"reference_id": results.instance_ids, "success": results.success[0]})
     path = write_table(ref, out_dir / "reference.csv")
     # registering validates the vector against the model and computes the trust report (when configured)
-    reg = registry_for(model, trust_hook(model, cfg.get("trust")))
+    reg = registry_for(model, trust_hook(model, built(cfg.get("trust"))))
     entry = reg.register(name, read_reference(path), source=str(path))
     if entry.trust is not None:
         log_onboarding_trust(cfg, name, entry.trust)
@@ -187,7 +188,7 @@ def adaptive_trust(cfg: DictConfig, model, runner, llm: str) -> dict | None:
 
 def log_onboarding_trust(cfg: DictConfig, llm: str, report: dict) -> None:
     """Log an onboarded LLM's trust report to the configured tracker (``tracking=none`` turns it off)."""
-    from assessors.tracking import tracker_from_cfg
+    from assessors.tasks.config import tracker_from_cfg
     from assessors.trust.posterior_policy import log_posterior_trust
 
     with tracker_from_cfg(cfg).start_run(f"onboard {llm}", tags={"mode": "onboard", "llm": llm}) as run:

@@ -11,14 +11,16 @@ from omegaconf import DictConfig
 
 from assessors.errors import ConfigError
 from assessors.routing.engine import Engine
-from assessors.routing.setup import build_engine, plain
+from assessors.routing.setup import build_engine
+from assessors.tasks.config import built, plain
 
 log = logging.getLogger("assessors.predict")
 
 
 def tracking_uri_from_cfg(cfg: DictConfig) -> str | None:
     """The MLflow store of ``cfg.tracking`` (the same absolute URI train.py logs to), or None."""
-    from assessors.tracking import MlflowTracker, tracker_from_cfg
+    from assessors.tasks.config import tracker_from_cfg
+    from assessors.tracking import MlflowTracker
 
     tracker = tracker_from_cfg(cfg) if cfg.get("tracking") is not None else None
     return tracker.uri if isinstance(tracker, MlflowTracker) else None
@@ -27,8 +29,9 @@ def tracking_uri_from_cfg(cfg: DictConfig) -> str | None:
 def engine_from_cfg(cfg: DictConfig, model=None, precision: str | None = None) -> Engine:
     """The engine of ``cfg.model_uri`` (or ``model``) with the configured router, LLMs and trust options;
     ``precision``: the encoder's, if not the trained featurizer's."""
-    return build_engine(cfg.model_uri, cfg.get("router"), cfg.get("llms") or [], cfg.get("known_llms"),
-                        cfg.get("default_cost"), cfg.get("trust"), cfg.server.embed_cache_size, model=model,
+    return build_engine(cfg.model_uri, built(cfg.get("router")), plain(cfg.get("llms") or []),
+                        plain(cfg.get("known_llms")), plain(cfg.get("default_cost")), built(cfg.get("trust")),
+                        cfg.server.embed_cache_size, model=model,
                         tracking_uri=tracking_uri_from_cfg(cfg), precision=precision)
 
 

@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from assessors.data.results import Results
 from assessors.errors import ConfigError
 from assessors.features.parts import featurize_parts
+from assessors.tasks.config import plain
 from assessors.threads import budgeted, fit_threads
 from assessors.tags import capability
 
@@ -61,8 +62,9 @@ def prepare(cfg: DictConfig) -> Prepared:
         # before splitting: degenerate data fails here, not after minutes of fitting; flagged
         # blocks (grading failures, too few cells, no prompt text) are left out unless configured
         needs_text = not capability(instantiate(cfg.features), "uses_results")  # __init__ only stores params
-        report = run_validation(results, cfg.validate, needs_text=needs_text)
-        results = exclude_flagged(results, report, cfg.validate)
+        options = plain(cfg.validate)
+        report = run_validation(results, options, needs_text=needs_text)
+        results = exclude_flagged(results, report, options)
     inst = held_out_for_trust(instantiate(cfg.split).split(results),
                               float(OmegaConf.select(cfg, "trust.holdout_prompts", default=0.0) or 0.0), int(cfg.seed))
     llms = instantiate(cfg.llm_split).split(results)
@@ -97,14 +99,15 @@ def held_out_for_trust(inst: dict[str, list[str]], share: float, seed: int) -> d
 
 def featurize(cfg, results: Results, inst: dict, train_llms: list[str]):
     """Fit the configured featurizer on training data and transform every split."""
-    featurizer = instantiate(budgeted(cfg.features, fit_threads(cfg=cfg)))
+    featurizer = instantiate(budgeted(cfg.features, fit_threads(threads=cfg.get("threads"))))
     return featurizer, featurize_parts(featurizer, results, inst, "train", train_llms)
 
 
 def fit_assessor(cfg, prep: Prepared, ref_idx: np.ndarray, ref_ids: list[str], assessor_cfg=None):
     """Fit the configured assessor (``cfg.assessor`` or ``assessor_cfg``) on the training LLMs with
     reference positions ``ref_idx`` (ids ``ref_ids``), validated on the validation LLMs if any."""
-    assessor = instantiate(budgeted(assessor_cfg if assessor_cfg is not None else cfg.assessor, fit_threads(cfg=cfg)))
+    node = assessor_cfg if assessor_cfg is not None else cfg.assessor
+    assessor = instantiate(budgeted(node, fit_threads(threads=cfg.get("threads"))))
     assessor.fit(prep.X["train"], prep.S("train", "train"), ref_idx, validation=prep.validation(ref_ids))
     return assessor
 
@@ -118,9 +121,10 @@ def fit_selector(selector, prep: Prepared):
     return selector.fit(S_tr, prep.inst["train"], prep.X["train"])
 
 
-def fit_generic(cfg, prep: Prepared, selector_cfg=None, assessor_cfg=None):
-    """Select the reference set and fit the generic assessor; returns (assessor, ref ids)."""
-    selector = fit_selector(instantiate(selector_cfg if selector_cfg is not None else cfg.selector), prep)
+def fit_generic(cfg, prep: Prepared, selector=None, assessor_cfg=None):
+    """Select the reference set (with ``selector``, unfitted, or the configured one) and fit the
+    generic assessor; returns (assessor, ref ids)."""
+    selector = fit_selector(selector if selector is not None else instantiate(cfg.selector), prep)
     ref_ids = selector.reference_ids_
     assessor = fit_assessor(cfg, prep, np.asarray(selector.reference_index_), ref_ids, assessor_cfg)
     return assessor, ref_ids

@@ -39,7 +39,7 @@ def _settings(cfg, X, S, C_est, C_true, llms, ref_index, points):
     singles = points[points["kind"] == "single LLM"]
     best = singles.loc[singles["accuracy"].idxmax()]
     c_range = (float(singles["cost"].min()), float(singles["cost"].max()))
-    assessor = instantiate(budgeted(cfg.assessor, fit_threads(cfg=cfg)))
+    assessor = instantiate(budgeted(cfg.assessor, fit_threads(threads=cfg.get("threads"))))
     knn, mf, router = instantiate(cfg.baselines.knn), instantiate(cfg.baselines.mf), instantiate(cfg.router)
     tables, curves_by, figs = [], {}, {}
     holdouts = [("in-distribution", None)] + [(f"onboarding:{h}", llms.index(h)) for h in cfg.routing_eval.onboarding_holdout]
@@ -71,7 +71,7 @@ def run(cfg: DictConfig, run) -> dict:
     res = instantiate(cfg.data)
     ids, train_ids = _split_ids(res, cfg.routing_eval.val_fraction, cfg.seed)
     llms = list(res.llms)
-    featurizer = instantiate(budgeted(cfg.features, fit_threads(cfg=cfg)))
+    featurizer = instantiate(budgeted(cfg.features, fit_threads(threads=cfg.get("threads"))))
     X = featurize_parts(featurizer, res, ids, "fit")
     S = {p: res.matrix(llms, v) for p, v in ids.items()}
     C_true = {p: np.nan_to_num(res.cost[:, res.instance_index(v)]) for p, v in ids.items()}

@@ -7,7 +7,7 @@ import os
 from omegaconf import DictConfig
 
 from assessors.errors import ConfigError
-from assessors.routing.setup import plain
+from assessors.tasks.config import built, plain
 from assessors.tasks.predict_common import calibrate, engine_from_cfg, tracking_uri_from_cfg
 
 log = logging.getLogger("assessors.predict")
@@ -30,6 +30,21 @@ def _path(cfg: DictConfig, key: str) -> str | None:
     """``cfg.paths.<key>`` as a string (None when unset)."""
     value = (cfg.get("paths") or {}).get(key)
     return None if value in (None, "") else str(value)
+
+
+def engine_for_settings(settings):
+    """A worker's engine: the settings' model and LLMs, with their router and trust nodes built here."""
+    from assessors.serving.engine import engine_from_settings
+
+    return engine_from_settings(settings, router=built(settings.router), trust=built(settings.trust))
+
+
+def app_from_env():
+    """App factory of the uvicorn worker processes (``server.workers > 1``): the settings passed in
+    the environment, the engine from :func:`engine_for_settings`."""
+    from assessors.serving.app import app_from_env as serving_app
+
+    return serving_app(engine_factory=engine_for_settings)
 
 
 def run(cfg: DictConfig, model=None) -> dict:
@@ -56,7 +71,7 @@ def run(cfg: DictConfig, model=None) -> dict:
         os.environ[SETTINGS_ENV] = settings.model_dump_json()
         log.info("serving on http://%s:%d with %d worker processes (OpenAPI at /docs)", settings.host, settings.port,
                  settings.workers)
-        uvicorn.run("assessors.serving.app:app_from_env", factory=True, workers=settings.workers, **options)
+        uvicorn.run("assessors.tasks.serve:app_from_env", factory=True, workers=settings.workers, **options)
         return {}
     engine = engine_from_cfg(cfg, model, precision=settings.precision)
     calibrate(cfg, engine)

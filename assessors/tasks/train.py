@@ -11,11 +11,14 @@ import time
 import numpy as np
 import pandas as pd
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
+from assessors.core.generic import GenericAssessor
 from assessors.errors import ConfigError
 from assessors.metrics import evaluate
+from assessors.selection.base import RandomSelector
+from assessors.tasks.config import plain
 from assessors.tasks.prepare import Prepared, fit_generic, prepare
 from assessors.tasks.train_trust import fit_trust_parts
 from assessors.tasks.wrapper import task_wrapper
@@ -38,8 +41,7 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
     cmp = cfg.get("compare", {})
     if cmp.get("all_train_data", True):
         t0 = time.perf_counter()
-        base = instantiate(budgeted(_all_train_data_node(cfg), fit_threads(cfg=cfg)), use_reference=False,
-                           instance_features="embedding")
+        base = all_train_data_assessor(cfg, fit_threads(threads=cfg.get("threads")))
         val = None
         if prep.llms["val"]:
             val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
@@ -47,12 +49,11 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
         preds["all_train_data"] = base.predict_proba(X_te, np.zeros((len(test_llms), 0), np.float32))
         prep.timings["all_train_data_fit_s"] = time.perf_counter() - t0
     if cmp.get("random_selector", True):
-        if OmegaConf.select(cfg, "selector._target_", default="").endswith("RandomSelector"):
+        if type(instantiate(cfg.selector)) is RandomSelector:  # __init__ only stores params
             # the configured selector is already random: the baseline is the generic assessor itself
             preds["random_selector"] = preds["generic"]
         else:
-            rand = {"_target_": "assessors.selection.base.RandomSelector", "size": cfg.selector.size, "seed": cfg.seed}
-            g2, ref2 = fit_generic(cfg, prep, selector_cfg=rand)
+            g2, ref2 = fit_generic(cfg, prep, selector=RandomSelector(size=cfg.selector.size, seed=cfg.seed))
             preds["random_selector"] = g2.predict_proba(X_te, prep.results.matrix(test_llms, ref2))
     ref_pos = prep.results.instance_index(ref_ids)
     X_ref = prep.X["train"][pd.Index(prep.inst["train"]).get_indexer(ref_ids)]
@@ -65,14 +66,14 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
     return preds, fitted
 
 
-def _all_train_data_node(cfg):
-    """The "all train data" baseline: the generic assessor without reference vector, whichever
-    assessor is configured (an assessor without that switch gets the generic one on ``cfg.classifier``,
-    so the baseline is the same in every run)."""
+def all_train_data_assessor(cfg, threads: int):
+    """The "all train data" baseline, built with ``threads`` threads: the generic assessor without
+    reference vector, whichever assessor is configured (an assessor without that switch gets the
+    generic one on ``cfg.classifier``, so the baseline is the same in every run)."""
     if "use_reference" in cfg.assessor:
-        return cfg.assessor
-    return {"_target_": "assessors.core.generic.GenericAssessor",
-            "classifier": OmegaConf.to_container(cfg.classifier, resolve=True)}
+        return instantiate(budgeted(cfg.assessor, threads), use_reference=False, instance_features="embedding")
+    return GenericAssessor(classifier=instantiate(budgeted(cfg.classifier, threads)), use_reference=False,
+                           instance_features="embedding")
 
 
 def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np.ndarray) -> np.ndarray:
@@ -86,7 +87,7 @@ def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np
     from joblib import Parallel, delayed
 
     jobs = max(1, int(cfg.get("llm_jobs", 1)))
-    threads = fit_threads(jobs, cfg)
+    threads = fit_threads(jobs, cfg.get("threads"))
     inst = {part: prep.results.instance_index(prep.inst[part]) for part in ("train", "val")}
     spec_cfg = budgeted(cfg.specific, threads)
 
@@ -134,8 +135,9 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
     from assessors.data.exclusion import excluded_summary
     from assessors.reporting.run_report import print_report, report_run
 
-    with thread_limits(fit_threads(cfg=cfg)):
-        run.log_params({"threads.per_fit": fit_threads(cfg=cfg), "threads.per_llm_fit": fit_threads(cfg.get("llm_jobs", 1), cfg)})
+    with thread_limits(fit_threads(threads=cfg.get("threads"))):
+        run.log_params({"threads.per_fit": fit_threads(threads=cfg.get("threads")),
+                        "threads.per_llm_fit": fit_threads(cfg.get("llm_jobs", 1), cfg.get("threads"))})
         t_all = time.perf_counter()
         prep = prepare(cfg)
         run.set_tags({"data_fingerprint": prep.results.fingerprint(), "data": prep.results.name,
@@ -146,7 +148,7 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
             from assessors.data.validate import validate_split
 
             # adds the split-size and train/test leakage checks, logs the report
-            validate_split(prep.results, prep.inst, prep.llms, prep.X, cfg.validate, run,
+            validate_split(prep.results, prep.inst, prep.llms, prep.X, plain(cfg.validate), run,
                            reference_size=cfg.selector.get("size"),
                            text_features=not capability(prep.featurizer, "uses_results"))
         preds, fitted = predict_methods(cfg, prep)

@@ -145,7 +145,8 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
     inst = prep.results.instances
     groups = (inst.loc[prep.inst["train"], "subgroup"].fillna("<none>").astype(str).to_numpy()
               if "subgroup" in inst.columns else np.zeros(len(prep.inst["train"]), dtype=str))
-    chooser.fit(lambda: instantiate(budgeted(cfg.assessor, fit_threads(cfg=cfg))), population, prep.X["train"],
+    threads = fit_threads(threads=cfg.get("threads"))
+    chooser.fit(lambda: instantiate(budgeted(cfg.assessor, threads)), population, prep.X["train"],
                 prep.S("train", "train"), prep.S("val", "train"), groups)
     rec = chooser.record()
     prep.timings["trust_ood_fallback_fit_s"] = time.perf_counter() - t0

@@ -68,7 +68,7 @@ def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
     opts = OmegaConf.to_container(te.report, resolve=True)
     T = prep.results.matrix(prep.llms["train"], ref_ids)
     prof = training_profile(T, opts.get("k", 3))
-    specific = instantiate(budgeted(cfg.specific, fit_threads(cfg=cfg)))
+    specific = instantiate(budgeted(cfg.specific, fit_threads(threads=cfg.get("threads"))))
     val, Pg_v, Pr_v, S_v, fl_v = score_llms(generic, specific, T, prep.llms["train"], _part(prep, "val", ref_ids),
                                             "val", prof, opts)
     test, Pg_t, Pr_t, S_t, fl_t = score_llms(generic, specific, T, prep.llms["train"], _part(prep, "test", ref_ids),

@@ -7,6 +7,7 @@ from hydra.utils import instantiate
 from assessors.data.results import Results
 from assessors.data.validate import _opts, check_results, enforce, leakage_issue, log_validation
 from assessors.tasks.prepare import featurize
+from assessors.tasks.config import plain
 from assessors.tasks.wrapper import task_wrapper
 from assessors.tags import capability
 
@@ -14,7 +15,7 @@ from assessors.tags import capability
 @task_wrapper("validate")
 def run(cfg, run) -> dict[str, float]:
     """Task for ``python train.py experiment=validate``: load, check, (split, featurize, leakage), log."""
-    vcfg = cfg.get("validate")
+    vcfg = plain(cfg.get("validate"))
     results: Results = instantiate(cfg.data)
     report = check_results(results, vcfg)
     results.meta["validation"] = report.to_dict()

@@ -16,7 +16,8 @@ import time
 from typing import Any, Callable, Mapping
 
 from assessors.errors import ConfigError
-from assessors.tracking import RunLogger, tracker_from_cfg
+from assessors.tasks.config import plain, tracker_from_cfg
+from assessors.tracking import RunLogger
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,8 @@ def task_wrapper(name: str, tags: Callable[[Any], Mapping[str, str]] | None = No
         def wrapped(cfg) -> dict:
             tracker = tracker_from_cfg(cfg)
             t0 = time.perf_counter()
-            with tracker.start_run(cfg.get("run_name") or name, cfg, tags=dict(tags(cfg)) if tags else None) as run:
+            params = plain(cfg, resolve=False)  # unresolved: a logged ${oc.env:...} names the variable, not its value
+            with tracker.start_run(cfg.get("run_name") or name, params, tags=dict(tags(cfg)) if tags else None) as run:
                 try:
                     metrics = task(cfg, run)
                 except KeyboardInterrupt:

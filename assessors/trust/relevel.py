@@ -17,6 +17,7 @@ import numpy as np
 from scipy.special import logit
 
 from assessors.core.posterior import sigmoid
+from assessors.irt_math import map_ability
 from assessors.trust.reference_only import answered
 
 #: Name of this fallback predictor in reports and outputs.
@@ -37,20 +38,13 @@ def fit_offset(z: np.ndarray, y: np.ndarray, prior_sd: float = 3.0, n_iter: int 
     y : ndarray of shape (n,)
         0/1 answers (finite).
 
-    Newton's method on a strictly concave one-parameter objective (converges in a few steps).
+    The one-dimensional case of the 2PL ability posterior (:func:`assessors.irt_math.map_ability`):
+    discrimination 1, difficulty ``-z``; Newton steps capped at 2 logits (the first steps from a far
+    level can overshoot).
     """
     z, y = np.asarray(z, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    prec = 1.0 / float(prior_sd) ** 2
-    d = 0.0
-    for _ in range(n_iter):
-        p = sigmoid(z + d)
-        grad = float((y - p).sum()) - prec * d
-        hess = float((p * (1 - p)).sum()) + prec
-        step = grad / hess
-        d += float(np.clip(step, -2.0, 2.0))  # damped: the first steps from a far level can overshoot
-        if abs(step) < 1e-8:
-            break
-    return d
+    prec = np.eye(1) / float(prior_sd) ** 2
+    return float(map_ability(np.ones((len(z), 1)), -z, y[None], np.zeros(1), prec, n_iter=n_iter, max_step=2.0)[0, 0])
 
 
 class ReleveledPredictor:

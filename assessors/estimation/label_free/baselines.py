@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from scipy.special import expit, logit
+from scipy.special import logit
 
 from assessors.errors import DataError
+from assessors.irt_math import sigmoid
 from assessors.estimation.label_free.base import LabelFreeEstimator
 
 
@@ -32,7 +33,7 @@ class AvgConf(LabelFreeEstimator):
 def _scaled(c, t):
     # Confidence of the chosen label only: rescale its logit (the binary view of temperature scaling).
     c = np.clip(c[~np.isnan(c)], 1e-6, 1 - 1e-6)
-    return expit(logit(c) / t)
+    return sigmoid(logit(c) / t)
 
 
 class TemperatureScaling(LabelFreeEstimator):
