@@ -101,9 +101,12 @@ def test_predict_py_score_subprocess(saved_model, files, tmp_path):
                         f"out={out}", f"llms=[{{name: new, reference: {files['csv']}}}]", f"hydra.run.dir={tmp_path}/h"],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    summary = json.loads(r.stdout)  # stdout is one JSON document: logs and trust reports go to stderr
+    summary = json.loads(r.stdout)  # stdout is one JSON document: logs go to stderr, trust reports to a file
     assert summary["n_prompts"] == 12 and len(pd.read_csv(out)) == 12
-    assert "new" in summary["trust"] and "trust report for new" in r.stderr
+    reports = json.loads(Path(summary["trust"]["reports"]).read_text())
+    assert "new" in reports and sum(summary["trust"]["verdicts"].values()) == len(reports)
+    assert Path(summary["trust"]["reports"]).parent == tmp_path / "h"  # the run folder
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) <= 30
 
 
 def test_tracked_model_uri_uses_the_configured_store(compose, files, tmp_path):
