@@ -13,15 +13,17 @@ from pathlib import Path
 
 #: Environment variable that, set to 1/true, shows INFO records and tracebacks on the console.
 VERBOSE_ENV = "ASSESSORS_VERBOSE"
-#: Loggers whose warnings reach the console (others' only from ERROR up; all reach the log file).
-PROJECT_LOGGERS = ("assessors", "__main__")
+#: Loggers (and their children) whose warnings reach the console (others' only from ERROR up; all reach
+#: the log file): the project's, and Hydra's and its launcher plugins' (a sweep's jobs).
+PROJECT_LOGGERS = ("assessors", "__main__", "hydra", "hydra_plugins")
 #: ``extra`` key of a record that goes to the log file only (e.g. a traceback already summarised).
 FILE_ONLY = "file_only"
 #: Console lines are cut to about this many characters.
 MAX_CHARS = 240
 _CUTS = (": ", ", e.g. ", "; e.g. ", " e.g. ")
 
-_state = {"verbose": os.environ.get(VERBOSE_ENV, "").lower() in ("1", "true", "yes"), "warnings": 0}
+_state = {"verbose": os.environ.get(VERBOSE_ENV, "").lower() in ("1", "true", "yes"), "warnings": 0,
+          "project_level": logging.WARNING}
 
 
 def shorten(text: str, limit: int = MAX_CHARS, where: str = "the log file") -> str:
@@ -47,6 +49,14 @@ def set_verbose(on: bool) -> None:
     if _state["verbose"]:
         for h in console_handlers():
             h.setLevel(logging.INFO)
+
+
+def show_project_info() -> None:
+    """Show the project's INFO records on the console too (a sweep's progress: which job runs, which
+    combination is skipped); third-party records and tracebacks stay in the log file."""
+    _state["project_level"] = logging.INFO
+    for h in console_handlers():
+        h.setLevel(min(h.level, logging.INFO))
 
 
 def verbose() -> bool:
@@ -83,8 +93,8 @@ class ConsoleFilter(logging.Filter):
             return True
         if getattr(record, FILE_ONLY, False):
             return False
-        ours = record.name in PROJECT_LOGGERS or record.name.startswith("assessors.")
-        keep = record.levelno >= logging.ERROR or (ours and record.levelno >= logging.WARNING)
+        ours = record.name.split(".", 1)[0] in PROJECT_LOGGERS
+        keep = record.levelno >= logging.ERROR or (ours and record.levelno >= _state["project_level"])
         if keep and record.levelno == logging.WARNING:
             _state["warnings"] += 1
         return keep

@@ -25,11 +25,13 @@ def run_task(cfg: DictConfig) -> float | None:
     the log file (and to the console with ``verbose=true`` or ``ASSESSORS_VERBOSE=1``). A multirun job
     or a call from Python re-raises it (a sweep records the failed job as before).
     """
-    from assessors.reporting.console import set_verbose
+    from assessors.reporting.console import set_verbose, show_project_info
     from assessors.secrets import protect_logging
     from assessors.tasks.wrapper import get_metric_value
 
     set_verbose(bool(cfg.get("verbose", False)))
+    if _hydra_mode() == "MULTIRUN":
+        show_project_info()  # a sweep's jobs say what they run and skip
     # MLflow's records then reach the run's log file (and the console only from ERROR up) instead of
     # its own stderr handler
     os.environ.setdefault("MLFLOW_CONFIGURE_LOGGING", "false")
@@ -42,7 +44,7 @@ def run_task(cfg: DictConfig) -> float | None:
         return get_metric_value(task(cfg), cfg.get("optimized_metric"))
     except Exception as exc:  # noqa: BLE001 (only expected errors are handled; the rest re-raised)
         err = expected_error(exc)
-        if err is None or not _single_hydra_run():
+        if err is None or _hydra_mode() != "RUN":
             raise
         stop(err, exc)
 
@@ -79,9 +81,12 @@ def stop(err: BaseException, exc: BaseException) -> None:
     sys.exit(EXIT_EXPECTED)
 
 
-def _single_hydra_run() -> bool:
-    """Whether this is a ``train.py``/``predict.py`` run (not a multirun job, not a library call)."""
+def _hydra_mode() -> str | None:
+    """``RUN`` in a ``train.py``/``predict.py`` run, ``MULTIRUN`` in a sweep's job, None outside Hydra
+    (a call from Python)."""
     from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
 
-    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.RUN
+    if not HydraConfig.initialized():
+        return None
+    mode = HydraConfig.get().mode
+    return getattr(mode, "name", None if mode is None else str(mode))

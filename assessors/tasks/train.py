@@ -164,6 +164,8 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
         summary.update(timings)
         command = log_model(cfg, run, prep, fitted)
         print_report(auc, notes, summary, fitted["generic"].classifier_name_, run.location, headline=method)
+        if run.tags.get("model_uri"):
+            print(f"Model: {run.tags['model_uri']}")
         if command:
             print(f"Next: score held-out prompts with this model (P(success) of each training LLM):\n  {command}")
             run.log_text(command + "\n", "predict_command.txt")

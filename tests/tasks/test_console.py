@@ -150,6 +150,7 @@ def test_a_small_train_run_prints_a_short_summary(tmp_path):
     assert "Data: open_llm_leaderboard_v2, 77 LLMs x 678 prompts" in text
     assert "| paper_generic |" in re.sub(r" +", " ", text) and "random_selector" not in text
     assert "paper_generic: mean test AUC" in text and "Next: " in text and "predict.py mode=score" in text
+    assert "Model: models:/" in text
     assert not any(len(ln) > 400 for ln in lines if not ln.startswith("  python")), text
     (folder,) = (tmp_path / "runs").iterdir()
     assert (folder / "tables" / "auc_per_llm.md").exists() and (folder / "train.log").exists()
