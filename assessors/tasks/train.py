@@ -176,7 +176,7 @@ def data_line(prep: Prepared, cfg) -> str:
     """One line: the data, its size and the split (prompts and LLMs per part), and the seed."""
     n_llms, n_inst = prep.results.success.shape
     parts = ("train", "val", "test")
-    return (f"Data: {prep.results.name}, {n_llms} LLMs x {n_inst} prompts; split (train/val/test): prompts "
+    return (f"Data: {prep.results.name}, {n_llms} LLMs x {n_inst:,} prompts; split (train/val/test): prompts "
             + "/".join(str(len(prep.inst[p])) for p in parts) + ", LLMs "
             + "/".join(str(len(prep.llms[p])) for p in parts) + f"; seed {cfg.get('seed', 0)}")
 
