@@ -128,6 +128,15 @@ def report_headline(text: str, max_lines: int = 30) -> str:
     return "\n".join(out).rstrip()
 
 
+def log_the_log(run: RunLogger) -> None:
+    """Log the run's log file (the full text of every warning the console shortened) as ``logs/<name>``."""
+    from assessors.reporting.console import log_file
+
+    path = log_file()
+    if path is not None and path.exists():
+        run.log_artifact(str(path), "logs")
+
+
 def print_reports(folder: RunFolderCopy) -> None:
     """Print the headline of each Markdown report the task wrote and where the report is."""
     for path in folder.written:
@@ -171,6 +180,7 @@ def task_wrapper(name: str, tags: Callable[[Any], Mapping[str, str]] | None = No
                     run.end("KILLED")
                     raise
                 run.log_metrics({"time/task_s": time.perf_counter() - t0})
+                log_the_log(tracked)
             print_reports(run)
             log.info("%s finished in %.1fs", name, time.perf_counter() - t0)
             return metrics

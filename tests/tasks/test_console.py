@@ -161,6 +161,7 @@ def test_a_small_train_run_prints_a_short_summary(tmp_path):
     (run,) = client.search_runs([client.get_experiment_by_name("assessors").experiment_id])
     assert run.info.run_name == "train paper_generic open_llm_leaderboard_v2 random s0"
     assert run.data.metrics["auc/headline"] == run.data.metrics["auc/paper_generic"]
+    assert [a.path for a in client.list_artifacts(run.info.run_id, "logs")] == ["logs/train.log"]  # and in MLflow
 
 
 @pytest.mark.slow
