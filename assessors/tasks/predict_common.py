@@ -42,8 +42,8 @@ def report(out: dict, cfg: DictConfig | None = None) -> dict:
     """
     shown = dict(out)
     trust = out.get("trust")
-    per_llm = isinstance(trust, dict) and trust and all(isinstance(r, dict) and ("verdict" in r or "out_of_population" in r)
-                                                        for r in trust.values())
+    per_llm = isinstance(trust, dict) and trust and all(
+        isinstance(r, dict) and ("verdict" in r or "out_of_population" in r) for r in trust.values())
     if per_llm and not (cfg is not None and cfg.get("show_trust", False)):
         shown["trust"] = {"verdicts": verdict_counts(trust), "reports": str(save_trust_reports(trust, cfg))}
     print(json.dumps(shown, indent=2, default=str), file=sys.stdout)
@@ -81,8 +81,8 @@ def summary_lines(out: dict) -> str:
     """The stderr summary of a mode: what was done, where the results and the trust reports are."""
     lines = []
     if "n_prompts" in out:
-        what = f"{out['n_prompts']} prompts" + (f" x {len(out['llms'])} LLMs" if isinstance(out.get("llms"), list) else "")
-        lines.append(f"{what}" + (f" -> {out['out']}" if out.get("out") else ""))
+        llms = f" x {len(out['llms'])} LLMs" if isinstance(out.get("llms"), list) else ""
+        lines.append(f"{out['n_prompts']} prompts{llms}" + (f" -> {out['out']}" if out.get("out") else ""))
     if isinstance(out.get("chosen"), dict):
         lines.append("chosen: " + ", ".join(f"{k} {v}" for k, v in list(out["chosen"].items())[:10]))
     trust = out.get("trust")

@@ -28,7 +28,8 @@ PROGRESS = re.compile(r"\d+%\|.*\|| \d+/\d+ \[\d")
 
 def console_lines(text: str) -> list[str]:
     """The lines a terminal keeps, progress bars left out."""
-    return [seg for line in text.split("\n") for seg in [line.split("\r")[-1]] if seg.strip() and not PROGRESS.search(seg)]
+    last = [line.split("\r")[-1] for line in text.split("\n")]
+    return [seg for seg in last if seg.strip() and not PROGRESS.search(seg)]
 
 
 def test_shorten_cuts_before_the_list_of_names():
@@ -104,13 +105,15 @@ def _bad_table(tmp_path: Path) -> list[str]:
 
 
 def _onboarding_without_endpoint(tmp_path: Path) -> list[str]:
-    prompts = Path(os.environ["ASSESSORS_DATA_DIR"]) / "open_llm_leaderboard_v2" / "prompts" / "bbh_navigate_prompts.csv"
+    folder = Path(os.environ["ASSESSORS_DATA_DIR"]) / "open_llm_leaderboard_v2" / "prompts"
+    prompts = folder / "bbh_navigate_prompts.csv"
     return ["mode=onboard", f"onboard.prompts=[{prompts}]", "onboard.limit=1", "onboarding.model=nobody",
             "onboarding.base_url=http://127.0.0.1:9/v1", "onboarding.max_retries=0"]
 
 
 CASES = {
-    "missing model uri": ("predict.py", lambda p: ["mode=score", f"prompts={p / 'none.csv'}"], "ConfigError: model_uri is not set"),
+    "missing model uri": ("predict.py", lambda p: ["mode=score", f"prompts={p / 'none.csv'}"],
+                          "ConfigError: model_uri is not set"),
     "no endpoint": ("predict.py", _onboarding_without_endpoint, "OfflineError: onboarding got no answers"),
     "oversized reference set": ("train.py", lambda p: ["data.subtasks=[bbh_navigate]", "features=success_pattern",
                                                        "selector.size=100000"], "InfeasibleError: RandomSelector"),
@@ -134,7 +137,8 @@ def test_an_expected_error_is_one_line_and_its_traceback_is_in_the_log_file(case
 
 @pytest.mark.slow
 def test_verbose_shows_the_traceback(tmp_path):
-    r = _run("predict.py", "mode=score", f"prompts={tmp_path / 'none.csv'}", "verbose=true", f"paths.outputs={tmp_path}")
+    r = _run("predict.py", "mode=score", f"prompts={tmp_path / 'none.csv'}", "verbose=true",
+             f"paths.outputs={tmp_path}")
     assert r.returncode == 2 and "Traceback" in r.stderr and "model_uri is not set" in r.stderr
 
 
