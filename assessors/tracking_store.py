@@ -2,7 +2,8 @@
 
 Every run is tagged with the process that owns it; :func:`end_stale_runs` (called at every task
 start by :meth:`assessors.tracking.MlflowTracker.start_run`, and by grid sweeps) ends RUNNING runs
-whose process is gone. :func:`store_lock` serialises the creation of an embedded SQLite store.
+of any experiment in the store whose process is gone. :func:`store_lock` serialises the creation of an
+embedded SQLite store.
 """
 from __future__ import annotations
 
@@ -63,24 +64,30 @@ def is_stale(run) -> bool:
 
 
 def end_stale_runs(tracker, filter_string: str | None = None) -> int:
-    """Mark RUNNING runs of ``tracker``'s experiment whose process died as KILLED; returns how many.
+    """Mark RUNNING runs whose process died as KILLED; returns how many.
 
     Every task start calls this (:meth:`MlflowTracker.start_run`), so a run killed by SIGKILL or
-    a power cut is closed by the next run of the experiment. ``filter_string`` narrows the search
-    (e.g. to one grid combination).
+    a power cut is closed by the next tracked run in the same store, whichever experiment either
+    belongs to. ``filter_string`` narrows the search to ``tracker``'s experiment (e.g. to one grid
+    combination).
     """
     if not hasattr(tracker, "_setup"):
         return 0
     mlflow = tracker._setup()
+    from mlflow.entities import ViewType
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient()
-    exp = mlflow.get_experiment_by_name(tracker.experiment)
-    if exp is None:
+    if filter_string:
+        exp = mlflow.get_experiment_by_name(tracker.experiment)
+        ids = [] if exp is None else [exp.experiment_id]
+    else:
+        ids = [e.experiment_id for e in client.search_experiments(view_type=ViewType.ACTIVE_ONLY)]
+    if not ids:
         return 0
     query = "attributes.status = 'RUNNING'" + (f" and {filter_string}" if filter_string else "")
     n = 0
-    for r in client.search_runs([exp.experiment_id], filter_string=query, max_results=1000):
+    for r in client.search_runs(ids, filter_string=query, max_results=1000):
         if is_stale(r):
             log.warning("run %s (%s) was left RUNNING by a process that no longer exists: marking it KILLED",
                         r.info.run_id, r.info.run_name)

@@ -51,7 +51,7 @@ def run_once(seed: int, out: Path, cache: Path, extra: list[str]) -> dict:
         "time": {k.split("/", 1)[1]: round(v, 1) for k, v in m.items() if k.startswith("time/")},
         "mean_auc": {k.split("/", 1)[1]: round(v, 4) for k, v in m.items() if k.startswith("auc/")},
         "ece": {k.split("/", 1)[1]: round(v, 4) for k, v in m.items() if k.startswith("ece/")},
-        "generic_wins_vs": {k.split("/", 1)[1]: v for k, v in m.items() if k.startswith("generic_wins_vs/")},
+        "headline_wins_vs": {k.split("/", 1)[1]: v for k, v in m.items() if k.startswith("headline_wins_vs/")},
         "n_test_llms": m.get("n_test_llms"),
         "per_llm_auc": {r.llm: {c.split("/", 1)[1]: round(getattr(r, c.replace("/", "_")), 4) for c in auc_cols}
                         for r in per_llm.rename(columns=lambda c: c.replace("/", "_")).itertuples()},

@@ -46,7 +46,7 @@ def test_flagged_dataset_is_excluded_and_named(compose, planted, capsys):
     assert run.data.metrics["validate.mostly_constant_dataset"] == 1.0
     report = client.download_artifacts(run.info.run_id, "validate/report.txt")
     assert "EXCLUDED" in open(report).read()
-    assert 0 <= summary["auc/generic"] <= 1
+    assert 0 <= summary["auc/headline"] <= 1
 
 
 def test_strict_makes_it_an_error_and_exclude_false_says_included(compose, planted, capsys):

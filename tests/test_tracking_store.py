@@ -61,3 +61,19 @@ def test_concurrent_first_runs_into_a_fresh_store(tmp_path):
     runs = client.search_runs([client.get_experiment_by_name("race").experiment_id])
     assert sorted(r.data.params["who"] for r in runs) == ["p0", "p1", "p2"]
     assert all(r.info.status == "FINISHED" for r in runs)
+
+
+def test_a_start_in_one_experiment_ends_dead_runs_of_another(tmp_path):
+    """A run SIGKILLed in experiment "a" is closed by the next tracked start in experiment "b" of the same store."""
+    import socket
+
+    store = dict(db_path=str(tmp_path / "m.db"), artifact_root=str(tmp_path / "a"))
+    mlflow = MlflowTracker(experiment="a", **store)._setup()
+    client = MlflowClient()
+    exp_a = mlflow.get_experiment_by_name("a").experiment_id
+    dead = client.create_run(exp_a, tags={TAG_PID: str(DEAD), TAG_HOST: socket.gethostname()}).info.run_id
+    alive = client.create_run(exp_a, tags={TAG_PID: "1", TAG_HOST: socket.gethostname()}).info.run_id
+    with MlflowTracker(experiment="b", **store).start_run("next"):
+        pass
+    assert client.get_run(dead).info.status == "KILLED"
+    assert client.get_run(alive).info.status == "RUNNING"

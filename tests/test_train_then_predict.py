@@ -44,7 +44,7 @@ def trained(tmp_path_factory, data_dir):
 
 def _printed_command(stdout: str) -> list[str]:
     lines = stdout.splitlines()
-    head = next(i for i, line in enumerate(lines) if line.startswith("Score held-out prompts with this model"))
+    head = next(i for i, line in enumerate(lines) if line.startswith("Next: score held-out prompts with this model"))
     return shlex.split(lines[head + 1])
 
 

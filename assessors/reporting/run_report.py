@@ -8,20 +8,30 @@ import pandas as pd
 
 log = logging.getLogger(__name__)
 
-METHOD_ORDER = ["generic", "specific", "all_train_data", "reference_only", "random_selector"]
+#: Column order after the headline (the configured assessor, named after its method).
+METHOD_ORDER = ["specific", "all_train_data", "reference_only", "random_selector"]
+#: The per-LLM table shows every test LLM up to this many, else its head and the mean.
+MAX_ROWS = 20
+HEAD_ROWS = 10
 
 
-def summarise(long: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
-    """Per-LLM AUC table (rows test LLMs, cols methods) and mean metrics per method."""
+def summarise(long: pd.DataFrame, headline: str = "generic") -> tuple[pd.DataFrame, dict[str, float]]:
+    """Per-LLM AUC table (rows test LLMs, cols methods, ``headline`` first) and mean metrics per method.
+
+    The summary names each mean ``<metric>/<method>``; the headline method's are also ``<metric>/headline``
+    (a key that stays the same whichever assessor is configured) and its wins ``headline_wins_vs/<other>``.
+    """
     from assessors.reporting.tables import per_llm_table
 
     auc = per_llm_table(long, metric="auc", mean_row=False)
-    auc = auc[[m for m in METHOD_ORDER if m in auc.columns] + [m for m in auc.columns if m not in METHOD_ORDER]]
+    first = [headline] + METHOD_ORDER
+    auc = auc[[m for m in first if m in auc.columns] + [m for m in auc.columns if m not in first]]
     means = long.groupby(["method", "metric"])["value"].mean()
     summary = {f"{metric}/{method}": float(v) for (method, metric), v in means.items()}
-    if "generic" in auc.columns:
-        for other in auc.columns.drop("generic"):
-            summary[f"generic_wins_vs/{other}"] = float((auc["generic"] > auc[other]).sum())
+    summary.update({f"{metric}/headline": float(v) for (method, metric), v in means.items() if method == headline})
+    if headline in auc.columns:
+        for other in auc.columns.drop(headline):
+            summary[f"headline_wins_vs/{other}"] = float((auc[headline] > auc[other]).sum())
     summary["n_test_llms"] = float(len(auc))
     for method, names in undefined_auc(auc).items():
         summary[f"n_llms_scored/{method}"] = float(len(auc) - len(names))
@@ -57,7 +67,7 @@ def exclusion_notes(validation: dict | None, auc: pd.DataFrame) -> list[str]:
 
 def report_run(run, long: pd.DataFrame, preds: dict[str, np.ndarray], S_test: np.ndarray, generic,
                reference_ids: list[str], validation: dict | None = None,
-               plots: bool = True) -> tuple[dict[str, float], pd.DataFrame, list[str]]:
+               plots: bool = True, headline: str = "generic") -> tuple[dict[str, float], pd.DataFrame, list[str]]:
     """Log a training run's metrics, tables, reference ids and figures to ``run``.
 
     Parameters
@@ -75,11 +85,13 @@ def report_run(run, long: pd.DataFrame, preds: dict[str, np.ndarray], S_test: np
         The load-time validation report (what flagged blocks were left out).
     plots : bool
         Log the AUC bar chart, ROC curves and reliability diagram.
+    headline : str
+        The configured assessor's method name (its column in ``preds``).
 
     Returns
     -------
     summary : dict of str to float
-        Mean metrics per method (``auc/generic`` etc.).
+        Mean metrics per method (``auc/<method>``, ``auc/headline`` etc.: :func:`summarise`).
     auc : DataFrame
         Per-LLM AUC table (rows test LLMs, columns methods).
     notes : list of str
@@ -88,7 +100,7 @@ def report_run(run, long: pd.DataFrame, preds: dict[str, np.ndarray], S_test: np
     from assessors.reporting import plots as plot_fns
     from assessors.reporting.tables import to_markdown
 
-    auc, summary = summarise(long)
+    auc, summary = summarise(long, headline)
     notes = exclusion_notes(validation, auc)
     run.log_metrics(summary)
     run.log_table(long, "tables/metrics_long.csv")
@@ -121,18 +133,25 @@ def report_run(run, long: pd.DataFrame, preds: dict[str, np.ndarray], S_test: np
 
 
 def print_report(auc: pd.DataFrame, notes: list[str], summary: dict[str, float], classifier_name: str,
-                 location: str) -> None:
-    """Print the per-LLM AUC table (with its mean row), the notes and where the run is tracked."""
+                 location: str, headline: str = "generic") -> None:
+    """Print the per-LLM AUC table (its head when more than :data:`MAX_ROWS` LLMs, and the mean row),
+    the notes (shortened: the full text is in the run's tables), the headline's calibration and where
+    the run is tracked."""
+    from assessors.reporting.console import shorten
     from assessors.reporting.tables import to_markdown
 
-    print("\nTest AUC per LLM (rows: test LLMs; columns: methods)\n")
     shown = auc.sort_values(auc.columns[0], ascending=False)
+    head = len(shown) > MAX_ROWS
+    if head:
+        shown = shown.head(HEAD_ROWS).copy()
     shown.loc["mean"] = auc.mean(axis=0)
+    print(f"\nTest AUC per LLM ({'the best ' + str(HEAD_ROWS) + ' of ' if head else ''}{len(auc)} test LLMs; "
+          f"columns: methods; full table in tables/auc_per_llm.md)\n")
     print(to_markdown(shown))
     for note in notes:
-        print(f"\n{note}")
-    for m in ("generic",):
-        if f"ece/{m}" in summary:
-            print(f"{m}: ECE {summary[f'ece/{m}']:.3f}, Brier {summary[f'brier/{m}']:.3f}, "
-                  f"log loss {summary[f'log_loss/{m}']:.3f}; selected classifier {classifier_name}")
-    print(f"\nMLflow: {location}\n")
+        print(shorten(note, where="tables/excluded.txt"))
+    if f"ece/{headline}" in summary:
+        print(f"\n{headline}: mean test AUC {summary[f'auc/{headline}']:.3f}, ECE {summary[f'ece/{headline}']:.3f}, "
+              f"Brier {summary[f'brier/{headline}']:.3f}, log loss {summary[f'log_loss/{headline}']:.3f}; "
+              f"classifier {classifier_name}")
+    print(f"MLflow: {location}")

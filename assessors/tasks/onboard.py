@@ -37,7 +37,7 @@ def run(cfg: DictConfig, model=None) -> dict:
         if not ob.prompts:
             raise ConfigError("mode=onboard without a model (model_uri) needs onboard.prompts=[files with the prompts "
                               "and targets]")
-        return report(onboard_prompts(cfg))
+        return report(onboard_prompts(cfg), cfg)
     model = model if model is not None else load_assessor_model(cfg.model_uri, tracking_uri_from_cfg(cfg))
     strategy = ob.get("strategy", "reference")
     if strategy not in ("auto", "adaptive", "reference"):
@@ -47,8 +47,8 @@ def run(cfg: DictConfig, model=None) -> dict:
         raise ConfigError(f"onboard.strategy=adaptive needs a latent assessor (train with assessor=latent); "
                           f"{model_uri_name(cfg)} holds {type(model.assessor).__name__}. Use onboard.strategy=reference")
     if strategy == "adaptive" or (strategy == "auto" and adaptive_ok):
-        return report(onboard_adaptive(cfg, model))
-    return report(onboard_reference(cfg, model))
+        return report(onboard_adaptive(cfg, model), cfg)
+    return report(onboard_reference(cfg, model), cfg)
 
 
 def onboard_prompts(cfg: DictConfig) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 
 import numpy as np
 from hydra.utils import instantiate
@@ -35,18 +36,68 @@ def engine_from_cfg(cfg: DictConfig, model=None, precision: str | None = None) -
                         tracking_uri=tracking_uri_from_cfg(cfg), precision=precision)
 
 
-def report(out: dict) -> dict:
-    """Print a mode's summary as JSON on stdout (what scripts parse) and return it."""
-    print(json.dumps(out, indent=2, default=str), file=sys.stdout)
+def report(out: dict, cfg: DictConfig | None = None) -> dict:
+    """Print a mode's summary as JSON on stdout (what scripts parse) and a few lines on stderr; return it.
+
+    Per-LLM trust reports (``out["trust"]``) go to a file in the run folder (:func:`save_trust_reports`)
+    and stdout names it with the count of each verdict, unless ``show_trust=true`` asks for them there.
+    The returned dict keeps them.
+    """
+    shown = dict(out)
+    trust = out.get("trust")
+    per_llm = isinstance(trust, dict) and trust and all(
+        isinstance(r, dict) and ("verdict" in r or "out_of_population" in r) for r in trust.values())
+    if per_llm and not (cfg is not None and cfg.get("show_trust", False)):
+        shown["trust"] = {"verdicts": verdict_counts(trust), "reports": str(save_trust_reports(trust, cfg))}
+    print(json.dumps(shown, indent=2, default=str), file=sys.stdout)
+    print(summary_lines(shown), file=sys.stderr)
     return out
 
 
+def verdict_counts(reports: dict[str, dict]) -> dict[str, int]:
+    """How many LLMs got each trust verdict (the posterior report's, else in/out of population)."""
+    from collections import Counter
+
+    def verdict(rep: dict) -> str:
+        if rep.get("verdict"):
+            return str(rep["verdict"])
+        return "out of population" if rep.get("out_of_population") else "in population"
+
+    return dict(Counter(verdict(r) for r in reports.values() if isinstance(r, dict)))
+
+
+def save_trust_reports(reports: dict[str, dict], cfg: DictConfig | None = None) -> Path:
+    """Write the per-LLM trust reports to ``trust_reports.json`` in the run folder (else under
+    ``paths.outputs/predict``); returns its path."""
+    from assessors.io import atomic_write
+    from assessors.tasks.wrapper import run_folder
+
+    folder = run_folder() or Path((cfg.get("paths") or {}).get("outputs", "outputs") if cfg is not None
+                                  else "outputs") / "predict"
+    text = json.dumps(reports, indent=1, default=str)
+    path = atomic_write(Path(folder).resolve() / "trust_reports.json", lambda tmp: Path(tmp).write_text(text))
+    log.info("trust reports of %d LLMs written to %s", len(reports), path)
+    return path
+
+
+def summary_lines(out: dict) -> str:
+    """The stderr summary of a mode: what was done, where the results and the trust reports are."""
+    lines = []
+    if "n_prompts" in out:
+        llms = f" x {len(out['llms'])} LLMs" if isinstance(out.get("llms"), list) else ""
+        lines.append(f"{out['n_prompts']} prompts{llms}" + (f" -> {out['out']}" if out.get("out") else ""))
+    if isinstance(out.get("chosen"), dict):
+        lines.append("chosen: " + ", ".join(f"{k} {v}" for k, v in list(out["chosen"].items())[:10]))
+    trust = out.get("trust")
+    if isinstance(trust, dict) and "verdicts" in trust:
+        lines.append("trust verdicts: " + ", ".join(f"{n} {v}" for v, n in trust["verdicts"].items())
+                     + f"; reports: {trust['reports']} (show_trust=true prints them)")
+    return "\n".join(lines)
+
+
 def trust_reports(engine: Engine) -> dict[str, dict]:
-    """Trust reports of the registered LLMs that have one, also logged (stderr): stdout holds only the summary."""
-    reports = {e.name: e.trust for e in engine.registry.resolve(None) if e.trust is not None}
-    for name, rep in reports.items():
-        log.info("trust report for %s: %s", name, json.dumps(rep, indent=2, default=str))
-    return reports
+    """Trust reports of the registered LLMs that have one (:func:`report` writes them to a file)."""
+    return {e.name: e.trust for e in engine.registry.resolve(None) if e.trust is not None}
 
 
 def trust_about_prompts(cfg: DictConfig, engine: Engine, prompts) -> dict | None:
@@ -100,5 +151,5 @@ def calibrate(cfg: DictConfig, engine: Engine) -> dict | None:
     return engine.router.calibration_
 
 
-__all__ = ["calibrate", "engine_from_cfg", "plain", "report", "tracking_uri_from_cfg", "trust_about_prompts",
-           "trust_reports"]
+__all__ = ["calibrate", "engine_from_cfg", "plain", "report", "save_trust_reports", "tracking_uri_from_cfg",
+           "trust_about_prompts", "trust_reports", "verdict_counts"]

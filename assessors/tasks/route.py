@@ -30,4 +30,4 @@ def run(cfg: DictConfig, model=None) -> dict:
     counts = df["llm"].fillna("(abstain)").value_counts().to_dict()
     log.info("routed %d prompts: %s; wrote %s", len(df), counts, path)
     return report({"n_prompts": len(df), "chosen": counts, "total_expected_cost": float(df["expected_cost"].sum()),
-                   "calibration": cal, "out": str(path)})
+                   "calibration": cal, "out": str(path)}, cfg)

@@ -35,4 +35,4 @@ def run(cfg: DictConfig, model=None) -> dict:
     log.info("wrote %d scores (%d prompts x %d LLMs) to %s", len(out), len(prompts), len(names), path)
     return report({"n_prompts": len(prompts), "llms": names, "out": str(path),
                    "mean_p_success": {n: float(P[i].mean()) for i, n in enumerate(names)},
-                   "predictors": predictors, "trust": trust})
+                   "predictors": predictors, "trust": trust}, cfg)

@@ -1,7 +1,8 @@
 """``train_assessors(cfg)``: the default task of ``train.py``.
 
-loader -> validate -> split -> features (cached) -> selector -> generic assessor (+ specific
-and baselines) -> per-test-LLM metrics, plots and MLflow run -> pyfunc model.
+loader -> validate -> split -> features (cached) -> selector -> the configured assessor (+ specific
+and baselines) -> per-test-LLM metrics, plots and MLflow run -> pyfunc model. In the results the
+configured assessor is named after its method (:func:`~assessors.tasks.wrapper.method_name`).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from assessors.selection.base import RandomSelector
 from assessors.tasks.config import plain
 from assessors.tasks.prepare import Prepared, fit_generic, prepare
 from assessors.tasks.train_trust import fit_trust_parts
-from assessors.tasks.wrapper import task_wrapper
+from assessors.tasks.wrapper import method_name, task_wrapper
 from assessors.threads import budgeted, fit_threads, thread_limits
 from assessors.tags import capability
 
@@ -49,10 +50,8 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
         preds["all_train_data"] = base.predict_proba(X_te, np.zeros((len(test_llms), 0), np.float32))
         prep.timings["all_train_data_fit_s"] = time.perf_counter() - t0
     if cmp.get("random_selector", True):
-        if type(instantiate(cfg.selector)) is RandomSelector:  # __init__ only stores params
-            # the configured selector is already random: the baseline is the generic assessor itself
-            preds["random_selector"] = preds["generic"]
-        else:
+        # with the configured selector already random the baseline is the headline itself: not a column
+        if type(instantiate(cfg.selector)) is not RandomSelector:  # __init__ only stores params
             g2, ref2 = fit_generic(cfg, prep, selector=RandomSelector(size=cfg.selector.size, seed=cfg.seed))
             preds["random_selector"] = g2.predict_proba(X_te, prep.results.matrix(test_llms, ref2))
     ref_pos = prep.results.instance_index(ref_ids)
@@ -123,14 +122,15 @@ def score_methods(prep: Prepared, preds: dict[str, np.ndarray]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["llm", "method", "metric", "value"])
 
 
-@task_wrapper("train")
+@task_wrapper("train", describe=True)
 def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
-    """Train and evaluate the generic assessor, the specific assessor and the baselines.
+    """Train and evaluate the configured assessor, the specific assessor and the baselines.
 
     Returns
     -------
-    dict of summary metrics (mean test AUC etc. per method, e.g. ``auc/generic``, what sweeps
-    optimise by default).
+    dict of summary metrics: mean test AUC etc. per method, named after it (``auc/latent``,
+    ``auc/paper_generic``, ``auc/specific``, ...), and the configured assessor's also as
+    ``<metric>/headline`` (``auc/headline``: what sweeps optimise by default).
     """
     from assessors.data.exclusion import excluded_summary
     from assessors.reporting.run_report import print_report, report_run
@@ -151,22 +151,36 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
             validate_split(prep.results, prep.inst, prep.llms, prep.X, plain(cfg.validate), run,
                            reference_size=cfg.selector.get("size"),
                            text_features=not capability(prep.featurizer, "uses_results"))
+        print(data_line(prep, cfg))
         preds, fitted = predict_methods(cfg, prep)
         fitted.update(fit_trust_parts(cfg, prep, fitted["generic"], fitted["reference_ids"], run))
+        method = method_name(cfg) or "generic"
+        preds = {(method if m == "generic" else m): P for m, P in preds.items()}
         long = score_methods(prep, preds)
         prep.timings["total_s"] = time.perf_counter() - t_all
         summary, auc, notes = report_run(run, long, preds, prep.S("test", "test"), fitted["generic"],
                                          fitted["reference_ids"], validation=prep.results.meta.get("validation"),
-                                         plots=cfg.get("plots", True))
+                                         plots=cfg.get("plots", True), headline=method)
         timings = {f"time/{k}": float(v) for k, v in prep.timings.items()}
         run.log_metrics(timings)
         summary.update(timings)
         command = log_model(cfg, run, prep, fitted)
-        print_report(auc, notes, summary, fitted["generic"].classifier_name_, run.location)
+        print_report(auc, notes, summary, fitted["generic"].classifier_name_, run.location, headline=method)
+        if run.tags.get("model_uri"):
+            print(f"Model: {run.tags['model_uri']}")
         if command:
-            print(f"Score held-out prompts with this model (P(success) of each training LLM):\n  {command}\n")
+            print(f"Next: score held-out prompts with this model (P(success) of each training LLM):\n  {command}")
             run.log_text(command + "\n", "predict_command.txt")
     return summary
+
+
+def data_line(prep: Prepared, cfg) -> str:
+    """One line: the data, its size and the split (prompts and LLMs per part), and the seed."""
+    n_llms, n_inst = prep.results.success.shape
+    parts = ("train", "val", "test")
+    return (f"Data: {prep.results.name}, {n_llms} LLMs x {n_inst:,} prompts; split (train/val/test): prompts "
+            + "/".join(str(len(prep.inst[p])) for p in parts) + ", LLMs "
+            + "/".join(str(len(prep.llms[p])) for p in parts) + f"; seed {cfg.get('seed', 0)}")
 
 
 def log_model(cfg, run, prep: Prepared, fitted: dict) -> str | None:

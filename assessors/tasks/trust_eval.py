@@ -123,11 +123,10 @@ def run(cfg, run) -> dict[str, float]:
         tables.append(tab)
         chosen[name] = ch
         tab.to_csv(out_dir / "per_llm.partial.csv", mode="a", header=len(tables) == 1, index=False)
-    flags, summ, md = _report(run, out_dir, pd.concat(tables, ignore_index=True))
+    flags, summ, _ = _report(run, out_dir, pd.concat(tables, ignore_index=True))
     result = {"flags": flags.reset_index().to_dict("records"), "summary": summ.reset_index().to_dict("records"),
               "chosen": chosen}
     (out_dir / "summary.json").write_text(json.dumps(result, indent=1, default=float))
-    print(md)
     metrics = {f"{s}.{k}": float(v) for s, r in summ.iterrows() for k, v in r.items() if np.isfinite(v)}
     metrics.update({f"flag.{f}.{k}": float(v) for f, r in flags.iterrows() for k, v in r.items()
                     if k in ("recall", "precision", "false_alarm_rate") and np.isfinite(v)})

@@ -101,9 +101,27 @@ def test_predict_py_score_subprocess(saved_model, files, tmp_path):
                         f"out={out}", f"llms=[{{name: new, reference: {files['csv']}}}]", f"hydra.run.dir={tmp_path}/h"],
                        cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    summary = json.loads(r.stdout)  # stdout is one JSON document: logs and trust reports go to stderr
+    summary = json.loads(r.stdout)  # stdout is one JSON document: logs go to stderr, trust reports to a file
     assert summary["n_prompts"] == 12 and len(pd.read_csv(out)) == 12
-    assert "new" in summary["trust"] and "trust report for new" in r.stderr
+    reports = json.loads(Path(summary["trust"]["reports"]).read_text())
+    assert "new" in reports and sum(summary["trust"]["verdicts"].values()) == len(reports)
+    assert Path(summary["trust"]["reports"]).parent == tmp_path / "h"  # the run folder
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) <= 30
+
+
+@pytest.mark.slow
+def test_a_bad_api_key_is_one_line_without_traceback(saved_model, tmp_path):
+    import os
+    from pathlib import Path
+
+    ROOT = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "predict.py", "mode=serve", f"model_uri={saved_model}", "server.port=0",
+                        f"hydra.run.dir={tmp_path}/h"], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "ASSESSORS_API_KEYS": "short", "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    (line,) = [ln for ln in r.stderr.splitlines() if "Error" in ln]
+    assert line.startswith("ConfigError: API keys must be at least 16 characters long")
+    assert "Traceback" in (tmp_path / "h" / "predict.log").read_text()
 
 
 def test_tracked_model_uri_uses_the_configured_store(compose, files, tmp_path):
