@@ -1,6 +1,9 @@
 """LLMs simulated from the latent model and a latent assessor fitted on some of them (shared by tests)."""
 from __future__ import annotations
 
+import copy
+from functools import lru_cache
+
 import numpy as np
 
 from assessors.core.latent import LatentAssessor
@@ -18,6 +21,12 @@ def fit_simulated(seed: int = 1, n_prompts: int = 900, d: int = 6):
     ``theta``, item parameters ``a``, ``b`` and index arrays ``new``, ``pool`` (training prompts),
     ``target`` (held-out prompts).
     """
+    # fitted once per test session and arguments; every caller gets its own copy (tests change params)
+    return copy.deepcopy(_fit_simulated(seed, n_prompts, d))
+
+
+@lru_cache(maxsize=None)
+def _fit_simulated(seed: int, n_prompts: int, d: int):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n_prompts, d)).astype(np.float32)
     u, v = rng.standard_normal(d) / np.sqrt(d), rng.standard_normal(d) / np.sqrt(d)

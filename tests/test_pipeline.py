@@ -51,6 +51,7 @@ def test_train_success_pattern_logs_complete_run(compose):
     assert len(refs) == 30
 
 
+@pytest.mark.slow
 def test_failed_run_ends_failed(compose):
     cfg = compose(SMALL + ["features=success_pattern", "selector.size=100000"])
     with pytest.raises(Exception, match="larger than the candidate pool"):
@@ -90,6 +91,7 @@ def test_sigterm_ends_any_tracked_run_killed_not_running(tmp_path):
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler was restored
 
 
+@pytest.mark.slow
 def test_per_llm_assessors_in_threads_match_serial(compose):
     """llm_jobs only changes how many LLMs are fitted at once, not what is fitted."""
     from assessors.tasks.prepare import prepare

@@ -9,6 +9,9 @@ from assessors.data.loaders.open_llm_leaderboard_v2 import load_open_llm_leaderb
 from assessors.errors import DataError
 from assessors.tasks.train import train_assessors
 
+# real-data training runs end to end: the slow tier
+pytestmark = pytest.mark.slow
+
 SUBTASKS = ["bbh_navigate", "bbh_snarks", "bbh_sports_understanding", "bbh_web_of_lies"]
 SMALL = [
     "data=table", "features=success_pattern",

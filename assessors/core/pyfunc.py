@@ -34,6 +34,10 @@ from assessors.core.posterior import check_answers
 from assessors.errors import AssessorsError, DataError, NoPosteriorError
 from assessors.tags import capability
 
+#: What a saved model needs installed, stated: without it MLflow infers the list by loading the model
+#: again in a subprocess (tens of seconds for a torch model).
+PIP_REQUIREMENTS = ["assessors", "mlflow", "sentence-transformers", "xgboost", "scikit-learn"]
+
 #: Signature defaults of the evidence params: MLflow sends them when a request leaves the params out.
 NO_EVIDENCE_PROMPTS, NO_EVIDENCE_SUCCESS = [""], [-1.0]
 
@@ -266,5 +270,4 @@ def log_assessor_model(run, assessor, featurizer, reference_ids, reference_succe
     model = AssessorModel(assessor, featurizer, reference_ids, reference_success, llms, trust_model, trust_policy,
                           training_prompts, prompt_ood, known_posterior)
     signature = assessor_signature(model, example_prompts)
-    return run.log_model(model, "assessor", signature=signature, input_example=None,
-                         pip_requirements=["assessors", "mlflow", "sentence-transformers", "xgboost", "scikit-learn"])
+    return run.log_model(model, "assessor", signature=signature, input_example=None, pip_requirements=PIP_REQUIREMENTS)

@@ -18,6 +18,7 @@ right for the largest group of rows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -45,8 +46,17 @@ def to_true_order(row: np.ndarray, n_ranks: int) -> np.ndarray:
         Values in written (position) order.
     """
     out = np.empty_like(row)
-    out[..., interleaved_positions(row.shape[-1], n_ranks)] = row
+    out[..., _positions(row.shape[-1], n_ranks)] = row
     return out
+
+
+@lru_cache(maxsize=256)
+def _positions(n_items: int, n_ranks: int) -> np.ndarray:
+    """:func:`interleaved_positions`, read-only and computed once per shape (detection re-keys every
+    row for every candidate many times)."""
+    pos = interleaved_positions(n_items, n_ranks)
+    pos.flags.writeable = False
+    return pos
 
 
 @dataclass
@@ -83,14 +93,17 @@ class OrderDetection:
         return np.where(np.isfinite(m), m, np.nan)
 
 
-def _nan_corr(x: np.ndarray, y: np.ndarray) -> float:
-    """Pearson correlation over positions where both are finite; NaN if either is constant."""
+def _nan_corr(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson correlation of each row of ``x`` (k, n) with ``y`` (n,) over the positions where both
+    are finite, shape (k,); NaN for a row with fewer than 3 such positions or a constant side."""
     ok = np.isfinite(x) & np.isfinite(y)
-    if ok.sum() < 3:
-        return np.nan
-    a, b = x[ok] - x[ok].mean(), y[ok] - y[ok].mean()
-    den = np.sqrt((a * a).sum() * (b * b).sum())
-    return float((a * b).sum() / den) if den > 0 else np.nan
+    n = ok.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = np.where(ok, x - (np.where(ok, x, 0.0).sum(axis=1) / n)[:, None], 0.0)
+        b = np.where(ok, y - (np.where(ok, y, 0.0).sum(axis=1) / n)[:, None], 0.0)
+        den = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+        r = (a * b).sum(axis=1) / den
+    return np.where((n >= 3) & (den > 0), r, np.nan)
 
 
 def _consensus(true_blocks: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -104,7 +117,7 @@ def _row_scores(blocks, true_blocks, cons, i, candidates, reference) -> tuple[np
     per_block, sizes = [], []
     for b, (block, true_block) in enumerate(zip(blocks, true_blocks)):
         row = block[i]
-        if np.isfinite(row).sum() < 3 or np.nanstd(row) == 0:
+        if np.isfinite(row).sum() < 3 or np.nanmax(row) == np.nanmin(row):
             continue  # a constant or missing row is the same in every order
         if reference is not None:
             target = reference[b]
@@ -113,7 +126,8 @@ def _row_scores(blocks, true_blocks, cons, i, candidates, reference) -> tuple[np
             s, c = cons[b]
             with np.errstate(invalid="ignore", divide="ignore"):
                 target = (s - np.nan_to_num(own)) / (c - np.isfinite(own))
-        per_block.append([_nan_corr(to_true_order(row, r), target) for r in candidates])
+        # every candidate's re-keyed row at once: one (n_candidates, n_items) matrix
+        per_block.append(_nan_corr(np.stack([to_true_order(row, r) for r in candidates]), target))
         sizes.append(np.isfinite(row).sum())
     if per_block:
         with np.errstate(all="ignore"):

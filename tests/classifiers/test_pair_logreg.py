@@ -42,7 +42,7 @@ def _pairs(prep, mode, n_ref=12, drop=0.1, seed=0):
 
 @pytest.mark.parametrize("mode", ["embedding", "similarity_interaction", "none"])
 @pytest.mark.parametrize("penalty, solver, C", [("l2", "lbfgs", 0.05), ("l2", "lbfgs", 5.0),
-                                                ("l1", "saga", 0.05), ("l1", "saga", 2.0)])
+                                                ("l1", "saga", 0.05), pytest.param("l1", "saga", 2.0, marks=pytest.mark.slow)])
 def test_matches_sklearn_on_materialised_rows(prep, mode, penalty, solver, C):
     rows, y = _pairs(prep, mode)
     X = rows.to_array().astype(np.float64)

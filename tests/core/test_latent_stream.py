@@ -173,6 +173,7 @@ def test_validation_llms_drive_early_stopping_and_recalibration_as_in_memory(sim
         StreamingLatentAssessor(**{**FAST, "monitor": "auc"}).fit(X, out, ref)
 
 
+@pytest.mark.slow
 def test_the_example_exports_answers_by_llm_chunks_and_trains_from_disk(tmp_path, data_dir, shared_cache, monkeypatch):
     """examples/latent_stream_from_disk.py (docs/scaling.md) on two real BBH subtasks."""
     import importlib.util

@@ -83,6 +83,7 @@ def test_answers_follow_the_model_probabilities(tmp_path):
     assert abs(theta.mean()) < 0.05 and abs(theta.std() - 1) < 0.05  # the prior N(0, I)
 
 
+@pytest.mark.slow
 def test_data_semisynthetic_config_loads_generated_llms_on_the_real_prompts(compose, data_dir, tmp_path):
     from assessors.data.loaders.open_llm_leaderboard_v2 import load_open_llm_leaderboard_v2
 

@@ -165,6 +165,7 @@ def test_small_splits_are_reported_with_their_numbers():
     assert size_issues(inst, llms, 100, {**DEFAULTS, "max_reference_share": 0.9, "min_split_llms": 1}) == []
 
 
+@pytest.mark.slow
 def test_small_real_split_warns_and_fails_under_strict(compose, caplog):
     import logging
 

@@ -73,6 +73,7 @@ def test_run_grid_logs_per_llm_aucs_and_skips_when_finished(tiny, tmp_path):
     assert list((Path(cfg.paths.cache_dir) / "selection" / "reference_ids").glob("*.npz"))
 
 
+@pytest.mark.slow
 def test_stale_running_run_of_a_dead_process_is_marked_killed(tiny):
     from mlflow.tracking import MlflowClient
 
@@ -91,6 +92,7 @@ def test_stale_running_run_of_a_dead_process_is_marked_killed(tiny):
     assert run_grid(cfg)["skipped"] == 0.0
 
 
+@pytest.mark.slow
 def test_report_picks_the_win_rate_winner_and_writes_tables(tiny, tmp_path):
     from assessors.grid.report import build_report, choose_winner, load_grid_runs
     from assessors.metrics import win_rates
@@ -136,6 +138,7 @@ def test_report_with_baselines_compares_winner_to_specific_and_baselines(tiny, t
     assert (tmp_path / "rep" / "in_distribution" / "fig4_auc_per_llm.png").exists()
 
 
+@pytest.mark.slow
 def test_infeasible_combination_is_recorded_skipped_on_restart_and_listed_not_ranked(tiny, tmp_path):
     """A selector that cannot pick a reference set on the data must not stop the rest of the sweep."""
     from assessors.grid.resume import TAG_INFEASIBLE

@@ -29,7 +29,7 @@ def _fit_tiny_latent(data_dir, path: Path):
     import mlflow.pyfunc
 
     from assessors.core.latent import LatentAssessor
-    from assessors.core.pyfunc import AssessorModel
+    from assessors.core.pyfunc import PIP_REQUIREMENTS, AssessorModel
     from assessors.data.loaders.open_llm_leaderboard_v2 import load_open_llm_leaderboard_v2
     from assessors.features.ngrams import UnigramFeaturizer
 
@@ -43,7 +43,7 @@ def _fit_tiny_latent(data_dir, path: Path):
     latent = LatentAssessor(dims=2, hidden_sizes=(32,), n_members=1, max_epochs=20, patience=3, residual=False,
                             num_threads=1).fit(X, res.matrix(llms, ids), ref)
     model = AssessorModel(latent, feat, [ids[i] for i in ref], res.matrix(llms, [ids[i] for i in ref]), llms)
-    mlflow.pyfunc.save_model(str(path), python_model=model)
+    mlflow.pyfunc.save_model(str(path), python_model=model, pip_requirements=PIP_REQUIREMENTS)
     return res
 
 

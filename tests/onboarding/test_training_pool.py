@@ -41,7 +41,7 @@ def _save(results, train: list[str], llms: list[str], path: Path) -> dict:
     import mlflow.pyfunc
 
     from assessors.core.latent import LatentAssessor
-    from assessors.core.pyfunc import AssessorModel
+    from assessors.core.pyfunc import PIP_REQUIREMENTS, AssessorModel
     from assessors.data.training_prompts import training_prompts_record
     from assessors.features.ngrams import UnigramFeaturizer
     from assessors.routing.engine import load_assessor_model
@@ -53,7 +53,7 @@ def _save(results, train: list[str], llms: list[str], path: Path) -> dict:
     ref_ids = [train[i] for i in ref]
     record = training_prompts_record(results, train)
     model = AssessorModel(latent, feat, ref_ids, results.matrix(llms, ref_ids), llms, training_prompts=record)
-    mlflow.pyfunc.save_model(str(path), python_model=model)
+    mlflow.pyfunc.save_model(str(path), python_model=model, pip_requirements=PIP_REQUIREMENTS)
     return {"dir": path, "model": load_assessor_model(str(path))}
 
 
@@ -217,6 +217,7 @@ def evals_saved(evals, tmp_path_factory):
     return {"train": train, **_save(evals, train, evals.llms, tmp_path_factory.mktemp("evals_pool") / "model")}
 
 
+@pytest.mark.slow
 def test_openai_evals_logs_hold_the_training_prompts_and_their_targets(evals, evals_saved, data_dir):
     from assessors.data.training_prompts import read_training_prompts, training_files, training_ids
 
@@ -262,6 +263,7 @@ def test_a_dataset_whose_texts_come_from_several_logs_lists_no_file(data_dir, tm
     assert len(res.instance_ids) == 186 and res.meta["prompt_files"] == {}
 
 
+@pytest.mark.slow
 def test_onboarding_an_openai_evals_model_asks_and_grades_its_training_prompts(compose, evals, evals_saved,
                                                                                 tmp_path, monkeypatch):
     """The endpoint answers by prompt text (an unknown text fails): the pool's texts are the training texts,

@@ -91,6 +91,7 @@ def kernel_cache_log(capacity: int) -> tuple[int, int]:
     return out.count("create:cache_hit"), out.count("create:cache_miss")
 
 
+@pytest.mark.slow
 def test_kernel_cache_cap_makes_oneDNN_prepare_evicted_shapes_again():
     hits, misses = kernel_cache_log(0)  # oneDNN's default capacity
     if hits + misses == 0:

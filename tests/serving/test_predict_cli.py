@@ -16,8 +16,10 @@ from assessors.errors import ConfigError, DataError
 def saved_model(tiny, tmp_path_factory):
     import mlflow.pyfunc
 
+    from assessors.core.pyfunc import PIP_REQUIREMENTS
+
     path = tmp_path_factory.mktemp("model") / "assessor"
-    mlflow.pyfunc.save_model(str(path), python_model=tiny["model"])
+    mlflow.pyfunc.save_model(str(path), python_model=tiny["model"], pip_requirements=PIP_REQUIREMENTS)
     return path
 
 

@@ -12,12 +12,13 @@ def loaded(tiny, tmp_path_factory):
     fills every param a request leaves out with the signature's default."""
     import mlflow.pyfunc
 
-    from assessors.core.pyfunc import assessor_signature
+    from assessors.core.pyfunc import PIP_REQUIREMENTS, assessor_signature
 
     m = tiny["model"]
     path = tmp_path_factory.mktemp("pyfunc") / "assessor"
     prompts = tiny["results"].prompts(tiny["test_ids"][:2])
-    mlflow.pyfunc.save_model(str(path), python_model=m, signature=assessor_signature(m, prompts))
+    mlflow.pyfunc.save_model(str(path), python_model=m, signature=assessor_signature(m, prompts),
+                             pip_requirements=PIP_REQUIREMENTS)
     return mlflow.pyfunc.load_model(str(path))
 
 

@@ -11,9 +11,10 @@ import pytest
 def _save_and_load(model, prompts, path):
     import mlflow.pyfunc
 
-    from assessors.core.pyfunc import assessor_signature
+    from assessors.core.pyfunc import PIP_REQUIREMENTS, assessor_signature
 
-    mlflow.pyfunc.save_model(str(path), python_model=model, signature=assessor_signature(model, prompts))
+    mlflow.pyfunc.save_model(str(path), python_model=model, signature=assessor_signature(model, prompts),
+                             pip_requirements=PIP_REQUIREMENTS)
     return mlflow.pyfunc.load_model(str(path))
 
 

@@ -26,7 +26,9 @@ pytestmark = pytest.mark.slow
 def save(model, path):
     import mlflow.pyfunc
 
-    mlflow.pyfunc.save_model(str(path), python_model=model)
+    from assessors.core.pyfunc import PIP_REQUIREMENTS
+
+    mlflow.pyfunc.save_model(str(path), python_model=model, pip_requirements=PIP_REQUIREMENTS)
     return path
 
 

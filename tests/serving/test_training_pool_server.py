@@ -129,8 +129,10 @@ def test_predict_config_passes_the_setting_and_the_data_dir(compose, data_dir):
 def saved_with_record(with_record, tiny_latent, tmp_path_factory):
     import mlflow.pyfunc
 
+    from assessors.core.pyfunc import PIP_REQUIREMENTS
+
     path = tmp_path_factory.mktemp("training_pool") / "assessor"
-    mlflow.pyfunc.save_model(str(path), python_model=with_record["model"])
+    mlflow.pyfunc.save_model(str(path), python_model=with_record["model"], pip_requirements=PIP_REQUIREMENTS)
     return tiny_latent, path
 
 

@@ -66,7 +66,8 @@ def test_unknown_candidates_and_a_missing_population_model_are_clear_errors():
         OODFallbackValidation().fit(_latent, None, X, S_tr, S_val, groups)
 
 
-@pytest.mark.parametrize("band, values", [("auc_band", "aucs_"), ("accuracy_error_band", "errors_")])
+@pytest.mark.parametrize("band, values", [("auc_band", "aucs_"),
+                                         pytest.param("accuracy_error_band", "errors_", marks=pytest.mark.slow)])
 def test_the_recorded_bands_cover_new_llms_on_the_held_out_groups(band, values):
     """The band of each candidate (the central 90% of its per-pair AUCs, or of its accuracy errors: realised
     minus mean prediction) holds about 90% of the pairs of other validation LLMs drawn from the same
