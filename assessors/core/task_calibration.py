@@ -70,7 +70,7 @@ class TaskCalibration(BaseEstimator):
     """
 
     def __init__(self, assessor, min_answers: int = 5, scale_grid=(0.25, 0.5, 1.0, 2.0, 4.0),
-                 length_grid=(0.05, 0.1, 0.2), item_share: float = 0.5, augment_profiles: bool = True):
+                 length_grid=(0.05, 0.1, 0.2), item_share: float = 1.0, augment_profiles: bool = True):
         self.assessor = assessor
         self.min_answers = min_answers
         self.scale_grid = scale_grid
