@@ -1,4 +1,4 @@
-"""Use a trained assessor for new LLMs: ``python predict.py mode=score|route|serve|onboard [overrides]``
+"""Use a trained assessor for new LLMs: ``python predict.py mode=score|route|serve|onboard|calibrate_task [overrides]``
 (see conf/predict.yaml)."""
 import hydra
 from omegaconf import DictConfig

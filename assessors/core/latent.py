@@ -249,7 +249,10 @@ class LatentAssessor(BaseEstimator):
 
     def _params(self, X) -> list[tuple[np.ndarray, np.ndarray]]:
         inputs = self._inputs(X)
-        return [item_parameters(m["weights"], inputs) for m in self.members_]
+        params = [item_parameters(m["weights"], inputs) for m in self.members_]
+        # a model adapted to a new task (assessors.core.task_calibration) corrects that task's prompts
+        correction = getattr(self, "item_correction_", None)
+        return params if correction is None else correction(np.asarray(X, dtype=np.float32), params)
 
     # ------------------------------------------------------------- rich API
     def item_parameters(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,221 @@
+"""Calibrating a new task's items against known abilities: a fitted latent model adapted, not retrained.
+
+A latent model learns item parameters only from answers on the training tasks; on a task it never
+saw, the item network's parameters can point the wrong way. A few known LLMs (training LLMs, whose
+abilities the model holds) answering a few of the task's prompts fix that, the way item-response
+models calibrate new items:
+
+1. The calibration answers join the neighbour profiles (:mod:`assessors.core.item_profiles`): every
+   task prompt's profile now also reads the known LLMs' answers on its calibrated look-alikes, and
+   the item network gives its parameters ``beta_net(x) = [a(x), b(x)]`` from that.
+2. For each calibrated prompt, the correction ``delta = beta - beta_net`` is fitted by MAP with the
+   known LLMs' abilities fixed (logistic regression of its answers on ``[theta, -1]``, Newton/Laplace),
+   and its likelihood is summarised as a Gaussian pseudo-observation.
+3. A Gaussian process over the prompts' features (:mod:`assessors.core.task_correction`: a task-level
+   shift, a smooth part and a per-prompt part, their scales chosen per coordinate by marginal
+   likelihood) carries the corrections to every prompt of the task: calibrated prompts get their own,
+   the rest the task's, shrunk towards 0 when the calibrated prompts disagree or are few.
+
+The adapted model (``model_``) is a copy of the latent model whose item parameters on the task's
+prompts are corrected; everything else (new LLMs' posteriors from any answers, predictions, bands)
+works on it unchanged.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from assessors.core.item_profiles import _unit_rows
+from assessors.core.posterior import check_answers, laplace_posterior
+from assessors.core.task_correction import TaskCorrection, fit_coordinate
+from assessors.errors import DataError
+
+#: Per-prompt status: its own answers corrected it; only the task's other prompts did (no answers, or
+#: fewer than ``min_answers``); nothing did (no prompt of the task has enough answers).
+STATUS = ("calibrated", "from_task", "too_few_answers", "prior_only")
+
+
+class TaskCalibration(BaseEstimator):
+    """Adapt a fitted latent assessor's item parameters to a new task from known LLMs' answers.
+
+    Parameters
+    ----------
+    assessor : LatentAssessor
+        The fitted latent model (left unchanged; ``model_`` is an adapted copy).
+    min_answers : int
+        Answers a prompt needs to be calibrated on its own (fewer: it takes the task's correction).
+    scale_grid : tuple of float
+        Candidate prior scales of the correction, as multiples of the spread of the network's
+        parameters over the reference prompts (one chosen per coordinate by marginal likelihood).
+    length_grid : tuple of float
+        Candidate length scales of the smooth part over cosine similarity.
+    item_share : float
+        Per-prompt part's scale relative to the task-level and smooth parts.
+    augment_profiles : bool
+        Let the calibration answers enter the neighbour profiles (step 1).
+
+    Attributes
+    ----------
+    model_ : LatentAssessor
+        The adapted copy.
+    correction_ : TaskCorrection
+    status_ : ndarray of str, shape (n,)
+        One of :data:`STATUS` per task prompt.
+    n_answers_ : ndarray of shape (n,)
+    chosen_ : list of list of tuple
+        Per member and coordinate ``(scale multiple, length)`` chosen.
+    """
+
+    def __init__(self, assessor, min_answers: int = 5, scale_grid=(0.25, 0.5, 1.0, 2.0, 4.0),
+                 length_grid=(0.05, 0.1, 0.2), item_share: float = 1.0, augment_profiles: bool = True):
+        self.assessor = assessor
+        self.min_answers = min_answers
+        self.scale_grid = scale_grid
+        self.length_grid = length_grid
+        self.item_share = item_share
+        self.augment_profiles = augment_profiles
+
+    def fit(self, X: np.ndarray, Y: np.ndarray, llm_rows, theta: np.ndarray | None = None) -> "TaskCalibration":
+        """Calibrate the task's prompts ``X`` on the known LLMs' answers ``Y``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d)
+            Features of every prompt of the new task (answered or not).
+        Y : ndarray of shape (k, n)
+            Answers of ``k`` known LLMs: 0/1, NaN = not asked. Other values raise :class:`DataError`.
+        llm_rows : sequence of int, length k
+            Each answering LLM's row among the model's training LLMs (the order ``fit`` saw them).
+        theta : ndarray of shape (n_members, k, D), optional
+            Their abilities (e.g. the served model's ``known_posterior.theta`` rows); default their
+            training abilities.
+        """
+        base = self.assessor
+        base._check_fitted()
+        X = np.asarray(X, dtype=np.float32)
+        Y = check_answers(Y, "calibration answers")
+        rows = np.asarray(llm_rows, dtype=int).ravel()
+        n_known = len(base.members_[0]["theta"])
+        if Y.shape != (len(rows), len(X)):
+            raise DataError(f"calibration answers have shape {Y.shape}; expected (len(llm_rows), n prompts) = "
+                            f"({len(rows)}, {len(X)})")
+        bad = np.flatnonzero((rows < 0) | (rows >= n_known))
+        if len(bad):
+            raise DataError(f"calibration answers rows {bad.tolist()} name LLMs the model does not know "
+                            f"(llm_rows {rows[bad].tolist()}; it knows rows 0..{n_known - 1}); drop them")
+        dup = np.flatnonzero(np.bincount(rows - rows.min(), minlength=1)[rows - rows.min()] > 1) if len(rows) else []
+        if len(dup):
+            raise DataError(f"calibration answers rows {dup.tolist()} repeat an LLM (llm_rows {rows[dup].tolist()}); "
+                            "give one row per LLM")
+        if theta is None:
+            theta = np.stack([t[rows] for t in base.training_abilities()])
+        theta = np.asarray(theta, dtype=np.float64)
+        self.n_answers_ = np.isfinite(Y).sum(0)
+        enough = self.n_answers_ >= int(self.min_answers)
+        training = (base.profiles_.features_ if getattr(base, "profiles_", None) is not None
+                    else _unit_rows(base.reference_features_).astype(np.float16))
+        self.correction_ = TaskCorrection(_unit_rows(X[enough]), _unit_rows(X).astype(np.float16), training, [])
+        model = copy.copy(base)
+        model.item_correction_ = None
+        if self.augment_profiles and getattr(base, "profiles_", None) is not None and enough.any():
+            model.profiles_ = TaskProfiles(base.profiles_, _with_calibration(base.profiles_, X[enough], Y[:, enough],
+                                                                             rows), self.correction_)
+        prior = model._params(X)  # the network's parameters, with the augmented profiles
+        ref = base._params(base.reference_features_)
+        fits, self.chosen_ = [], []
+        for m, (a, b) in enumerate(prior):
+            spread = np.maximum(np.hstack([ref[m][0], ref[m][1][:, None]]).std(0), 1e-3)  # (D + 1,)
+            coords = self._fit_member(np.hstack([a, b[:, None]])[enough], Y[:, enough], theta[m], spread,
+                                      _unit_rows(X[enough])) if enough.any() else []
+            fits.append(coords)
+            self.chosen_.append([(f.scales[0] / s, f.length) for f, s in zip(coords, spread)])
+        self.correction_.fits = fits
+        model.item_correction_ = self.correction_
+        model._cache_reference()
+        self.model_ = model
+        answered = self.n_answers_ > 0
+        self.status_ = np.where(enough, "calibrated", np.where(answered, "too_few_answers", "from_task"))
+        if not enough.any():
+            self.status_[:] = "prior_only"
+        return self
+
+    def _fit_member(self, beta, Y, theta, spread, U) -> list:
+        """One member's coordinate fits from its network parameters ``beta`` (n_cal, D + 1) of the
+        calibrated prompts, their answers ``Y`` (k, n_cal) and the known abilities ``theta`` (k, D)."""
+        Z = np.hstack([theta, -np.ones((len(theta), 1))])  # logit = Z @ beta
+        wide = np.diag(1.0 / (2.0 * spread) ** 2)
+        # the correction of each prompt by MAP under a wide prior; ``b`` of laplace_posterior is the
+        # negated network logit of each (prompt, LLM), so its parameter is the correction itself
+        delta, cov = laplace_posterior(Z, -(beta @ Z.T), Y.T, np.zeros(len(spread)), wide)
+        lik = np.linalg.inv(cov) - wide + 1e-6 * np.eye(len(spread))  # the answers' precision alone
+        lik_cov = np.linalg.inv(lik)
+        obs = np.einsum("nij,njk,nk->ni", lik_cov, np.linalg.inv(cov), delta)  # the likelihood's own mean
+        noise = np.minimum(np.diagonal(lik_cov, axis1=1, axis2=2), 1e4)
+        coords = []
+        for p in range(len(spread)):
+            cands = [fit_coordinate(U, obs[:, p], noise[:, p],
+                                    (s * spread[p], s * spread[p], s * spread[p] * float(self.item_share)), length)
+                     for s in self.scale_grid for length in self.length_grid]
+            coords.append(max(cands, key=lambda f: f.log_ml))
+        return coords
+
+    def item_posterior(self, X: np.ndarray) -> dict[str, np.ndarray]:
+        """The adapted item parameters at prompts ``X`` (m, d) and their posterior spread.
+
+        Returns
+        -------
+        dict with ``a`` (n_members, m, D), ``b`` (n_members, m), ``a_sd`` (n_members, m, D), ``b_sd``
+        (n_members, m). Outside the task the spread is 0 (the network's parameters are kept).
+        """
+        check_is_fitted(self, "model_")
+        X = np.asarray(X, dtype=np.float32)
+        a, b = self.model_.item_parameters(X)
+        if not self.correction_.fits or not self.correction_.fits[0]:
+            return {"a": a, "b": b, "a_sd": np.zeros_like(a), "b_sd": np.zeros_like(b)}
+        _, var = self.correction_.moments(X)
+        sd = np.sqrt(var)
+        return {"a": a, "b": b, "a_sd": sd[..., :-1], "b_sd": sd[..., -1]}
+
+    def report(self) -> dict:
+        """Counts of :data:`STATUS` over the task's prompts and the answers used."""
+        check_is_fitted(self, "model_")
+        return {"prompts": int(len(self.status_)), "answers": int(self.n_answers_.sum()),
+                **{s: int((self.status_ == s).sum()) for s in STATUS}}
+
+
+class TaskProfiles:
+    """Neighbour profiles of an adapted model: a task prompt's profile also reads the calibrated
+    prompts (``augmented``), every other prompt keeps the training profile (``base``), so the reference
+    set's item parameters, and with them new LLMs' posteriors from reference answers, do not move."""
+
+    def __init__(self, base, augmented, correction: TaskCorrection):
+        self.base, self.augmented, self.correction = base, augmented, correction
+
+    @property
+    def features_(self):
+        return self.base.features_
+
+    def inputs(self, X: np.ndarray) -> np.ndarray:
+        """The item network's input (m, d + n_dims): see :meth:`NeighbourProfiles.inputs`."""
+        out = self.base.inputs(X)
+        inside = self.correction.membership(X) if len(X) else np.zeros(0, bool)
+        if inside.any():
+            out[inside] = self.augmented.inputs(np.asarray(X, dtype=np.float32)[inside])
+        return out
+
+
+def _with_calibration(profiles, X, Y, rows):
+    """A copy of ``profiles`` whose training prompts also hold the calibrated prompts ``X`` (n, d) with
+    the known LLMs' answers ``Y`` (k, n) in their columns ``rows`` (the other LLMs: not evaluated)."""
+    out = copy.copy(profiles)
+    extra = np.full((len(X), profiles.answers_.shape[1]), 255, np.uint8)
+    for i, r in enumerate(rows):
+        seen = np.isfinite(Y[i])
+        extra[seen, r] = Y[i, seen].astype(np.uint8)
+    out.features_ = np.vstack([profiles.features_, _unit_rows(X).astype(np.float16)])
+    out.answers_ = np.vstack([profiles.answers_, extra])
+    out._memo = None  # profiles computed against the old prompts are stale
+    return out

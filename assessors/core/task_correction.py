@@ -1,0 +1,118 @@
+"""Corrections of a new task's item parameters, as a function of the prompt.
+
+A latent model's item network predicts a new task's item parameters ``beta(x) = [a(x), b(x)]`` from
+the prompt alone; calibration answers of known LLMs on some of the task's prompts correct them
+(:class:`~assessors.core.task_calibration.TaskCalibration`). Each of the ``D + 1`` coordinates of the
+correction ``delta(x) = beta(x) - beta_net(x)`` has a Gaussian-process prior
+
+    delta(x) = c + g(x) + e(x),   c ~ N(0, s_c^2),  g ~ GP(0, s_g^2 exp((cos(x, x') - 1) / l)),
+    e(x) ~ N(0, s_e^2) independently per prompt,
+
+a task-level shift ``c`` shared by every prompt of the task, a smooth part ``g`` over the prompts'
+features (look-alike prompts get alike corrections) and a per-prompt part ``e``. Each calibrated
+prompt contributes a Gaussian pseudo-observation of its correction (its answers' Laplace
+likelihood); the posterior at any prompt is then closed-form. A prompt gets the correction only when
+it belongs to the task: when a task prompt is at least as similar to it as any training prompt, so
+training prompts (the reference set among them) keep the network's parameters.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from assessors.core.item_profiles import SELF_SIMILARITY, _unit_rows
+
+
+def covariance(U, V, scales, length) -> np.ndarray:
+    """Prior covariance (m, n) of one correction coordinate: ``s_c^2 + s_g^2 k(u, v) + s_e^2 [u == v]``."""
+    s_c, s_g, s_e = scales
+    sim = np.clip(U @ V.T, -1.0, 1.0)
+    return s_c ** 2 + s_g ** 2 * np.exp((sim - 1.0) / float(length)) + s_e ** 2 * (sim >= SELF_SIMILARITY)
+
+
+@dataclass
+class CoordinateFit:
+    """The posterior of one correction coordinate of one ensemble member.
+
+    Attributes
+    ----------
+    scales : tuple of float
+        ``(s_c, s_g, s_e)``.
+    length : float
+    alpha : ndarray of shape (n_cal,)
+        ``K^-1 y`` over the calibrated prompts' pseudo-observations ``y``.
+    chol : ndarray of shape (n_cal, n_cal)
+        Cholesky factor of ``K`` (prior covariance plus pseudo-observation noise).
+    log_ml : float
+        Log marginal likelihood of the pseudo-observations.
+    """
+
+    scales: tuple
+    length: float
+    alpha: np.ndarray
+    chol: np.ndarray
+    log_ml: float
+
+
+def fit_coordinate(U, y, noise, scales, length) -> CoordinateFit:
+    """Posterior of one coordinate from pseudo-observations ``y`` (n_cal,) with variances ``noise`` (n_cal,)
+    at unit features ``U`` (n_cal, d)."""
+    K = covariance(U, U, scales, length) + np.diag(noise)
+    L = np.linalg.cholesky(K + 1e-9 * np.eye(len(K)))
+    alpha = np.linalg.solve(L.T, np.linalg.solve(L, y))
+    log_ml = -0.5 * y @ alpha - np.log(np.diag(L)).sum() - 0.5 * len(y) * np.log(2 * np.pi)
+    return CoordinateFit(tuple(float(s) for s in scales), float(length), alpha, L, float(log_ml))
+
+
+@dataclass
+class TaskCorrection:
+    """The fitted correction of a new task's item parameters, applied by a latent model to its own.
+
+    Attributes
+    ----------
+    calibrated : ndarray of shape (n_cal, d), float32
+        Unit features of the calibrated prompts (the pseudo-observations' inputs).
+    task : ndarray of shape (n_task, d), float16
+        Unit features of every prompt of the task (calibrated or not): what "belongs to the task" means.
+    training : ndarray of shape (n_train, d), float16
+        Unit features of the training prompts the task prompts are compared with.
+    fits : list of list of CoordinateFit
+        Per ensemble member, one per coordinate ``[a_1 .. a_D, b]``; empty lists with no calibrated prompt.
+    """
+
+    calibrated: np.ndarray
+    task: np.ndarray
+    training: np.ndarray
+    fits: list
+
+    def membership(self, X: np.ndarray) -> np.ndarray:
+        """True (m,) where a task prompt is at least as similar to the prompt as any training prompt."""
+        Q = _unit_rows(X)
+        near_task = (Q @ self.task.astype(np.float32).T).max(1)
+        near_train = (Q @ self.training.astype(np.float32).T).max(1) if len(self.training) else -np.inf
+        return near_task >= near_train - 1e-4
+
+    def moments(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and variance of the correction at prompts ``X`` (m, d): shapes
+        (n_members, m, D + 1) each, zero outside the task."""
+        inside = self.membership(X)
+        n_members, D1 = len(self.fits), len(self.fits[0]) if self.fits and self.fits[0] else 0
+        mean, var = np.zeros((n_members, len(X), max(D1, 1))), np.zeros((n_members, len(X), max(D1, 1)))
+        if not D1 or not inside.any():
+            return mean[..., :D1], var[..., :D1]
+        Q = _unit_rows(X[inside])
+        for m, coords in enumerate(self.fits):
+            for p, f in enumerate(coords):
+                kq = covariance(Q, self.calibrated, f.scales, f.length)  # (q, n_cal)
+                mean[m, inside, p] = kq @ f.alpha
+                v = np.linalg.solve(f.chol, kq.T)
+                var[m, inside, p] = np.maximum(sum(s ** 2 for s in f.scales) - (v ** 2).sum(0), 0.0)
+        return mean, var
+
+    def __call__(self, X: np.ndarray, params: list) -> list:
+        """Each member's item parameters ``[(a (m, D), b (m,))]`` at prompts ``X`` (m, d), corrected."""
+        if not self.fits or not self.fits[0]:
+            return params
+        mean, _ = self.moments(np.asarray(X, dtype=np.float32))
+        return [(a + mean[m, :, :-1], b + mean[m, :, -1]) for m, (a, b) in enumerate(params)]

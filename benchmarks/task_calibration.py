@@ -1,0 +1,194 @@
+"""A held-out task calibrated against known abilities: mean test AUC on its uncalibrated prompts; prints JSON.
+
+For each subtask hold-out (``split=ood_<name>``) and seed, in-process as ``python train.py
+assessor=latent``: ``k`` random prompts of the held-out task are answered by the training LLMs (their
+real answers); the test LLMs enter as always, by their reference answers on the training tasks; every
+method is scored by the mean per-LLM AUC over the test LLMs on the *remaining* held-out prompts.
+
+* ``k0``: the latent model as trained (no calibration);
+* ``calibrated``: :class:`~assessors.core.task_calibration.TaskCalibration` on the ``k`` prompts;
+  ``profiles_only`` / ``correction_only``: its two steps alone;
+* ``appended``: the latent model refitted with the ``k`` prompts and answers appended to its training set;
+* ``all_train_data_appended``: the "all train data" baseline fitted the same way; ``reference_only``
+  (unchanged by calibration answers: the test LLMs never answer them); ``specific`` with ``--specific``;
+* ``in_distribution``: the latent model on ``split=random``, scored on its test prompts of the same subtasks.
+
+Nothing here looks at the test LLMs' answers except to score.
+
+    python benchmarks/task_calibration.py --splits ood_logic ood_language --seeds 0 1 2 --k 30
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's package, not another installed copy
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from latent_goals import compose  # noqa: E402
+
+
+def mean_auc(S, P) -> float:
+    from assessors.metrics import per_llm_auc
+
+    return round(float(np.nanmean(per_llm_auc(S, P))), 4)
+
+
+def band_coverage(model, X, post, S) -> float:
+    """Share of test LLMs whose realised accuracy on prompts ``X`` lies in their 90% band."""
+    band = model.predictive_accuracy(X, post, level=0.9)
+    real = np.nanmean(S, axis=1)
+    return round(float(((band["low"] <= real) & (real <= band["high"])).mean()), 3)
+
+
+def in_distribution(seed: int, groups, overrides) -> float:
+    """The latent model on a random split, mean test AUC on its test prompts of the subtasks ``groups``."""
+    from assessors.tasks.prepare import fit_generic, prepare
+
+    cfg = compose([f"seed={seed}", "assessor=latent", "tracking=none", "plots=false", "split=random", *overrides])
+    prep = prepare(cfg)
+    model, ref_ids = fit_generic(cfg, prep)
+    sub = prep.results.instances["subgroup"].astype(str).to_numpy()[prep.results.instance_index(prep.inst["test"])]
+    keep = np.array([any(fnmatch.fnmatch(g, pat) for pat in groups) for g in sub])
+    P = model.predict_proba(prep.X["test"][keep], prep.results.matrix(prep.llms["test"], ref_ids))
+    return mean_auc(prep.S("test", "test")[:, keep], P)
+
+
+def budget_cells(model, X_te, S_known, S_test, R_test, budgets, seed: int, draws: int = 3) -> list[dict]:
+    """Calibrated AUC at budgets ``(k prompts, m known LLMs)``: prompts and LLMs chosen by information
+    (:mod:`assessors.onboarding.task_design`) against random choices (mean of ``draws``), each scored on
+    the held-out task's prompts that were not chosen."""
+    from assessors.core.task_calibration import TaskCalibration
+    from assessors.onboarding.task_design import choose_llms, choose_prompts
+
+    theta = model.training_abilities()[0]
+
+    def score(cal, rows):
+        Y = np.full((len(rows), len(X_te)), np.nan)
+        Y[:, cal] = S_known[np.ix_(rows, cal)]
+        tc = TaskCalibration(model).fit(X_te, Y, rows)
+        rest = np.setdiff1d(np.arange(len(X_te)), cal)
+        return mean_auc(S_test[:, rest], tc.model_.predict_proba(X_te[rest], R_test))
+
+    out = []
+    for k, m in budgets:
+        m = min(m, len(theta))
+        rng = np.random.default_rng(2000 + seed)
+        rand = [score(rng.choice(len(X_te), k, replace=False), rng.choice(len(theta), m, replace=False))
+                for _ in range(draws)]
+        cal = choose_prompts(X_te, k, seed=seed)
+        a, b = (v[0] for v in model.item_parameters(X_te[cal]))
+        rows = choose_llms(theta, a, b, m)
+        random_llms = rng.choice(len(theta), m, replace=False)
+        out.append({"k": k, "m": m, "random": round(float(np.mean(rand)), 4), "random_sd": round(float(np.std(rand)), 4),
+                    "designed": score(cal, rows), "designed_prompts_random_llms": score(cal, random_llms)})
+    return out
+
+
+def run_cell(split: str, seed: int, ks: list[int], overrides: list[str], specific: bool, with_id: bool,
+             budgets=()) -> dict:
+    from hydra.utils import instantiate
+
+    from assessors.core.task_calibration import TaskCalibration
+    from assessors.tasks.prepare import fit_selector, prepare
+    from assessors.tasks.train import _all_train_data_node, fit_per_llm
+
+    cfg = compose([f"seed={seed}", "assessor=latent", "tracking=none", "plots=false", f"split={split}", *overrides])
+    prep = prepare(cfg)
+    selector = fit_selector(instantiate(cfg.selector), prep)
+    ref_ids, ref_idx = selector.reference_ids_, np.asarray(selector.reference_index_)
+    val = prep.validation(ref_ids)
+    X_tr, S_tr, X_te, S_te_all = prep.X["train"], prep.S("train", "train"), prep.X["test"], prep.S("train", "test")
+    S_test = prep.S("test", "test")
+    R_test = prep.results.matrix(prep.llms["test"], ref_ids)
+    t0 = time.perf_counter()
+    model = instantiate(cfg.assessor).fit(X_tr, S_tr, ref_idx, validation=val)
+    out = {"split": split, "seed": seed, "fit_s": round(time.perf_counter() - t0, 1),
+           "n_train_llms": len(prep.llms["train"]), "n_test_llms": len(prep.llms["test"]), "n_task_prompts": len(X_te)}
+    X_ref = X_tr[ref_idx]
+    ref_only = fit_per_llm(cfg, prep, "reference_only", X_ref, prep.results.instance_index(ref_ids))
+    spec = fit_per_llm(cfg, prep, "specific", X_ref, prep.results.instance_index(ref_ids)) if specific else None
+    post = model.reference_posterior(R_test)
+    rows = np.arange(len(prep.llms["train"]))
+    for k in ks:
+        cal = np.sort(np.random.default_rng(1000 + seed).choice(len(X_te), k, replace=False))
+        rest = np.setdiff1d(np.arange(len(X_te)), cal)
+        S_rest, X_rest = S_test[:, rest], X_te[rest]
+        cell = {"k": k, "k0": mean_auc(S_rest, model.predict_proba(X_rest, R_test)),
+                "reference_only": mean_auc(S_rest, ref_only[:, rest]),
+                "band_k0": band_coverage(model, X_rest, post, S_rest)}
+        if spec is not None:
+            cell["specific"] = mean_auc(S_rest, spec[:, rest])
+        Y = np.full(S_te_all.shape, np.nan)
+        Y[:, cal] = S_te_all[:, cal]
+        variants = {"calibrated": {}, "profiles_only": {"scale_grid": (0.0,)},
+                    "correction_only": {"augment_profiles": False}}
+        for name, kw in variants.items():
+            t0 = time.perf_counter()
+            tc = TaskCalibration(model, **kw).fit(X_te, Y, rows)
+            dt = time.perf_counter() - t0
+            cell[name] = mean_auc(S_rest, tc.model_.predict_proba(X_rest, R_test))
+            if name == "calibrated":
+                cell["calibrate_s"] = round(dt, 3)
+                cell["band_calibrated"] = band_coverage(tc.model_, X_rest, tc.model_.reference_posterior(R_test), S_rest)
+                cell["chosen"] = tc.chosen_[0]
+        # appending: the k prompts and the training LLMs' answers join the training set
+        X_app, S_app = np.vstack([X_tr, X_te[cal]]), np.hstack([S_tr, S_te_all[:, cal]])
+        t0 = time.perf_counter()
+        appended = instantiate(cfg.assessor).fit(X_app, S_app, ref_idx, validation=val)
+        cell["append_fit_s"] = round(time.perf_counter() - t0, 1)
+        cell["appended"] = mean_auc(S_rest, appended.predict_proba(X_rest, R_test))
+        base = instantiate(_all_train_data_node(cfg), use_reference=False, instance_features="embedding")
+        base_val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
+        base.fit(X_app, S_app, np.array([], dtype=int), validation=base_val if prep.llms["val"] else None)
+        cell["all_train_data_appended"] = mean_auc(
+            S_rest, base.predict_proba(X_rest, np.zeros((len(prep.llms["test"]), 0), np.float32)))
+        best = ["reference_only", "all_train_data_appended"] + (["specific"] if spec is not None else [])
+        cell["best_baseline"] = max(cell[b] for b in best)
+        out.setdefault("cells", []).append(cell)
+    if budgets:
+        out["budgets"] = budget_cells(model, X_te, S_te_all, S_test, R_test, budgets, seed)
+    if with_id:
+        out["in_distribution"] = in_distribution(seed, list(cfg.split.test_groups), overrides)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--splits", nargs="+", default=["ood_logic", "ood_language", "ood_algorithmic", "ood_musr"])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--k", type=int, nargs="+", default=[30])
+    ap.add_argument("--specific", action="store_true", help="also the specific assessors (slow)")
+    ap.add_argument("--no-in-distribution", action="store_true")
+    ap.add_argument("--budgets", nargs="*", default=[], help="k,m pairs: designed against random choice, e.g. 10,10 30,20")
+    ap.add_argument("--out", type=Path, default=None, help="also append each cell's JSON line here")
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides (after --)")
+    a = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import subprocess
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    runs = []
+    for split in a.splits:
+        for seed in a.seeds:
+            r = run_cell(split, seed, a.k, a.overrides, a.specific, not a.no_in_distribution,
+                         [tuple(map(int, b.split(","))) for b in a.budgets])
+            runs.append(r)
+            if a.out:
+                with a.out.open("a") as f:
+                    f.write(json.dumps(r, default=str) + "\n")
+    print(json.dumps({"commit": commit, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                      "machine": f"{os.cpu_count()} cores, shared", "overrides": a.overrides, "runs": runs},
+                     indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
