@@ -88,10 +88,7 @@ def run(cfg: DictConfig, model=None) -> dict:
         raise ConfigError(f"mode=calibrate_task needs a latent assessor (train with assessor=latent); the model holds "
                           f"{type(model.assessor).__name__}")
     prompts = read_prompt_files(list(ct.prompts), required=())
-    ids = prompts["instance_id"].tolist()
-    if len(set(ids)) < len(ids):
-        raise DataError(f"{list(ct.prompts)}: instance id {prompts['instance_id'][prompts['instance_id'].duplicated()].iloc[0]!r} "
-                        "occurs more than once; pass each prompt file once")
+    ids = prompts["instance_id"].tolist()  # unique: read_prompt_files refuses a repeated id
     rows, Y = read_calibration_answers(ct.answers, model.llms, ids)
     X = model.featurizer.transform(prompts["prompt"].astype(str).tolist())
     known = getattr(model, "known_posterior", None)
@@ -111,7 +108,7 @@ def run(cfg: DictConfig, model=None) -> dict:
 def log_adapted(cfg, model, assessor, texts: list[str], items: pd.DataFrame, summary: dict):
     """Log the adapted model as a new pyfunc model; returns its URI and ``{name, version}`` when registered."""
     from assessors.core.pyfunc import log_assessor_model
-    from assessors.tracking import tracker_from_cfg
+    from assessors.tasks.config import tracker_from_cfg
 
     with tracker_from_cfg(cfg).start_run("calibrate_task", tags={"source_model": str(cfg.get("model_uri"))}) as run:
         uri = log_assessor_model(run, assessor, model.featurizer, model.reference_ids, model.reference_success, model.llms,
