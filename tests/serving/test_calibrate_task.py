@@ -8,6 +8,9 @@ import pytest
 
 from assessors.errors import ConfigError, DataError
 
+# an end-to-end MLflow run: logs and registers a model
+pytestmark = pytest.mark.slow
+
 TASK = "bbh_boolean_expressions"
 
 
