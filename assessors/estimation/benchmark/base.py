@@ -21,6 +21,7 @@ from cachetools import LRUCache
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from assessors.core.posterior import evidence_labels
 from assessors.errors import ConfigError, DataError
 from assessors.selection.cache import array_digest
 
@@ -34,11 +35,16 @@ class Estimate:
     point : ndarray of shape (k,)
     ci_low, ci_high : ndarray of shape (k,) or None
         Confidence interval at level ``1 - alpha`` (None when the method has no CI).
+    evidence : ndarray of str, shape (k,), or None
+        What the target's core answers support (:data:`assessors.core.posterior.EVIDENCE`):
+        ``one_class`` when they are all equal, so any estimate leans on the sources or the prior
+        rather than the target; ``ok`` otherwise. Set by :meth:`BenchmarkEstimator.estimate`.
     """
 
     point: np.ndarray
     ci_low: np.ndarray | None = None
     ci_high: np.ndarray | None = None
+    evidence: np.ndarray | None = None
 
 
 def impute_columns(S: np.ndarray) -> np.ndarray:
@@ -195,9 +201,10 @@ class BenchmarkEstimator(BaseEstimator, abc.ABC):
             raise DataError(f"{type(self).__name__}: target rows {who} have no evaluated core item (all missing)")
         out = self._estimate(Y)
         point = np.clip(out.point, 0.0, 1.0)
+        evidence = evidence_labels(Y)
         if out.ci_low is None:
-            return Estimate(point)
-        return Estimate(point, np.clip(out.ci_low, 0.0, 1.0), np.clip(out.ci_high, 0.0, 1.0))
+            return Estimate(point, evidence=evidence)
+        return Estimate(point, np.clip(out.ci_low, 0.0, 1.0), np.clip(out.ci_high, 0.0, 1.0), evidence)
 
     @abc.abstractmethod
     def _estimate(self, Y: np.ndarray) -> Estimate:
