@@ -96,3 +96,44 @@ def test_bad_input(est, sim):
     out = est.estimate(np.vstack([np.zeros(30), np.ones(30), sim[60, est.core_index_]]))
     assert list(out.evidence) == ["one_class", "one_class", "ok"]
     assert np.all(out.ci_high[:2] - out.ci_low[:2] > 0.02)
+
+
+def test_neyman_allocation_respects_bounds_and_follows_spread():
+    from assessors.estimation.benchmark.stratified import allocate
+
+    n_h = allocate(50, np.array([100, 100, 100, 100, 3]), np.array([0.05, 0.5, 0.5, 0.2, 0.5]), 2)
+    assert n_h.sum() == 50 and n_h.min() >= 2 and n_h[4] <= 3
+    assert n_h[1] > n_h[3] > n_h[0]
+    np.testing.assert_array_equal(allocate(10, np.array([2, 3, 5]), np.ones(3), 2), [2, 3, 5])
+
+
+@pytest.mark.parametrize("allocation", ["neyman", "proportional"])
+def test_stratified_design_is_unbiased_and_covers(sim, allocation):
+    from assessors.estimation.benchmark.stratified import StratifiedAIPW
+
+    est = StratifiedAIPW(proxy=LatentProxy(dims=3), allocation=allocation)
+    err, cover, _ = _trials(est, sim, 60, 50, range(120))
+    trial_err = err.mean(1)
+    assert abs(trial_err.mean()) < 3 * trial_err.std(ddof=1) / np.sqrt(trial_err.size), trial_err.mean()
+    assert 0.93 <= cover.mean() <= 0.98, cover.mean()
+    core_strata = np.bincount(est.stratum_[est.core_index_])
+    assert core_strata.sum() == 50 and core_strata.min() >= 2
+
+
+def test_stratified_difference_estimator_is_exactly_design_unbiased():
+    # with a proxy that ignores the answers (one fold, lam = 1), the expectation over every core the
+    # design can draw equals the truth; checked by averaging over many draws at a small size
+    from assessors.estimation.benchmark.stratified import StratifiedAIPW
+
+    S, _ = simulate(n_llms=45, n_items=60, seed=4)
+    truth = S[40:].mean(1)
+    est = StratifiedAIPW(proxy=LatentProxy(dims=2), folds=1, power_tuning=False, strata=3, core_size=9)
+    err = []
+    for seed in range(400):
+        est.set_params(seed=seed).fit(S[:40])
+        Y = np.full((5, 9), np.nan)  # the proxy sees no answer, so it is fixed across draws
+        f_fixed = est.proxy_.predict(Y)
+        est.proxy_.predict = lambda _Y, f=f_fixed: f[: len(_Y)]
+        err.append(est.estimate(S[40:, est.core_index_]).point - truth)
+    err = np.array(err).mean(1)
+    assert abs(err.mean()) < 3 * err.std(ddof=1) / np.sqrt(err.size), err.mean()

@@ -79,13 +79,17 @@ class AIPW(BenchmarkEstimator):
             from assessors.errors import ConfigError
 
             raise ConfigError(f"AIPW: inference must be 'finite_population' or 'ppi_py', got {self.inference!r}")
-        proxy = RidgeProxy() if self.proxy is None else clone(self.proxy)
+        proxy = self._default_proxy() if self.proxy is None else clone(self.proxy)
         # a proxy that handles missing cells itself gets the raw 0/1/NaN matrix: the imputed
         # one holds column means, which are not labels
         self.proxy_ = proxy.fit(S if get_tags(proxy).input_tags.allow_nan else filled, features, self.core_index_)
         n = self.core_index_.size
         k = max(1, min(int(self.folds), n))
         self.fold_ = rng.permutation(np.arange(n) % k)
+
+    def _default_proxy(self):
+        """The proxy used when ``proxy`` is None."""
+        return RidgeProxy()
 
     def proxy_predictions(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Out-of-fold predictions on core cells (k, n_core) and fold-averaged predictions (k, n_items)."""
@@ -135,16 +139,17 @@ class AIPW(BenchmarkEstimator):
         z = t_dist.ppf(1 - self.alpha / 2, np.maximum(n - 1, 1))
         return Estimate(point, point - z * se, point + z * se)
 
-    def _residual_variance(self, r, rbar, obs, n, lam, fbar):
-        """Sample variance of the core residuals, with ``pseudo_counts`` pseudo items of each outcome.
+    def _residual_variance(self, r, rbar, obs, n, lam, fbar, k=None):
+        """Sample variance of the core residuals, with ``k`` (default ``pseudo_counts``) pseudo items
+        of each outcome.
 
         A pseudo item has proxy value ``fbar`` and result 1 or 0, so its residual is ``1 - lam fbar``
         or ``-lam fbar``; with ``k`` of each, the pooled variance over ``n + 2k`` values is
         computed from the core's sum of squares and the pseudo residuals' (exact pooling).
         """
         ss = (((r - rbar[:, None]) ** 2) * obs).sum(1)
-        k = float(self.pseudo_counts)
-        if k <= 0:
+        k = np.asarray(float(self.pseudo_counts) if k is None else k, dtype=np.float64)
+        if np.all(k <= 0):
             return ss / np.maximum(n - 1, 1)
         m = n + 2 * k
         pseudo_mean = 0.5 - lam * fbar

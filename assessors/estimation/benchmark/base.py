@@ -64,9 +64,24 @@ def impute_rows(Y: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(Y), np.nanmean(Y, axis=1, keepdims=True), Y)
 
 
-# A tiny process-wide cache for expensive per-source-split work (correlations, IRT fits): the
-# harness fits several core sizes and methods on the same source split.
-_CACHE: LRUCache = LRUCache(maxsize=16)
+def _nbytes(value: object) -> int:
+    """Memory held by a cached value: its arrays' bytes (arrays, tuples of them, fitted estimators)."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    if hasattr(value, "__dict__"):
+        return sum(_nbytes(v) for v in vars(value).values() if isinstance(v, (np.ndarray, tuple, list)))
+    return 64
+
+
+#: Bytes the per-source-split cache may hold. One MMLU-Pro item correlation matrix takes 1.2 GB, so
+#: a cap by count (16 entries) let one process hold many of them.
+CACHE_BYTES = 1_500_000_000
+
+# A process-wide cache for expensive per-source-split work (correlations, IRT fits): the harness
+# fits several core sizes and methods on the same source split, one trial after another.
+_CACHE: LRUCache = LRUCache(maxsize=CACHE_BYTES, getsizeof=lambda v: max(_nbytes(v), 1))
 
 
 def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object]) -> object:
@@ -74,7 +89,9 @@ def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object]) -> 
     key = (tag, array_digest(S), params)
     if key in _CACHE:
         return _CACHE[key]  # refreshes the key's recency
-    val = _CACHE[key] = fn()
+    val = fn()
+    if _nbytes(val) <= CACHE_BYTES:  # a value larger than the whole cache is used, not kept
+        _CACHE[key] = val
     return val
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from assessors.core.posterior import (GaussianPrior, check_answers, laplace_posterior, logit_moments,
-                                      probit_predictive)
+                                      probit_predictive, sigmoid)
 from assessors.estimation.benchmark.base import cached
 from assessors.estimation.benchmark.proxy import ItemProxy
 from assessors.selection.irt import MultidimIRT
@@ -42,6 +42,7 @@ class LatentProxy(ItemProxy):
     ----------
     discrimination_ : ndarray of shape (n_items, dims)
     difficulty_ : ndarray of shape (n_items,)
+    source_ability_ : ndarray of shape (n_source_llms, dims)
     prior_ : GaussianPrior
         Ability prior fitted on the source LLMs' abilities (Ledoit-Wolf covariance).
     """
@@ -65,8 +66,16 @@ class LatentProxy(ItemProxy):
             dims=int(self.dims), prior_discrimination=float(self.prior_discrimination),
             max_iter=int(self.max_iter), seed=int(self.seed)).fit(S))
         self.discrimination_, self.difficulty_ = irt.discrimination_, irt.difficulty_
+        self.source_ability_ = irt.ability_
         self.prior_ = GaussianPrior.fit(irt.ability_)
         return self
+
+    def population_moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each item's success probability and Bernoulli variance ``p (1 - p)``, averaged over the
+        source LLMs' abilities: what the model expects of a target like the sources, before any of
+        its answers. Two arrays of shape (n_items,)."""
+        p = sigmoid(self.source_ability_ @ self.discrimination_.T - self.difficulty_)
+        return p.mean(0), (p * (1 - p)).mean(0)
 
     def posterior(self, core_success: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Laplace posterior of each target's abilities from its core answers.
