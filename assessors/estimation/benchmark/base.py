@@ -112,6 +112,9 @@ class BenchmarkEstimator(BaseEstimator, abc.ABC):
     selects_core: ClassVar[bool] = False
     #: True when ``estimate`` returns confidence intervals.
     has_ci: ClassVar[bool] = False
+    #: True when ``_select_core`` needs the raw source matrix (NaN kept, e.g. for an IRT fit that
+    #: leaves missing cells out) rather than the item-mean imputed one.
+    selects_on_raw: ClassVar[bool] = False
 
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05):
         self.core_size = core_size
@@ -140,8 +143,9 @@ class BenchmarkEstimator(BaseEstimator, abc.ABC):
         self.n_items_ = m
         rng = np.random.default_rng(self.seed)
         filled = impute_columns(S)
-        self.core_index_ = (np.asarray(self._select_core(filled, features, rng), dtype=int)
-                            if core_index is None else core_index)
+        if core_index is None:
+            core_index = np.asarray(self._select_core(S if self.selects_on_raw else filled, features, rng), dtype=int)
+        self.core_index_ = core_index
         self._fit(S, filled, features, rng)
         return self
 

@@ -46,16 +46,9 @@ class LatentModel(BenchmarkEstimator):
         self.proxy = proxy
         self.n_samples = n_samples
 
-    def fit(self, source_success, features=None, core_index=None, source_llms=None):
-        self._raw = np.asarray(source_success, dtype=np.float64)  # the item fit handles NaN itself
-        try:
-            return super().fit(source_success, features, core_index, source_llms)
-        finally:
-            del self._raw
-
     def _fit(self, S, filled, features, rng):
-        self.proxy_ = clone(self.proxy if self.proxy is not None else LatentProxy()).fit(
-            self._raw, features, self.core_index_)
+        # the raw matrix: the item fit leaves missing cells out of the likelihood
+        self.proxy_ = clone(self.proxy if self.proxy is not None else LatentProxy()).fit(S, features, self.core_index_)
 
     def _estimate(self, Y):
         theta, cov = self.proxy_.posterior(Y)

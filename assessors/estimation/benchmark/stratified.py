@@ -65,6 +65,7 @@ class StratifiedAIPW(AIPW):
     """
 
     selects_core = True
+    selects_on_raw = True  # the item fit leaves missing cells out of the likelihood
 
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, proxy: LatentProxy | None = None,
                  folds: int = 5, power_tuning: bool = True, pseudo_counts: float = 2.0, strata: int = 5,
@@ -74,20 +75,13 @@ class StratifiedAIPW(AIPW):
         self.allocation = allocation
         self.min_per_stratum = min_per_stratum
 
-    def fit(self, source_success, features=None, core_index=None, source_llms=None):
-        self._raw = np.asarray(source_success, dtype=np.float64)  # the item fit handles NaN itself
-        try:
-            return super().fit(source_success, features, core_index, source_llms)
-        finally:
-            del self._raw
-
     def _default_proxy(self):
         return LatentProxy()
 
     def _select_core(self, S, features, rng):
         if self.allocation not in ("neyman", "proportional"):
             raise ConfigError(f"StratifiedAIPW: allocation must be 'neyman' or 'proportional', got {self.allocation!r}")
-        model = clone(self.proxy if self.proxy is not None else self._default_proxy()).fit(self._raw, features, [])
+        model = clone(self.proxy if self.proxy is not None else self._default_proxy()).fit(S, features, [])
         pbar, var = model.population_moments()
         H = max(1, min(int(self.strata), self.core_size // max(int(self.min_per_stratum), 1), S.shape[1]))
         groups = np.array_split(np.argsort(pbar, kind="stable"), H)
