@@ -95,6 +95,9 @@ def test_bad_input(est, sim):
     # all answers equal: marked, and the interval is not a confident one
     out = est.estimate(np.vstack([np.zeros(30), np.ones(30), sim[60, est.core_index_]]))
     assert list(out.evidence) == ["one_class", "one_class", "ok"]
+    q = 0.025 ** (1 / 30)  # Clopper-Pearson bounds of an unseen item's success after 30 equal answers
+    if isinstance(est, AIPW):  # design-based: at least the exact interval of the unseen items
+        assert out.ci_high[0] >= 570 * (1 - q) / 600 - 1e-12 and out.ci_low[1] <= (30 + 570 * q) / 600 + 1e-12
     assert np.all(out.ci_high[:2] - out.ci_low[:2] > 0.02)
 
 

@@ -27,7 +27,9 @@ residual ``y - lam f`` is the same, so the plug-in variance is 0 and the Wald in
 (on the shared score matrices 12% of n=25 interpolation intervals, with 19% coverage among them).
 As Agresti-Coull does for a proportion, the variance (never the point estimate) is computed with
 ``pseudo_counts`` pseudo items of each outcome added at the core's mean proxy value, and the quantile
-is Student's t with ``n - 1`` degrees of freedom. ``pseudo_counts=0`` gives the plain Wald interval.
+is Student's t with ``n - 1`` degrees of freedom. ``pseudo_counts=0`` gives the Wald interval. A
+target whose core answers are all equal also gets at least the exact (Clopper-Pearson) bounds of
+the unseen items' accuracy.
 
 Cross-fitting (``folds > 1``): the proxy's prediction on a core item never uses that item's own
 result (each fold is predicted with that fold hidden), which keeps the rectifier unbiased; the
@@ -137,7 +139,25 @@ class AIPW(BenchmarkEstimator):
         var_r = self._residual_variance(r, rbar, obs, n, lam, fbar)
         se = np.sqrt(var_r * np.clip(1 - n / N, 0, 1) / n)
         z = t_dist.ppf(1 - self.alpha / 2, np.maximum(n - 1, 1))
-        return Estimate(point, point - z * se, point + z * se)
+        return Estimate(point, *self._one_class_hull(Y, point - z * se, point + z * se))
+
+    def _one_class_hull(self, Y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)`` widened, for targets whose core answers are all equal, to hold the exact
+        (Clopper-Pearson) interval of the unseen items' accuracy given ``n`` equal answers.
+
+        With every answer the same, the residual variance says nothing about the spread the proxy
+        missed, so the interval cannot rest on it alone (on the shared score matrices such targets were
+        under-covered). All ``n`` correct bounds the unseen
+        accuracy below by ``(alpha/2)^(1/n)``, all wrong bounds it above by ``1 - (alpha/2)^(1/n)``.
+        """
+        obs = ~np.isnan(Y)
+        n = obs.sum(1)
+        pos = np.where(obs, Y, 0.0).sum(1)
+        q = (self.alpha / 2) ** (1.0 / np.maximum(n, 1))
+        N = self.n_items_
+        lo = np.where(pos == n, np.minimum(lo, (n + (N - n) * q) / N), lo)
+        hi = np.where(pos == 0, np.maximum(hi, (N - n) * (1 - q) / N), hi)
+        return lo, hi
 
     def _residual_variance(self, r, rbar, obs, n, lam, fbar, k=None):
         """Sample variance of the core residuals, with ``k`` (default ``pseudo_counts``) pseudo items

@@ -134,4 +134,4 @@ class StratifiedAIPW(AIPW):
             var += w * s2
         z = t_dist.ppf(1 - self.alpha / 2, np.maximum(n_total - H, 1))
         se = np.sqrt(var)
-        return Estimate(point, point - z * se, point + z * se)
+        return Estimate(point, *self._one_class_hull(Y, point - z * se, point + z * se))
