@@ -66,9 +66,11 @@ class LatentModel(BenchmarkEstimator):
                                            rng.standard_normal((k, s, theta.shape[1])))
         mean, sd = np.empty((k, s)), np.empty((k, s))
         step = max(1, int(2e7 // (s * N)))
+        # float32: the (block, s, N) probabilities dominate the cost, and their sums need no more
+        th32, A32, b32, unseen32 = (x.astype(np.float32) for x in (th, A, b, unseen))
         for r in range(0, k, step):
             sl = slice(r, r + step)
-            p = sigmoid(th[sl] @ A.T - b) * unseen[sl, None, :]  # (block, s, N), 0 on seen items
+            p = sigmoid(th32[sl] @ A32.T - b32) * unseen32[sl, None, :]  # (block, s, N), 0 on seen items
             mean[sl] = p.sum(-1)
             sd[sl] = np.sqrt((p * (1 - p)).sum(-1))
         m_ = np.maximum(m, 1)[:, None]
