@@ -56,7 +56,8 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
     acc = np.nanmean(S, axis=1)
     n_items = S.shape[1]
     rows = []
-    todo = [(sp, sz, t) for sp in splits for sz in sizes for t in range(trials)]
+    # trial-major: the sizes of one trial share its source split, so fits cached per split are reused
+    todo = [(sp, sz, t) for sp in splits for t in range(trials) for sz in sizes]
     skipped = sorted({sz for sz in sizes if sz >= n_items})
     if skipped:
         log.warning("%s: core sizes %s skipped (benchmark has %d items)", name, skipped, n_items)
@@ -72,9 +73,9 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
             lo = out.ci_low if out.ci_low is not None else np.full(tgt.size, np.nan)
             hi = out.ci_high if out.ci_high is not None else np.full(tgt.size, np.nan)
             rows += [(name, split, size, trial, mname, llms[ti], acc[ti], out.point[j], lo[j], hi[j],
-                      est.core_index_.size, fit_s, estimate_s) for j, ti in enumerate(tgt)]
+                      est.core_index_.size, fit_s, estimate_s, out.evidence[j]) for j, ti in enumerate(tgt)]
     return pd.DataFrame(rows, columns=["benchmark", "split", "size", "trial", "method", "llm", "true", "point",
-                                       "ci_low", "ci_high", "core_n", "fit_s", "estimate_s"])
+                                       "ci_low", "ci_high", "core_n", "fit_s", "estimate_s", "evidence"])
 
 
 def _fit_and_estimate(proto, S: np.ndarray, llms: list[str], src: np.ndarray, tgt: np.ndarray, core: np.ndarray,

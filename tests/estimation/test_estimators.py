@@ -52,12 +52,13 @@ def _extreme_targets(seed=11):
 
 
 def test_aipw_small_core_covers_extreme_accuracies():
-    # at n=25 a near-0/1 target often has constant residuals: the plain Wald interval has zero
-    # width there and undercovers; the pseudo-count variance must restore nominal coverage
+    # at n=25 a near-0/1 target often has all-equal answers, so constant residuals and a Wald
+    # interval of zero width; the exact one-class bounds alone, and with the pseudo-count
+    # variance, must restore nominal coverage
     S = _extreme_targets()
     _, cov_wald, _ = _trials(AIPW(pseudo_counts=0), S, 40, 25, range(150))
     err, cov, width = _trials(AIPW(), S, 40, 25, range(150))
-    assert cov_wald.mean() < 0.90, cov_wald.mean()
+    assert cov_wald.mean() >= 0.93, cov_wald.mean()
     assert cov.mean() >= 0.93, cov.mean()
     assert abs(err.mean()) < 0.01 and width.mean() < 0.3
 

@@ -27,7 +27,9 @@ residual ``y - lam f`` is the same, so the plug-in variance is 0 and the Wald in
 (on the shared score matrices 12% of n=25 interpolation intervals, with 19% coverage among them).
 As Agresti-Coull does for a proportion, the variance (never the point estimate) is computed with
 ``pseudo_counts`` pseudo items of each outcome added at the core's mean proxy value, and the quantile
-is Student's t with ``n - 1`` degrees of freedom. ``pseudo_counts=0`` gives the plain Wald interval.
+is Student's t with ``n - 1`` degrees of freedom. ``pseudo_counts=0`` gives the Wald interval. A
+target whose core answers are all equal also gets at least the exact (Clopper-Pearson) bounds of
+the unseen items' accuracy.
 
 Cross-fitting (``folds > 1``): the proxy's prediction on a core item never uses that item's own
 result (each fold is predicted with that fold hidden), which keeps the rectifier unbiased; the
@@ -79,13 +81,17 @@ class AIPW(BenchmarkEstimator):
             from assessors.errors import ConfigError
 
             raise ConfigError(f"AIPW: inference must be 'finite_population' or 'ppi_py', got {self.inference!r}")
-        proxy = RidgeProxy() if self.proxy is None else clone(self.proxy)
+        proxy = self._default_proxy() if self.proxy is None else clone(self.proxy)
         # a proxy that handles missing cells itself gets the raw 0/1/NaN matrix: the imputed
         # one holds column means, which are not labels
         self.proxy_ = proxy.fit(S if get_tags(proxy).input_tags.allow_nan else filled, features, self.core_index_)
         n = self.core_index_.size
         k = max(1, min(int(self.folds), n))
         self.fold_ = rng.permutation(np.arange(n) % k)
+
+    def _default_proxy(self):
+        """The proxy used when ``proxy`` is None."""
+        return RidgeProxy()
 
     def proxy_predictions(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Out-of-fold predictions on core cells (k, n_core) and fold-averaged predictions (k, n_items)."""
@@ -133,18 +139,37 @@ class AIPW(BenchmarkEstimator):
         var_r = self._residual_variance(r, rbar, obs, n, lam, fbar)
         se = np.sqrt(var_r * np.clip(1 - n / N, 0, 1) / n)
         z = t_dist.ppf(1 - self.alpha / 2, np.maximum(n - 1, 1))
-        return Estimate(point, point - z * se, point + z * se)
+        return Estimate(point, *self._one_class_hull(Y, point - z * se, point + z * se))
 
-    def _residual_variance(self, r, rbar, obs, n, lam, fbar):
-        """Sample variance of the core residuals, with ``pseudo_counts`` pseudo items of each outcome.
+    def _one_class_hull(self, Y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)`` widened, for targets whose core answers are all equal, to hold the exact
+        (Clopper-Pearson) interval of the unseen items' accuracy given ``n`` equal answers.
+
+        With every answer the same, the residual variance says nothing about the spread the proxy
+        missed, so the interval cannot rest on it alone (on the shared score matrices such targets were
+        under-covered). All ``n`` correct bounds the unseen
+        accuracy below by ``(alpha/2)^(1/n)``, all wrong bounds it above by ``1 - (alpha/2)^(1/n)``.
+        """
+        obs = ~np.isnan(Y)
+        n = obs.sum(1)
+        pos = np.where(obs, Y, 0.0).sum(1)
+        q = (self.alpha / 2) ** (1.0 / np.maximum(n, 1))
+        N = self.n_items_
+        lo = np.where(pos == n, np.minimum(lo, (n + (N - n) * q) / N), lo)
+        hi = np.where(pos == 0, np.maximum(hi, (N - n) * (1 - q) / N), hi)
+        return lo, hi
+
+    def _residual_variance(self, r, rbar, obs, n, lam, fbar, k=None):
+        """Sample variance of the core residuals, with ``k`` (default ``pseudo_counts``) pseudo items
+        of each outcome.
 
         A pseudo item has proxy value ``fbar`` and result 1 or 0, so its residual is ``1 - lam fbar``
         or ``-lam fbar``; with ``k`` of each, the pooled variance over ``n + 2k`` values is
         computed from the core's sum of squares and the pseudo residuals' (exact pooling).
         """
         ss = (((r - rbar[:, None]) ** 2) * obs).sum(1)
-        k = float(self.pseudo_counts)
-        if k <= 0:
+        k = np.asarray(float(self.pseudo_counts) if k is None else k, dtype=np.float64)
+        if np.all(k <= 0):
             return ss / np.maximum(n - 1, 1)
         m = n + 2 * k
         pseudo_mean = 0.5 - lam * fbar

@@ -11,7 +11,7 @@ def item_correlations(S: np.ndarray) -> np.ndarray:
     """Pearson correlation between items (columns) over source LLMs, NaN (constant items) -> 0."""
     with np.errstate(divide="ignore", invalid="ignore"):
         c = np.corrcoef(S, rowvar=False)
-    c = np.nan_to_num(c, nan=0.0)
+    c = np.nan_to_num(c, nan=0.0, copy=False)  # in place: MMLU-Pro's matrix alone is 1.2 GB
     np.fill_diagonal(c, 1.0)
     return c
 
@@ -45,7 +45,8 @@ class AnchorPoints(BenchmarkEstimator):
         if self.variant not in ("weighted", "predictor"):
             raise ConfigError(f"AnchorPoints: variant must be 'weighted' or 'predictor', got {self.variant!r}")
         corr = cached("item_corr", S, (), lambda: item_correlations(S))
-        diss = 1.0 - (corr if self.variant == "weighted" else np.abs(corr))
+        diss = np.abs(corr) if self.variant == "predictor" else corr.copy()
+        np.subtract(1.0, diss, out=diss)  # one (n_items, n_items) temporary, not two
         res = kmedoids.fasterpam(diss, self.core_size, max_iter=self.max_iter, init="random",
                                  random_state=int(self.seed), n_cpu=1)
         core = np.unique(np.asarray(res.medoids, dtype=int))

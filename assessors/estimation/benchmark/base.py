@@ -21,6 +21,7 @@ from cachetools import LRUCache
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from assessors.core.posterior import evidence_labels
 from assessors.errors import ConfigError, DataError
 from assessors.selection.cache import array_digest
 
@@ -34,11 +35,16 @@ class Estimate:
     point : ndarray of shape (k,)
     ci_low, ci_high : ndarray of shape (k,) or None
         Confidence interval at level ``1 - alpha`` (None when the method has no CI).
+    evidence : ndarray of str, shape (k,), or None
+        What the target's core answers support (:data:`assessors.core.posterior.EVIDENCE`):
+        ``one_class`` when they are all equal, so any estimate leans on the sources or the prior
+        rather than the target; ``ok`` otherwise. Set by :meth:`BenchmarkEstimator.estimate`.
     """
 
     point: np.ndarray
     ci_low: np.ndarray | None = None
     ci_high: np.ndarray | None = None
+    evidence: np.ndarray | None = None
 
 
 def impute_columns(S: np.ndarray) -> np.ndarray:
@@ -58,9 +64,24 @@ def impute_rows(Y: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(Y), np.nanmean(Y, axis=1, keepdims=True), Y)
 
 
-# A tiny process-wide cache for expensive per-source-split work (correlations, IRT fits): the
-# harness fits several core sizes and methods on the same source split.
-_CACHE: LRUCache = LRUCache(maxsize=16)
+def _nbytes(value: object) -> int:
+    """Memory held by a cached value: its arrays' bytes (arrays, tuples of them, fitted estimators)."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    if hasattr(value, "__dict__"):
+        return sum(_nbytes(v) for v in vars(value).values() if isinstance(v, (np.ndarray, tuple, list)))
+    return 64
+
+
+#: Bytes the per-source-split cache may hold. One MMLU-Pro item correlation matrix takes 1.2 GB, so
+#: a cap by count (16 entries) let one process hold many of them.
+CACHE_BYTES = 1_500_000_000
+
+# A process-wide cache for expensive per-source-split work (correlations, IRT fits): the harness
+# fits several core sizes and methods on the same source split, one trial after another.
+_CACHE: LRUCache = LRUCache(maxsize=CACHE_BYTES, getsizeof=lambda v: max(_nbytes(v), 1))
 
 
 def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object]) -> object:
@@ -68,7 +89,9 @@ def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object]) -> 
     key = (tag, array_digest(S), params)
     if key in _CACHE:
         return _CACHE[key]  # refreshes the key's recency
-    val = _CACHE[key] = fn()
+    val = fn()
+    if _nbytes(val) <= CACHE_BYTES:  # a value larger than the whole cache is used, not kept
+        _CACHE[key] = val
     return val
 
 
@@ -89,6 +112,9 @@ class BenchmarkEstimator(BaseEstimator, abc.ABC):
     selects_core: ClassVar[bool] = False
     #: True when ``estimate`` returns confidence intervals.
     has_ci: ClassVar[bool] = False
+    #: True when ``_select_core`` needs the raw source matrix (NaN kept, e.g. for an IRT fit that
+    #: leaves missing cells out) rather than the item-mean imputed one.
+    selects_on_raw: ClassVar[bool] = False
 
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05):
         self.core_size = core_size
@@ -117,8 +143,9 @@ class BenchmarkEstimator(BaseEstimator, abc.ABC):
         self.n_items_ = m
         rng = np.random.default_rng(self.seed)
         filled = impute_columns(S)
-        self.core_index_ = (np.asarray(self._select_core(filled, features, rng), dtype=int)
-                            if core_index is None else core_index)
+        if core_index is None:
+            core_index = np.asarray(self._select_core(S if self.selects_on_raw else filled, features, rng), dtype=int)
+        self.core_index_ = core_index
         self._fit(S, filled, features, rng)
         return self
 
@@ -195,9 +222,10 @@ class BenchmarkEstimator(BaseEstimator, abc.ABC):
             raise DataError(f"{type(self).__name__}: target rows {who} have no evaluated core item (all missing)")
         out = self._estimate(Y)
         point = np.clip(out.point, 0.0, 1.0)
+        evidence = evidence_labels(Y)
         if out.ci_low is None:
-            return Estimate(point)
-        return Estimate(point, np.clip(out.ci_low, 0.0, 1.0), np.clip(out.ci_high, 0.0, 1.0))
+            return Estimate(point, evidence=evidence)
+        return Estimate(point, np.clip(out.ci_low, 0.0, 1.0), np.clip(out.ci_high, 0.0, 1.0), evidence)
 
     @abc.abstractmethod
     def _estimate(self, Y: np.ndarray) -> Estimate:

@@ -33,6 +33,7 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
     """
 
     selects_core = True
+    selects_on_raw = True  # the IRT fit handles NaN itself
 
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, variant: str = "gpirt",
                  dims: int = 10, irt_params: dict | None = None):
@@ -49,7 +50,7 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
     def _select_core(self, S, features, rng):
         if self.variant not in ("gpirt", "pirt"):
             raise ConfigError(f"TinyBenchmarksIRT: variant must be 'gpirt' or 'pirt', got {self.variant!r}")
-        self.irt_ = self._irt(self._raw, "irt_full")
+        self.irt_ = self._irt(S, "irt_full")
         X = self.irt_.item_parameters()
         km = KMeans(n_clusters=self.core_size, n_init=1, random_state=int(self.seed)).fit(X)
         d2 = ((X[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1) if X.shape[0] * self.core_size < 5e6 \
@@ -66,13 +67,6 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
         np.add.at(w, np.searchsorted(core, anchors), sizes)
         self.anchor_weights_ = w / X.shape[0]
         return core
-
-    def fit(self, source_success, features=None, core_index=None, source_llms=None):
-        self._raw = np.asarray(source_success, dtype=np.float64)  # IRT handles NaN itself
-        try:
-            return super().fit(source_success, features, core_index, source_llms)
-        finally:
-            del self._raw
 
     def _fit(self, S, filled, features, rng):
         self.lam_ = 0.0

@@ -1,0 +1,142 @@
+"""The latent posterior as an estimation proxy and as a model-based estimate, tested by simulation
+from the latent model (multidimensional 2PL: P = sigmoid(theta . a - b))."""
+import numpy as np
+import pytest
+
+from assessors.errors import ConfigError, DataError
+from assessors.estimation.benchmark.aipw import AIPW
+from assessors.estimation.benchmark.latent_model import LatentModel
+from assessors.estimation.benchmark.latent_proxy import LatentProxy
+from assessors.estimation.benchmark.random_sampling import RandomSampling
+from tests.estimation.conftest import simulate
+from tests.estimation.test_estimators import _trials
+
+
+@pytest.fixture(scope="module")
+def sim():
+    S, _ = simulate(n_llms=80, n_items=600, seed=1)
+    return S
+
+
+def test_aipw_latent_is_unbiased_covers_and_beats_random_sampling(sim):
+    err, cover, width = _trials(AIPW(proxy=LatentProxy(dims=3)), sim, 60, 50, range(120))
+    # the estimand is each target's realised accuracy; the randomness is the core draw
+    trial_err = err.mean(1)
+    assert abs(trial_err.mean()) < 3 * trial_err.std(ddof=1) / np.sqrt(trial_err.size), trial_err.mean()
+    se = err.std(0, ddof=1) / np.sqrt(err.shape[0])
+    assert np.all(np.abs(err.mean(0)) < 4 * se + 1e-3)  # every target (20 comparisons)
+    assert 0.93 <= cover.mean() <= 0.98, cover.mean()
+    rs_err, _, rs_width = _trials(RandomSampling(), sim, 60, 50, range(120))
+    assert np.abs(err).mean() < 0.95 * np.abs(rs_err).mean()
+    assert width.mean() < rs_width.mean()
+
+
+def test_cross_fitting_hides_each_core_answer_from_its_own_prediction(sim):
+    est = AIPW(proxy=LatentProxy(dims=3), folds=5, core_size=50, seed=0).fit(sim[:60])
+    Y = sim[60:, est.core_index_].astype(float)
+    f_lab, _ = est.proxy_predictions(Y)
+    flipped = Y.copy()
+    j = 7
+    flipped[:, j] = 1 - flipped[:, j]
+    f_flip, _ = est.proxy_predictions(flipped)
+    np.testing.assert_allclose(f_flip[:, j], f_lab[:, j])  # its own prediction ignores its answer
+    same_fold = est.fold_ == est.fold_[j]
+    assert not np.allclose(f_flip[:, ~same_fold], f_lab[:, ~same_fold])  # the other folds use it
+
+
+def test_model_band_covers_when_the_model_is_true():
+    # true item parameters and prior plugged in: the posterior-predictive band of the realised
+    # accuracy must cover it at the nominal rate over targets drawn from the prior
+    rng = np.random.default_rng(3)
+    n_items, D, k = 500, 2, 400
+    a = rng.normal(0.6, 0.5, size=(n_items, D))
+    b = rng.normal(0, 1.5, size=n_items)
+    theta = rng.normal(size=(k + 30, D))
+    P = 1 / (1 + np.exp(-(theta @ a.T - b)))
+    S = (rng.random(P.shape) < P).astype(float)
+    est = LatentModel(proxy=LatentProxy(dims=D), core_size=40, seed=0).fit(S[:30])
+    from assessors.core.posterior import GaussianPrior
+
+    est.proxy_.discrimination_, est.proxy_.difficulty_ = a, b
+    est.proxy_.prior_ = GaussianPrior(np.zeros(D), np.eye(D))
+    tgt = S[30:]
+    out = est.estimate(tgt[:, est.core_index_])
+    truth = tgt.mean(1)
+    cover = (out.ci_low <= truth) & (truth <= out.ci_high)
+    assert 0.92 <= cover.mean() <= 0.98, cover.mean()
+    assert abs((out.point - truth).mean()) < 3 * (out.point - truth).std() / np.sqrt(k)
+
+
+def test_model_estimate_counts_observed_core_answers_exactly(sim):
+    est = LatentModel(proxy=LatentProxy(dims=3), core_size=600, seed=0).fit(sim[:60])
+    out = est.estimate(sim[60:62, est.core_index_])
+    np.testing.assert_allclose(out.point, sim[60:62].mean(1))
+    np.testing.assert_allclose(out.ci_low, out.ci_high)
+
+
+def test_item_fit_is_shared_across_trials_of_one_source_split(sim):
+    a = AIPW(proxy=LatentProxy(dims=3), seed=0, core_size=25).fit(sim[:60])
+    b = AIPW(proxy=LatentProxy(dims=3), seed=1, core_size=50).fit(sim[:60])
+    assert a.proxy_.discrimination_ is b.proxy_.discrimination_
+
+
+@pytest.mark.parametrize("est", [AIPW(proxy=LatentProxy(dims=2)), LatentModel(proxy=LatentProxy(dims=2))],
+                         ids=["aipw_latent", "latent_model"])
+def test_bad_input(est, sim):
+    with pytest.raises(ConfigError, match="core_size"):
+        est.set_params(core_size=601).fit(sim[:60])
+    with pytest.raises(ConfigError, match="core set of"):
+        est.set_params(core_size=50).fit(sim[:60], core_index=np.arange(601) % 600)
+    est.set_params(core_size=30, seed=0).fit(sim[:60])
+    with pytest.raises(DataError, match="no evaluated core item"):
+        est.estimate(np.full((1, 30), np.nan))
+    with pytest.raises(DataError, match="0, 1 or missing"):
+        est.estimate(np.full((1, 30), 0.5))
+    # all answers equal: marked, and the interval is not a confident one
+    out = est.estimate(np.vstack([np.zeros(30), np.ones(30), sim[60, est.core_index_]]))
+    assert list(out.evidence) == ["one_class", "one_class", "ok"]
+    q = 0.025 ** (1 / 30)  # Clopper-Pearson bounds of an unseen item's success after 30 equal answers
+    if isinstance(est, AIPW):  # design-based: at least the exact interval of the unseen items
+        assert out.ci_high[0] >= 570 * (1 - q) / 600 - 1e-12 and out.ci_low[1] <= (30 + 570 * q) / 600 + 1e-12
+    assert np.all(out.ci_high[:2] - out.ci_low[:2] > 0.02)
+
+
+def test_neyman_allocation_respects_bounds_and_follows_spread():
+    from assessors.estimation.benchmark.stratified import allocate
+
+    n_h = allocate(50, np.array([100, 100, 100, 100, 3]), np.array([0.05, 0.5, 0.5, 0.2, 0.5]), 2)
+    assert n_h.sum() == 50 and n_h.min() >= 2 and n_h[4] <= 3
+    assert n_h[1] > n_h[3] > n_h[0]
+    np.testing.assert_array_equal(allocate(10, np.array([2, 3, 5]), np.ones(3), 2), [2, 3, 5])
+
+
+@pytest.mark.parametrize("allocation", ["neyman", "proportional"])
+def test_stratified_design_is_unbiased_and_covers(sim, allocation):
+    from assessors.estimation.benchmark.stratified import StratifiedAIPW
+
+    est = StratifiedAIPW(proxy=LatentProxy(dims=3), allocation=allocation)
+    err, cover, _ = _trials(est, sim, 60, 50, range(120))
+    trial_err = err.mean(1)
+    assert abs(trial_err.mean()) < 3 * trial_err.std(ddof=1) / np.sqrt(trial_err.size), trial_err.mean()
+    assert 0.93 <= cover.mean() <= 0.98, cover.mean()
+    core_strata = np.bincount(est.stratum_[est.core_index_])
+    assert core_strata.sum() == 50 and core_strata.min() >= 2
+
+
+def test_stratified_difference_estimator_is_exactly_design_unbiased():
+    # with a proxy that ignores the answers (one fold, lam = 1), the expectation over every core the
+    # design can draw equals the truth; checked by averaging over many draws at a small size
+    from assessors.estimation.benchmark.stratified import StratifiedAIPW
+
+    S, _ = simulate(n_llms=45, n_items=60, seed=4)
+    truth = S[40:].mean(1)
+    est = StratifiedAIPW(proxy=LatentProxy(dims=2), folds=1, power_tuning=False, strata=3, core_size=9)
+    err = []
+    for seed in range(400):
+        est.set_params(seed=seed).fit(S[:40])
+        Y = np.full((5, 9), np.nan)  # the proxy sees no answer, so it is fixed across draws
+        f_fixed = est.proxy_.predict(Y)
+        est.proxy_.predict = lambda _Y, f=f_fixed: f[: len(_Y)]
+        err.append(est.estimate(S[40:, est.core_index_]).point - truth)
+    err = np.array(err).mean(1)
+    assert abs(err.mean()) < 3 * err.std(ddof=1) / np.sqrt(err.size), err.mean()
