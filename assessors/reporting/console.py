@@ -101,7 +101,11 @@ class ConsoleFilter(logging.Filter):
 
 
 class ConsoleFormatter(logging.Formatter):
-    """``LEVEL message`` with long messages shortened (:func:`shorten`) and no traceback unless verbose."""
+    """``LEVEL message`` with long warnings shortened (:func:`shorten`) and no traceback unless verbose.
+
+    Errors are shown whole: their message ends with the fix (``Set ASSESSORS_DATA_DIR ...``), which a
+    cut before the list of names would drop.
+    """
 
     def __init__(self, fmt: str = "%(levelname)s %(message)s", **kwargs) -> None:
         super().__init__(fmt, **kwargs)
@@ -110,5 +114,10 @@ class ConsoleFormatter(logging.Formatter):
         if _state["verbose"]:
             return super().format(record)
         where = log_file()
-        text = shorten(record.getMessage(), where=where.name if where else "the log file")
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:  # no traceback here: the error in one line
+            err = record.exc_info[1]
+            text = f"{text}: {type(err).__name__}: {' '.join(str(err).split())}"
+        if record.levelno < logging.ERROR:
+            text = shorten(text, where=where.name if where else "the log file")
         return self._fmt % {**record.__dict__, "message": text} if self._fmt else text

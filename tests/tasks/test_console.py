@@ -58,6 +58,18 @@ def test_console_filter_keeps_project_warnings_and_everyones_errors():
     long = "data: 200 LLMs flagged: " + ", ".join(["name"] * 200)
     assert ConsoleFormatter().format(_record("assessors.x", logging.WARNING, long)).startswith(
         "WARNING data: 200 LLMs flagged [... full text in")
+    # an error is shown whole: its message ends with the fix
+    fix = "pool: missing bbh_x_prompts.csv (looked under " + ", ".join(["/a/b"] * 80) + "). Set ASSESSORS_DATA_DIR"
+    assert ConsoleFormatter().format(_record("assessors.serving", logging.ERROR, fix)).endswith("Set ASSESSORS_DATA_DIR")
+    try:
+        raise DataError(fix)
+    except DataError:
+        import sys
+
+        rec = _record("assessors.serving", logging.ERROR, "start-up failed", exc_info=sys.exc_info())
+    line = ConsoleFormatter().format(rec)
+    assert line.startswith("ERROR start-up failed: DataError: pool") and line.endswith("Set ASSESSORS_DATA_DIR")
+    assert "Traceback" not in line
 
 
 def test_expected_errors_are_found_behind_wrappers():
