@@ -11,6 +11,8 @@ import logging
 import os
 from pathlib import Path
 
+from assessors.secrets import redact_text
+
 #: Environment variable that, set to 1/true, shows INFO records and tracebacks on the console.
 VERBOSE_ENV = "ASSESSORS_VERBOSE"
 #: Loggers (and their children) whose warnings reach the console (others' only from ERROR up; all reach
@@ -117,7 +119,7 @@ class ConsoleFormatter(logging.Formatter):
         text = record.getMessage()
         if record.exc_info and record.exc_info[1] is not None:  # no traceback here: the error in one line
             err = record.exc_info[1]
-            text = f"{text}: {type(err).__name__}: {' '.join(str(err).split())}"
+            text = redact_text(f"{text}: {type(err).__name__}: {' '.join(str(err).split())}")
         if record.levelno < logging.ERROR:
             text = shorten(text, where=where.name if where else "the log file")
         return self._fmt % {**record.__dict__, "message": text} if self._fmt else text
