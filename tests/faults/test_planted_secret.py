@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 SECRET = "pl4nted-Pa55word-7f3a"
 KEY = "sk-planted-key-91c2e"
 #: Credentials in a query string: a key, a signature and a function code, each named as services name them.
-QUERY = {"key": "sk-planted-query-4b1d9", "sig": "plantedSig0a1b2c3d4e", "code": "planted-code-77e1"}
+QUERY = {"key": "sk" + "-planted-query-4b1d9", "sig": "plantedSig0a1b2c3d4e", "code": "planted-code-77e1"}
 NEEDLES = (SECRET, KEY, *QUERY.values())
 
 
