@@ -32,7 +32,7 @@ def level_shift(p: np.ndarray, target: float) -> np.ndarray:
     """``p`` shifted by one logit constant (root found by Brent's method) so that its mean is ``target``."""
     from scipy.optimize import brentq
 
-    from assessors.core.posterior import sigmoid
+    from assessors.irt_math import sigmoid
 
     z = np.log(p) - np.log1p(-p)
     c = brentq(lambda c: sigmoid(z + c).mean() - target, -20.0, 20.0)

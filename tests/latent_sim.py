@@ -7,7 +7,7 @@ from functools import lru_cache
 import numpy as np
 
 from assessors.core.latent import LatentAssessor
-from assessors.core.posterior import sigmoid
+from assessors.irt_math import sigmoid
 
 FAST = dict(dims=1, hidden_sizes=(16,), dropout=0.0, lr=0.01, weight_decay=1e-4, n_members=1, batch_prompts=64,
             max_epochs=40, patience=4, residual=False, residual_dims=4, num_threads=1)

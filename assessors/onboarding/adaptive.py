@@ -202,7 +202,7 @@ class AdaptiveSelector(BaseEstimator):
         The latent part of :meth:`posterior` only (no residual), from the cached pool item
         parameters: what selection needs, without re-featurizing the asked prompts.
         """
-        from assessors.core.posterior import laplace_posterior
+        from assessors.irt_math import laplace_posterior
 
         self._check()
         asked = np.asarray(asked, dtype=int)

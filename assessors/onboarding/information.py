@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from assessors.core.posterior import sigmoid
+from assessors.irt_math import sigmoid
 
 
 def accuracy_gradient(a_target: np.ndarray, b_target: np.ndarray, th: np.ndarray) -> np.ndarray:

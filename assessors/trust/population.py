@@ -15,8 +15,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from assessors.core.posterior import sigmoid
 from assessors.errors import DataError
+from assessors.irt_math import sigmoid
 from assessors.trust.reference_only import answered
 from assessors.trust.relevel import fit_offset
 

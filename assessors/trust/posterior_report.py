@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from assessors.core.posterior import sigmoid
+from assessors.irt_math import sigmoid
 from assessors.metrics import chance_auc_low, rank_auc
 
 OK, UNCERTAIN, OUT = "ok", "uncertain", "out of population"

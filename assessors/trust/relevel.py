@@ -16,8 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logit
 
-from assessors.core.posterior import sigmoid
-from assessors.irt_math import map_ability
+from assessors.irt_math import map_ability, sigmoid
 from assessors.trust.reference_only import answered
 
 #: Name of this fallback predictor in reports and outputs.

@@ -10,8 +10,8 @@ import pytest
 from assessors.core.item_profiles import NeighbourProfiles
 from assessors.core.latent import LatentAssessor
 from assessors.core.latent_stream import StreamingLatentAssessor
-from assessors.core.posterior import sigmoid
 from assessors.errors import ConfigError
+from assessors.irt_math import sigmoid
 from assessors.metrics import auc
 
 

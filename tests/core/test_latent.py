@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from assessors.core.latent import LatentAssessor
-from assessors.core.posterior import GaussianPrior, laplace_posterior, sigmoid
+from assessors.core.posterior import GaussianPrior
 from assessors.core.residual import fit_residual
 from assessors.errors import DataError
+from assessors.irt_math import laplace_posterior, sigmoid
 
 FAST = dict(dims=1, hidden_sizes=(16,), dropout=0.0, lr=0.01, weight_decay=1e-4, n_members=1, batch_prompts=64,
             max_epochs=40, patience=4, residual=False, residual_dims=4, num_threads=1)

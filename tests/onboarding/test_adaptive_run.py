@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from assessors.core.latent import LatentAssessor
-from assessors.core.posterior import sigmoid
 from assessors.errors import DataError, OfflineError
 from assessors.features.ngrams import UnigramFeaturizer
+from assessors.irt_math import sigmoid
 from assessors.onboarding.adaptive import AdaptiveSelector
 from assessors.onboarding.adaptive_run import AdaptiveOnboarding
 from assessors.onboarding.client import Onboarder

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from assessors.core.posterior import sigmoid
+from assessors.irt_math import sigmoid
 from assessors.onboarding.adaptive import AdaptiveSelector
 from assessors.onboarding.design_estimate import random_steps
 from tests.latent_sim import fit_simulated

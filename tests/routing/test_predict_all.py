@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from assessors.core.latent import LatentAssessor
-from assessors.core.posterior import sigmoid
+from assessors.irt_math import sigmoid
 from assessors.routing.evaluate import predict_all
 from assessors.routing.knn import KNNSuccess
 from assessors.routing.mf import MFSuccess

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from assessors.core.latent import LatentAssessor
-from assessors.core.posterior import sigmoid
 from assessors.errors import ConfigError
+from assessors.irt_math import sigmoid
 from assessors.trust.ood_fallback import OODFallbackValidation
 from assessors.trust.population import PopulationDifficulty
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from assessors.core.posterior import sigmoid
 from assessors.errors import ConfigError, DataError
+from assessors.irt_math import sigmoid
 from assessors.metrics import masked_auc
 from assessors.trust.population import PopulationDifficulty, PopulationPredictor
 from assessors.trust.prompt_ood import PromptOOD

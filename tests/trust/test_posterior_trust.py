@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from assessors.core.posterior import sigmoid
+from assessors.irt_math import sigmoid
 from assessors.metrics import auc
 from assessors.trust.posterior_report import OUT, UNCERTAIN, fallback_predict, posterior_trust
 from tests.latent_sim import fit_simulated

@@ -88,7 +88,7 @@ def test_the_answered_level_band_covers_the_target_accuracy_at_its_level():
     prompts holds it for about 90% of 400 LLMs."""
     import numpy as np
 
-    from assessors.core.posterior import sigmoid
+    from assessors.irt_math import sigmoid
     from assessors.trust.population import PopulationPredictor
 
     class Difficulty:  # a population model that knows the difficulty exactly

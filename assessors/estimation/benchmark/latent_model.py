@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import clone
 
-from assessors.core.posterior import sigmoid
 from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate
 from assessors.estimation.benchmark.latent_proxy import LatentProxy
+from assessors.irt_math import sigmoid
 
 
 class LatentModel(BenchmarkEstimator):
