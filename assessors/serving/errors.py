@@ -16,8 +16,18 @@ log = logging.getLogger("assessors.serving")
 
 
 class APIError(Exception):
+    """An error the client caused or can act on: its HTTP ``status`` and a machine-readable ``type``.
+
+    Subclasses set both in the class statement: ``class LimitError(APIError, status=413, type="...")``.
+    """
+
     status = 400
     type = "bad_request"
+
+    def __init_subclass__(cls, status: int | None = None, type: str | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.status = status or cls.status
+        cls.type = type or cls.type
 
     def __init__(self, message: str, status: int | None = None, type: str | None = None):
         super().__init__(message)
@@ -26,43 +36,43 @@ class APIError(Exception):
         self.type = type or self.type
 
 
-class LimitError(APIError):
-    status = 413
-    type = "request_too_large"
+class LimitError(APIError, status=413, type="request_too_large"):
+    """The request is larger than the server's limits (413)."""
 
 
-class AuthError(APIError):
-    status = 401
-    type = "unauthorized"
+class AuthError(APIError, status=401, type="unauthorized"):
+    """No or a wrong API key (401)."""
 
 
-class UpstreamError(APIError):
+class UpstreamError(APIError, status=502, type="upstream_error"):
     """The upstream LLM server answered with an error, or could not be reached (502)."""
 
-    status = 502
-    type = "upstream_error"
 
-
-class UpstreamTimeout(APIError):
+class UpstreamTimeout(APIError, status=504, type="upstream_timeout"):
     """The upstream LLM server did not answer within its configured timeout (504)."""
 
-    status = 504
-    type = "upstream_timeout"
 
-
-class RetryLater(APIError):
+class RetryLater(APIError, status=503, type="overloaded"):
     """503 with a ``Retry-After`` header: the server cannot take the request now."""
-
-    status = 503
-    type = "overloaded"
 
     def __init__(self, message: str, retry_after_s: int = 1, type: str | None = None):
         super().__init__(message, type=type)
         self.retry_after_s = int(retry_after_s)
 
 
-class StartingError(RetryLater):
-    type = "starting"
+class StartingError(RetryLater, type="starting"):
+    """The server is still loading its model (503)."""
+
+
+#: Errors raised below the serving layer that a client can act on: class -> (HTTP status, type).
+#: NoPosteriorError is a ConfigError of the model, but what the request asked for: the client can
+#: change it (handlers are looked up along the class's MRO, so it wins over ConfigError).
+CLIENT_ERRORS: dict[type, tuple[int, str]] = {
+    UnknownLLMError: (404, "unknown_llm"),
+    DuplicateLLMError: (409, "conflict"),
+    NoPosteriorError: (409, "no_posterior"),
+    DataError: (422, "invalid_data"),
+}
 
 
 def _body(status: int, type_: str, message: str, details=None, headers: dict | None = None) -> JSONResponse:
@@ -72,6 +82,13 @@ def _body(status: int, type_: str, message: str, details=None, headers: dict | N
     if status == 401:
         headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
     return JSONResponse({"error": err}, status_code=status, headers=headers)
+
+
+def _client_error(status: int, type_: str):
+    """A handler answering ``status`` with the error's message as a ``type_`` error."""
+    async def handler(_: Request, exc: Exception):
+        return _body(status, type_, str(exc))
+    return handler
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -88,22 +105,8 @@ def install_error_handlers(app: FastAPI) -> None:
         where = ".".join(str(p) for p in first["loc"] if p != "body") or "body"
         return _body(422, "validation_error", f"invalid request: {where}: {first['msg']}", jsonable_encoder(details))
 
-    @app.exception_handler(UnknownLLMError)
-    async def _unknown(_: Request, exc: UnknownLLMError):
-        return _body(404, "unknown_llm", str(exc))
-
-    @app.exception_handler(DuplicateLLMError)
-    async def _dup(_: Request, exc: DuplicateLLMError):
-        return _body(409, "conflict", str(exc))
-
-    @app.exception_handler(NoPosteriorError)
-    async def _no_posterior(_: Request, exc: NoPosteriorError):
-        # a ConfigError of the model, but what the request asked for: the client can change it
-        return _body(409, "no_posterior", str(exc))
-
-    @app.exception_handler(DataError)
-    async def _data(_: Request, exc: DataError):
-        return _body(422, "invalid_data", str(exc))
+    for exc_class, (status, type_) in CLIENT_ERRORS.items():
+        app.add_exception_handler(exc_class, _client_error(status, type_))
 
     @app.exception_handler(TimeoutError)
     async def _timeout(_: Request, exc: TimeoutError):
