@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -40,6 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "onboarding"))
 from llama_server import FAST_SETTINGS, MODEL_ALIAS, llama_server  # noqa: E402
+
+from benchmarks.provenance import emit, provenance  # noqa: E402
 
 SERVER = {**FAST_SETTINGS, "n_ctx": 4096}
 MAX_TOKENS = 16  # answers are an option letter, a number or a word (the onboarding default system prompt)
@@ -183,8 +184,7 @@ def main() -> None:
     every = sorted(str(p) for p in data.glob("*_prompts.csv"))
     work = args.work or Path(tempfile.mkdtemp(prefix="onboarding_cost_"))
     work.mkdir(parents=True, exist_ok=True)
-    res = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "machine": platform.node(),
-           "cores": os.cpu_count(), "loadavg_before": loadavg(), "model_dir": str(args.model_dir),
+    res = {**provenance(), "loadavg_before": loadavg(), "model_dir": str(args.model_dir),
            "model_fit_s": fit_s, "server_settings": SERVER, "max_tokens": MAX_TOKENS,
            "pool": f"{len(bbh)} BBH prompt files (target: the pool)", "reference_prompt_files": len(every)}
     runs = {}
@@ -203,10 +203,7 @@ def main() -> None:
         args.model_dir, work / "adaptive" / "answers.csv", bbh, args.seed)
     res["reference_realised_accuracy"] = runs["reference"]["summary"].get("reference_accuracy")
     res["raw"] = runs
-    text = json.dumps(res, indent=2, default=str)
-    if args.out:
-        args.out.write_text(text)
-    print(text)
+    emit(res, args.out)
 
 
 if __name__ == "__main__":
