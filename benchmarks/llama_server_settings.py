@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "onboarding"))
 from llama_server import MODEL_ALIAS, llama_server  # noqa: E402
 

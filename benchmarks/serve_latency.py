@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from tests.processes import free_port, stop  # noqa: E402,F401 (free_port: also for serve_load)
 DATA = os.environ.get("ASSESSORS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
 
 
@@ -55,12 +55,6 @@ def build_model(out_dir: Path, n_train: int, cache_dir: str, featurizer=None):
     model = AssessorModel(gen, feat, ref_ids, res.matrix(None, ref_ids), res.llms)
     mlflow.pyfunc.save_model(str(out_dir), python_model=model)
     return res, test, model
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rss_mb(pid: int) -> float:
@@ -191,11 +185,7 @@ def main() -> None:
         out["load_total_requests"] = args.n_load
         out["load_5xx"] = n5xx
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
     s, r = out["bare_encode_single"], out["route_single_uncached"]
     out["ratios"] = {"route_p50_over_encode_p50": r["p50_ms"] / s["p50_ms"],
                      "route_p99_over_encode_p50": r["p99_ms"] / s["p50_ms"],

@@ -36,6 +36,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from serve_latency import build_model, free_port, pct, rss_mb  # noqa: E402
 
+from tests.processes import stop  # noqa: E402
+
 LLMS3 = ["mistralai/mixtral-8x7b-chat", "zero-one-ai/Yi-34B-Chat", "gpt-4-1106-preview"]
 KEY_A, KEY_B = "bench-key-heavy-0123456789", "bench-key-light-0123456789"
 
@@ -273,11 +275,7 @@ async def run(args, tmp: Path, model_dir: Path, prompts: list[str], out: dict) -
             async with session.get(base + "/health") as r:
                 out["health_after"] = await r.json()
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc, timeout=20)
 
 
 def served_precision(f, precision: str) -> str | None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping
+
+from tests.processes import free_port, stop  # noqa: F401 (free_port: for this module's importers)
 
 #: Fastest settings that still return logprobs, measured by benchmarks/llama_server_settings.py
 #: on the shared 2-core machine (llama-cpp-python 0.3.36): one thread for both decode and
@@ -50,12 +51,6 @@ def smollm2_gguf() -> Path:
         if hits:
             return hits[0]
     raise FileNotFoundError(f"no .gguf file under {roots}")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ready(url: str) -> bool:
@@ -95,9 +90,4 @@ def llama_server(settings: Mapping[str, object] | None = None, startup_timeout: 
             time.sleep(0.25)
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
