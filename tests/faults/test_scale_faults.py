@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.grid.conftest import TINY
+from tests.grid.conftest import TINY, dask_cli_cluster
 from tests.grid.test_sweeps import _runs, _sweep_cmd
 from tests.tracking.conftest import free_port, postgres_uri, wait_healthy  # noqa: F401 (fixture)
 
@@ -40,15 +40,7 @@ def test_a_dask_worker_killed_mid_job_loses_and_duplicates_nothing(tmp_path, dat
     """SIGKILL the worker process running a job: Dask re-runs the job on a restarted worker, the dead
     attempt's run is closed as KILLED, and every combination has exactly one FINISHED run."""
     pytest.importorskip("distributed", reason="pip install -e '.[scale]'")
-    address = f"tcp://127.0.0.1:{free_port()}"
-    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
-                               address.rsplit(":", 1)[1], "--no-dashboard"], cwd=tmp_path, env=ENV,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)]
-    try:
-        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "2",
-                                       "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"], cwd=tmp_path,
-                                      env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                      start_new_session=True))
+    with dask_cli_cluster(tmp_path, ENV) as (address, procs):
         cmd = _sweep_cmd(tmp_path, data_dir, shared_cache, "hydra/launcher=dask_local",
                          f"hydra.launcher.address={address}", "selector=random", "selector.size=5,10,15")
         sweep = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -70,12 +62,6 @@ def test_a_dask_worker_killed_mid_job_loses_and_duplicates_nothing(tmp_path, dat
             status = [s for (s,) in con.execute("SELECT status FROM runs")]
         assert "RUNNING" not in status, "the dead attempt's run is closed"
         assert status.count("KILLED") == 1 and len(status) == 4, (status, out[-3000:])
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(p.pid, signal.SIGTERM)
-                p.wait(60)
 
 
 def _start_mlflow(backend: str, artifacts: Path, port: int, log: Path) -> subprocess.Popen:

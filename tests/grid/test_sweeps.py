@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.grid.conftest import TINY
+from tests.grid.conftest import TINY, dask_cli_cluster
 
 
 def _sweep_cmd(tmp_path, data_dir, cache, *extra):
@@ -87,18 +87,8 @@ def test_dask_launcher_runs_a_sweep_on_a_local_cluster_and_a_restart_skips_it(tm
 def test_dask_launcher_sends_jobs_to_a_running_scheduler_given_its_address(tmp_path, data_dir, shared_cache):
     """A 'remote' cluster: scheduler and workers started by Dask's own CLI, the sweep told only the address."""
     pytest.importorskip("distributed", reason="pip install -e '.[scale]'")
-    from tests.tracking.conftest import free_port
-
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    address = f"tcp://127.0.0.1:{free_port()}"
-    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port",
-                               address.rsplit(":", 1)[1], "--no-dashboard"], cwd=tmp_path, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)]
-    try:
-        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "2",
-                                       "--nthreads", "1", "--no-dashboard", "--host", "127.0.0.1"], cwd=tmp_path,
-                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                      start_new_session=True))
+    with dask_cli_cluster(tmp_path, env) as (address, _):
         cmd = _sweep_cmd(tmp_path, data_dir, shared_cache, "hydra/launcher=dask_local",
                          f"hydra.launcher.address={address}", "selector=random", "selector.size=5,10")
         out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
@@ -106,7 +96,3 @@ def test_dask_launcher_sends_jobs_to_a_running_scheduler_given_its_address(tmp_p
         assert f"Dask launcher: 2 jobs on {address}" in out.stdout + out.stderr
         runs = _runs(tmp_path / "outputs" / "mlflow.db")
         assert sorted(s for _, s, _ in runs) == ["FINISHED", "FINISHED"] and len({h for _, _, h in runs}) == 2
-    finally:
-        for p in procs:
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait(60)
