@@ -54,3 +54,16 @@ def prepare_small(out: Path, data_dir: Path, overrides) -> "object":
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = hydra_compose("train", overrides=[f"paths.data_dir={data_dir}", f"paths.outputs={out}", *overrides])
     return prepare(cfg)
+
+
+def small_prep(name: str, subtasks: list[str], n_train: int, n_val: int, n_test: int):
+    """A module-scoped ``prep`` fixture: :func:`prepare_small` on BBH ``subtasks`` with success-pattern
+    features and an LLM split of ``n_train``/``n_val``/``n_test`` LLMs (assign it to ``prep`` in a test module)."""
+    overrides = [f"data.subtasks=[{','.join(subtasks)}]", "features=success_pattern",
+                 f"llm_split.n_train={n_train}", f"llm_split.n_val={n_val}", f"llm_split.n_test={n_test}"]
+
+    @pytest.fixture(scope="module")
+    def prep(tmp_path_factory, data_dir):
+        return prepare_small(tmp_path_factory.mktemp(name), data_dir, overrides)
+
+    return prep

@@ -11,19 +11,9 @@ from assessors.classifiers.pair_logreg import PairLogisticRegression
 from assessors.core.generic import GenericAssessor
 from assessors.core.rows import PairRows, observed_pairs
 from assessors.errors import DataError
+from tests.conftest import small_prep
 
-SMALL = [
-    "data.subtasks=[bbh_navigate,bbh_snarks]",
-    "features=success_pattern",
-    "llm_split.n_train=20", "llm_split.n_val=4", "llm_split.n_test=4",
-]
-
-
-@pytest.fixture(scope="module")
-def prep(tmp_path_factory, data_dir):
-    from tests.conftest import prepare_small
-
-    return prepare_small(tmp_path_factory.mktemp("pair_logreg"), data_dir, SMALL)
+prep = small_prep("pair_logreg", ["bbh_navigate", "bbh_snarks"], n_train=20, n_val=4, n_test=4)
 
 
 def _pairs(prep, mode, n_ref=12, drop=0.1, seed=0):

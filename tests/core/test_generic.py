@@ -8,19 +8,9 @@ from sklearn.linear_model import LogisticRegression
 from assessors.classifiers.grid import ParamGrid
 from assessors.core.generic import GenericAssessor
 from assessors.core.rows import collapse_pairs, observed_pairs
+from tests.conftest import small_prep
 
-SMALL = [
-    "data.subtasks=[bbh_navigate,bbh_snarks,bbh_web_of_lies]",
-    "features=success_pattern",
-    "llm_split.n_train=30", "llm_split.n_val=6", "llm_split.n_test=6",
-]
-
-
-@pytest.fixture(scope="module")
-def prep(tmp_path_factory, data_dir):
-    from tests.conftest import prepare_small
-
-    return prepare_small(tmp_path_factory.mktemp("generic"), data_dir, SMALL)
+prep = small_prep("generic", ["bbh_navigate", "bbh_snarks", "bbh_web_of_lies"], n_train=30, n_val=6, n_test=6)
 
 
 def test_collapse_pairs_counts_every_pair_once():
