@@ -16,12 +16,26 @@ def sim():
     return fit_simulated()
 
 
+def _answers(d, k):
+    """New LLM ``k``'s simulated answer to pool prompt ``j``: the callback ``simulate`` asks."""
+    return lambda j: d["S"][k, d["pool"][j]]
+
+
+def _simulate(sim, new: int, n_max: int, **params):
+    """An :class:`AdaptiveSelector` with ``params`` fitted on the pool, run on the ``new``-th new LLM for
+    ``n_max`` questions: ``(selector, asked, answers)``."""
+    model, d = sim
+    sel = AdaptiveSelector(**params).fit(model, d["X"][d["pool"]])
+    asked, y = sel.simulate(_answers(d, d["new"][new]), n_max=n_max)
+    return sel, asked, y
+
+
 def _errors(model, sel, d, n):
     """Per new LLM: |predicted - true| P(success) on the target prompts after ``n`` questions."""
     X_pool, X_t = d["X"][d["pool"]], d["X"][d["target"]]
     errs = []
     for k in d["new"]:
-        asked, y = sel.simulate(lambda j: d["S"][k, d["pool"][j]], n_max=n)
+        asked, y = sel.simulate(_answers(d, k), n_max=n)
         assert len(asked) == n and len(set(asked.tolist())) == n
         p, _ = model.predict_posterior(X_t, model.posterior(X_pool[asked], y[None, :]))
         errs.append(np.mean(np.abs(p[0] - d["P"][k, d["target"]])))
@@ -46,7 +60,7 @@ def test_accuracy_band_covers_the_realised_accuracy(sim):
     sel = AdaptiveSelector(criterion="mixed", seed=0).fit(model, d["X"][d["pool"]], d["X"][d["target"]])
     inside, widths = [], []
     for k in d["new"]:
-        asked, y = sel.simulate(lambda j: d["S"][k, d["pool"][j]], n_max=15)
+        asked, y = sel.simulate(_answers(d, k), n_max=15)
         est = sel.estimate(sel.posterior(asked, y), level=0.9)
         true_expected = d["P"][k, d["target"]].mean()  # the band is for the expected accuracy
         inside.append(est["low"] <= true_expected <= est["high"])
@@ -59,8 +73,7 @@ def test_selection_is_a_function_of_seed_and_history(sim):
     """A resumed run replays its answers and gets the same next prompts; another seed differs."""
     model, d = sim
     X_pool = d["X"][d["pool"]]
-    k = d["new"][3]
-    answer = lambda j: d["S"][k, d["pool"][j]]  # noqa: E731
+    answer = _answers(d, d["new"][3])
     s1 = AdaptiveSelector(criterion="mixed", explore=0.25, seed=7).fit(model, X_pool)
     asked, y = s1.simulate(answer, n_max=12)
     s2 = AdaptiveSelector(criterion="mixed", explore=0.25, seed=7).fit(model, X_pool)
@@ -72,11 +85,7 @@ def test_selection_is_a_function_of_seed_and_history(sim):
 
 
 def test_exploration_takes_the_seeded_random_order(sim):
-    model, d = sim
-    X_pool = d["X"][d["pool"]]
-    k = d["new"][0]
-    sel = AdaptiveSelector(criterion="d_optimal", explore=0.5, seed=3).fit(model, X_pool)
-    asked, _ = sel.simulate(lambda j: d["S"][k, d["pool"][j]], n_max=10)
+    sel, asked, _ = _simulate(sim, 0, 10, criterion="d_optimal", explore=0.5, seed=3)
     explore_steps = [s for s in range(10) if sel._is_explore(s)]
     assert len(explore_steps) == 5
     # the exploration picks are the first prompts of the seeded order not asked before them
@@ -99,8 +108,8 @@ def test_batches_are_distinct_and_skip_unanswerable(sim):
     # a batch spreads its picks: not four copies of the most informative region
     single = sel.next([], [], n=1)
     assert batch[0] == single[0]
-    k = d["new"][1]
-    asked, y = sel.simulate(lambda j: np.nan if j % 3 == 0 else d["S"][k, d["pool"][j]], n_max=10)
+    answer = _answers(d, d["new"][1])
+    asked, y = sel.simulate(lambda j: np.nan if j % 3 == 0 else answer(j), n_max=10)
     assert len(asked) == 10 and not (asked % 3 == 0).any() and np.isfinite(y).all()
 
 
@@ -147,11 +156,8 @@ def test_predict_config_builds_the_selector(compose):
 
 def test_stratified_picks_cover_the_strata_before_repeating_one(sim):
     model, d = sim
-    X_pool = d["X"][d["pool"]]
-    k = d["new"][2]
-    sel = AdaptiveSelector(criterion="d_optimal", strata=6, seed=0).fit(model, X_pool)
-    asked, _ = sel.simulate(lambda j: d["S"][k, d["pool"][j]], n_max=12)
+    sel, asked, _ = _simulate(sim, 2, 12, criterion="d_optimal", strata=6, seed=0)
     strata = sel.strata_[asked]
     assert sorted(strata[:6]) == list(range(6)) and sorted(strata[6:]) == list(range(6))
-    greedy = AdaptiveSelector(criterion="d_optimal", strata=0, seed=0).fit(model, X_pool)
+    greedy = AdaptiveSelector(criterion="d_optimal", strata=0, seed=0).fit(model, d["X"][d["pool"]])
     assert (greedy.strata_ == 0).all()

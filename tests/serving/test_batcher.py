@@ -16,14 +16,22 @@ class Entry:
 
 
 class Recorder:
-    """Embeds a prompt "c<client>-<i>" as the row [i]; records each batch; can be held by a gate."""
+    """Embeds a prompt "c<client>-<i>" as the row [i]; records each batch; can be held by a gate
+    (``held=True``: closed until the test opens it)."""
 
-    def __init__(self):
+    def __init__(self, held: bool = False):
         self.batches: list[list[str]] = []
         self.score_calls = 0
         self.gate = threading.Event()
-        self.gate.set()
+        if not held:
+            self.gate.set()
         self.entered = threading.Event()  # set once the encoder holds its first batch
+
+    def started(self, **params) -> FairBatcher:
+        """A started batcher over this recorder (inside the event loop), no batching window by default."""
+        b = FairBatcher(self.embed, self.score, **{"window_ms": 0, **params})
+        b.start()
+        return b
 
     def embed(self, prompts):
         self.entered.set()
@@ -53,8 +61,7 @@ def test_results_match_each_request_and_share_one_classifier_call():
     rec = Recorder()
 
     async def main():
-        b = FairBatcher(rec.embed, rec.score, window_ms=20, max_prompts=64)
-        b.start()
+        b = rec.started(window_ms=20, max_prompts=64)
         ents = [Entry("a"), Entry("b")]
         futs = [b.submit(f"c{c}", [f"c{c}-{i}" for i in range(3)], ents) for c in range(5)]
         out = await asyncio.gather(*futs)
@@ -71,12 +78,10 @@ def test_results_match_each_request_and_share_one_classifier_call():
 
 
 def test_round_robin_a_big_batch_cannot_starve_a_single_prompt():
-    rec = Recorder()
-    rec.gate.clear()
+    rec = Recorder(held=True)
 
     async def main():
-        b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=8, quantum=4)
-        b.start()
+        b = rec.started(max_prompts=8, quantum=4)
         heavy = [b.submit("heavy", [f"h-{i}" for i in range(30)], [Entry("a")]) for _ in range(3)]
         await held(rec)  # the first batch (heavy prompts) is now held in the encoder
         light = b.submit("light", ["l-0"], [Entry("a")])
@@ -97,12 +102,10 @@ def test_round_robin_a_big_batch_cannot_starve_a_single_prompt():
 def heavy_then_light(max_prompts: int, quantum: int, n_heavy: int, n_light: int) -> list[list[str]]:
     """The encoder batches when one client's ``n_heavy``-prompt request is in the encoder and another
     client then queues ``n_light`` one-prompt requests."""
-    rec = Recorder()
-    rec.gate.clear()
+    rec = Recorder(held=True)
 
     async def main():
-        b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=max_prompts, quantum=quantum)
-        b.start()
+        b = rec.started(max_prompts=max_prompts, quantum=quantum)
         heavy = b.submit("heavy", [f"h-{i}" for i in range(n_heavy)], [Entry("a")])
         await held(rec)  # the first batch (heavy prompts only) is now held in the encoder
         light = [b.submit("light", [f"l-{i}"], [Entry("a")]) for i in range(n_light)]
@@ -123,12 +126,10 @@ def test_a_client_of_many_one_prompt_requests_gets_a_full_quantum_per_turn():
 
 
 def test_queue_full_raises_with_retry_after():
-    rec = Recorder()
-    rec.gate.clear()
+    rec = Recorder(held=True)
 
     async def main():
-        b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=4, queue_max_prompts=10, client_max_prompts=6)
-        b.start()
+        b = rec.started(max_prompts=4, queue_max_prompts=10, client_max_prompts=6)
         f1 = b.submit("a", [f"a-{i}" for i in range(6)], [Entry("x")])
         await held(rec)  # 4 taken into the held batch, 2 still queued
         with pytest.raises(QueueFull, match="this client") as e1:
@@ -147,12 +148,10 @@ def test_queue_full_raises_with_retry_after():
 
 
 def test_cancelled_job_drops_its_queued_prompts():
-    rec = Recorder()
-    rec.gate.clear()
+    rec = Recorder(held=True)
 
     async def main():
-        b = FairBatcher(rec.embed, rec.score, window_ms=0, max_prompts=4, quantum=4)
-        b.start()
+        b = rec.started(max_prompts=4, quantum=4)
         fut = b.submit("a", [f"a-{i}" for i in range(20)], [Entry("x")])
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(fut, 0.05)   # as the endpoints do: the job is cancelled
@@ -189,8 +188,7 @@ def test_embed_only_jobs_share_the_queue_and_return_features():
     rec = Recorder()
 
     async def main():
-        b = FairBatcher(rec.embed, rec.score, window_ms=20, max_prompts=64)
-        b.start()
+        b = rec.started(window_ms=20, max_prompts=64)
         emb = b.submit_embed("c1", ["e-3", "e-5"])
         sc = b.submit("c2", ["s-1"], [Entry("a")])
         X, (names, P, _) = await emb, await sc
