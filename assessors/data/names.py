@@ -34,13 +34,14 @@ def _row(i: int) -> str:
 
 
 def check_unique(names: Sequence | pd.Index | pd.Series, source: object, what: str = "instance id",
-                 where: Callable[[int], str] | None = None, fix: str = "") -> None:
+                 where: Callable[[int], str] | None = None, fix: str = "",
+                 error: type[Exception] = DataError) -> None:
     """Raise :class:`DataError` if a name occurs twice: the first repeated one, where it repeats, and the count.
 
     Parameters
     ----------
     names : sequence of shape (n,)
-        Ids or names in row order.
+        Ids or names in row order (a :class:`pandas.MultiIndex` checks tuples, e.g. ``(llm, instance_id)``).
     source : object
         What is named in the message (a file, a setting).
     what : str
@@ -49,15 +50,19 @@ def check_unique(names: Sequence | pd.Index | pd.Series, source: object, what: s
         Row position -> place in the source (``"line 7"``); default ``"row i"``.
     fix : str
         A sentence that names the fix, appended to the message.
+    error : exception class
+        What is raised: :class:`DataError` for data, :class:`~assessors.errors.ConfigError` for names
+        the user wrote in a setting.
     """
     values = names if isinstance(names, pd.Index) else pd.Index(list(names), dtype=object)
     dup = values.duplicated()
     if dup.any():
         i = int(np.flatnonzero(dup)[0])
-        first = int(np.flatnonzero(values == values[i])[0])
-        n = int(values[dup].nunique())
-        raise DataError(f"{source}: duplicated {what} {values[i]!r} at {(where or _row)(i)} (first at "
-                        f"{(where or _row)(first)}; {n} {what}(s) repeated in all){'. ' + fix if fix else ''}")
+        codes = values.factorize()[0]  # equal names, equal codes (tuples of a MultiIndex too)
+        first = int(np.flatnonzero(codes == codes[i])[0])
+        n = int(np.unique(codes[dup]).size)
+        raise error(f"{source}: duplicated {what} {values[i]!r} at {(where or _row)(i)} (first at "
+                    f"{(where or _row)(first)}; {n} {what}(s) repeated in all){'. ' + fix if fix else ''}")
 
 
 def check_whitespace(names: Iterable, source: object, what: str,

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 
 from assessors.data.loaders._common import read_csv
-from assessors.data.names import check_unique, check_whitespace
-from assessors.data.prompts import ID_COLUMNS, read_prompt_file
+from assessors.data.names import check_whitespace
+from assessors.data.prompts import ID_COLUMNS, check_ids, read_prompt_file
 from assessors.errors import DataError
 
 
@@ -70,9 +70,8 @@ def _reference_from_csv(p: Path, llm: str | None) -> dict[str, float]:
         if llm is None and df["llm"].nunique() > 1:
             raise DataError(f"{p}: holds several LLMs ({sorted(df['llm'].unique())[:5]}); set the LLM name")
         df = df[df["llm"] == llm] if llm is not None else df
-    check_whitespace(df[idc], p, "reference id", line)
-    check_unique(df[idc], p, "reference id", line)
-    return {str(i): (None if pd.isna(v) else float(v)) for i, v in zip(df[idc], df["success"])}
+    ids = check_ids(df[idc], p, line, "reference id")
+    return {i: (None if pd.isna(v) else float(v)) for i, v in zip(ids, df["success"])}
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike) -> Path:

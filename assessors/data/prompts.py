@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from assessors.data.columns import require_columns
-from assessors.data.loaders._common import read_csv, read_parquet
+from assessors.data.loaders._common import check_lines, read_csv, read_parquet
 from assessors.data.loaders.evals_prompts import is_evals_log, read_evals_prompts
 from assessors.data.names import check_unique, check_whitespace
 from assessors.errors import DataError
@@ -75,7 +75,7 @@ def read_prompt_file(path: str | os.PathLike, required: Sequence[str] = ("prompt
     require_columns(df, required, p)
     row = lambda i: f"data row {i + 1}"  # noqa: E731 -- rows, not lines: prompts may span several lines
     if "instance_id" in df.columns:
-        df["instance_id"] = _ids(df["instance_id"], p, row, idc or "id")
+        df["instance_id"] = check_ids(df["instance_id"], p, row, idc or "id")
     if "subgroup" in df.columns:
         check_whitespace(df["subgroup"], p, "subgroup", row)
     if "prompt" in df.columns and not blank_prompts:
@@ -98,19 +98,42 @@ def _read_frame(p: Path) -> pd.DataFrame:
             raise DataError(f"{p}: not a JSON-lines file ({e})") from e
     if suffix in (".parquet", ".pq"):
         return read_parquet(p)
+    # prompts hold quoted newlines: a row cut short (a truncated file) is an error, not a shorter prompt
+    check_lines(p)
     return read_csv(p, dtype=str, keep_default_na=False)
 
 
-def _ids(ids: pd.Series, p: Path, row, what: str) -> pd.Series:
-    """``ids`` (the file's column ``what``) as text, checked: none empty, none padded with white space,
-    none twice."""
+def check_ids(ids: pd.Series, source: object, where, what: str = "id") -> pd.Series:
+    """The one id rule of every file that names prompts: ``ids`` as text, checked.
+
+    Parameters
+    ----------
+    ids : pandas.Series of shape (n,)
+        The file's id column, in row order (text, or JSON numbers).
+    source : object
+        The file, named in messages.
+    where : callable
+        Row position -> place in the file (``"data row 3"``, ``"line 4"``).
+    what : str
+        The column's name in messages.
+
+    Returns
+    -------
+    pandas.Series of shape (n,)
+        The ids as text (``7`` for a JSON number 7 or 7.0).
+
+    Raises
+    ------
+    DataError
+        An empty id, an id padded with white space, or an id that occurs twice, naming its row.
+    """
     empty = (ids.isna() | (ids.astype(str).str.strip() == "")).to_numpy()
     if empty.any():
         i = int(np.flatnonzero(empty)[0])
-        raise DataError(f"{p}: empty {what} in {row(i)} ({int(empty.sum())} in all)")
+        raise DataError(f"{source}: empty {what} in {where(i)} ({int(empty.sum())} in all)")
     ids = ids.map(_id_text)
-    check_whitespace(ids, p, what, row)
-    check_unique(ids, p, what, row)
+    check_whitespace(ids, source, what, where)
+    check_unique(ids, source, what, where)
     return ids
 
 

@@ -218,13 +218,7 @@ class Results:
         long = long.copy()
         long["instance_id"] = long["instance_id"].astype(str)
         long["llm"] = long["llm"].astype(str)
-        dup = long.duplicated(["llm", "instance_id"], keep=False)
-        if dup.any():
-            row = long[dup].iloc[0]
-            raise DataError(
-                f"{source}: duplicated (llm, instance_id) pair ({row['llm']!r}, {row['instance_id']!r}) "
-                f"at row {int(np.flatnonzero(dup.to_numpy())[0])}"
-            )
+        check_unique(pd.MultiIndex.from_frame(long[["llm", "instance_id"]]), source, "(llm, instance_id) pair")
         succ = pd.to_numeric(long["success"], errors="coerce")
         bad = (succ.isna() & long["success"].notna()) | ~succ.isin([0, 1]) & succ.notna()
         if bad.any():

@@ -11,6 +11,7 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Sequence
 
+from assessors.data.names import check_unique
 from assessors.data.results import Results
 from assessors.errors import ConfigError
 
@@ -86,8 +87,7 @@ def _check_part(out: dict[str, list[str]], p: str, known: set, who: str, kind: s
     unknown = [x for x in out[p] if x not in known]
     if unknown:
         raise ConfigError(f"{who}: unknown {kind} name(s) in {p}: {unknown[:5]}")
-    if len(set(out[p])) != len(out[p]):
-        raise ConfigError(f"{who}: duplicated {kind} names in {p}")
+    check_unique(out[p], f"{who}: the {p} part", f"{kind} name", lambda i: f"position {i}", error=ConfigError)
 
 
 def match(names: Sequence[str], patterns: Sequence[str] | str | None, who: str, what: str) -> list[str]:

@@ -66,3 +66,42 @@ def test_an_openai_evals_log_is_read_as_the_loader_reads_it(data_dir, tmp_path):
     j.write_text("not json\n")
     with pytest.raises(DataError, match="not a JSON-lines file"):
         read_prompt_file(j)
+
+
+def _entry_points():
+    """Every reader of a file that names prompts by id: (name, reader of one CSV path)."""
+    from assessors.data.loaders import table
+    from assessors.data.loaders.open_llm_leaderboard_v2 import _attach_prompts
+    from assessors.data.prompt_files import read_prompts, read_reference
+
+    return {
+        "read_prompt_file": read_prompt_file,
+        "read_prompt_files (training pool, onboarding, evidence)": lambda p: read_prompt_files([p]),
+        "predict.py prompts (read_prompts)": read_prompts,
+        "table loader prompts": table.read_prompts,
+        "leaderboard loader prompts": lambda p: _attach_prompts(pd.DataFrame(index=["1", "2"]), p, "s", ["1", "2"]),
+        "reference results (read_reference)": read_reference,
+    }
+
+
+@pytest.mark.parametrize("entry", list(_entry_points()))
+@pytest.mark.parametrize("rows, match", [
+    (["1,a,x,1", "1,b,y,0"], r"p.csv: duplicated (reference )?id '1' at (data row 2|line 3) \(first at (data row 1|line 2)"),
+    (["1,a,x,1", " 2,b,y,0"], r"p.csv: 1 (reference )?id\(s\) with leading or trailing white space: ' 2' at (data row 2|line 3)"),
+    (["1,a,x,1", ",b,y,0"], r"p.csv: empty (reference )?id in (data row 2|line 3)"),
+])
+def test_every_prompt_file_entry_point_applies_the_one_id_rule(tmp_path, entry, rows, match):
+    """The same file is refused with the same message by every reader: one id rule, one duplicate check."""
+    p = tmp_path / "p.csv"
+    p.write_text("id,prompt,target,success\n" + "\n".join(rows) + "\n")
+    with pytest.raises(DataError, match=match):
+        _entry_points()[entry](p)
+
+
+@pytest.mark.parametrize("entry", [e for e in _entry_points() if "reference" not in e])
+def test_every_prompt_reader_refuses_a_truncated_file(tmp_path, entry):
+    """A file cut off after a row's prompt is an error naming the line, not a row with a missing target."""
+    p = tmp_path / "p.csv"
+    p.write_text('id,prompt,target,success\n1,a,x,1\n2,"two\nlines"')
+    with pytest.raises(DataError, match=r"p.csv: line 3 has 2 fields, fewer than the 4 of the header"):
+        _entry_points()[entry](p)

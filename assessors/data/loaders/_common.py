@@ -93,31 +93,6 @@ def check_utf8(path: Path) -> None:
                         "re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 in.csv > out.csv)") from None
 
 
-def read_text_csv(path: Path, string_columns: Sequence[str] = ()) -> pd.DataFrame:
-    """Read a CSV whose quoted fields hold newlines (prompts, responses), strictly.
-
-    Uses ``pyarrow.csv`` with ``newlines_in_values``: unlike pandas' C engine, a row with fewer
-    fields than the header (a truncated file) is an error rather than silently filled.
-    ``string_columns`` are kept verbatim as strings (ids like ``007``, targets like ``True``).
-    """
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    try:
-        table = pacsv.read_csv(
-            path,
-            parse_options=pacsv.ParseOptions(newlines_in_values=True),
-            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in string_columns},
-                                                 strings_can_be_null=False),
-        )
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except (pa.ArrowInvalid, pa.ArrowException, OSError, UnicodeDecodeError) as e:
-        check_utf8(path)
-        raise DataError(f"{path}: truncated or corrupt CSV ({type(e).__name__}: {str(e).strip()[:300]})") from e
-    return table.to_pandas()
-
-
 def check_binary(values: np.ndarray, path: Path, row_labels: Sequence, col_labels: Sequence,
                  row_offset: int | None = 2) -> np.ndarray:
     """Return ``values`` as float32, raising if any non-NaN value is not 0 or 1.

@@ -23,10 +23,11 @@ import pandas as pd
 
 from assessors.data.columns import require_columns
 from assessors.data.download import locate
-from assessors.data.loaders._common import check_binary, latest_per_model, read_csv, read_text_csv, select
+from assessors.data.loaders._common import check_binary, latest_per_model, read_csv, select
 from assessors.data.names import check_unique, check_whitespace
 from assessors.data.results import Results
 from assessors.data.item_order import align_rows
+from assessors.data.prompts import read_prompt_file
 from assessors.errors import ConfigError, DataError
 
 log = logging.getLogger("assessors.data")
@@ -243,11 +244,10 @@ def _attach_prompts(inst: pd.DataFrame, path: Path, sub: str, item_ids: list[str
     if not path.exists():
         log.warning("%s: no prompt file for subtask %s; its %d instances have no prompt text", path, sub, len(inst))
         return inst
-    # strict reader: prompts contain quoted newlines, and a truncated last row must be an error
-    table = read_text_csv(path, string_columns=("id", "prompt", "target"))
-    require_columns(table, ("id", "prompt", "target"), path)
-    check_unique(table["id"], path, "id", lambda i: f"data row {i + 1}")
-    table = table.set_index("id")
+    # the one prompt-file reader and id rule (strict: a truncated last row is an error); blank prompts are
+    # kept for data validation to flag by id
+    table = read_prompt_file(path, required=("instance_id", "prompt", "target"), blank_prompts=True)
+    table = table.set_index("instance_id")
     extra = len(table.index.difference(item_ids))
     if extra:
         log.info("%s: %d prompt rows have no results column and are not loaded", path.name, extra)

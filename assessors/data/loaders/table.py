@@ -99,9 +99,6 @@ def read_prompts(path: str | Path) -> pd.DataFrame:
     """Read a prompts table (:func:`~assessors.data.prompts.read_prompt_file`: ids as text, checked)
     into an instances frame indexed by ``instance_id``; empty cells are missing (NaN), and prompts that
     are only white space are kept for data validation to flag by id."""
-    path = Path(path)
-    if not _is_parquet(path) and path.exists():
-        check_lines(path)
     table = read_prompt_file(path, required=("instance_id", "prompt"), blank_prompts=True)
     rest = table.columns.drop("instance_id")
     table[rest] = table[rest].mask(table[rest] == "")
