@@ -28,9 +28,18 @@ class Featurizer(BaseEstimator, abc.ABC):
     #: Parameters that change how features are computed but not their values; left out
     #: of :meth:`identity` so that, e.g., a different batch size still hits the cache.
     runtime_params: tuple[str, ...] = ("cache_dir", "api_key", "batch_size", "show_progress")
+    #: Private attributes rebuilt on first use (a loaded model, a client holding a key and a
+    #: connection pool, one-time warnings): kept out of pickles.
+    transient_attrs: tuple[str, ...] = ()
 
     def __init__(self, cache_dir: str | None = None):
         self.cache_dir = cache_dir
+
+    def __getstate__(self):
+        state = dict(super().__getstate__())  # a copy: object.__getstate__ returns the live __dict__
+        for name in self.transient_attrs:
+            state.pop(name, None)
+        return state
 
     def fit(self, texts: Sequence[str], y=None) -> "Featurizer":
         """Learn from the training prompts (no-op for pretrained models)."""

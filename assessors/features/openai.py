@@ -62,6 +62,8 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
     """
 
     runtime_params = Featurizer.runtime_params + ("api_key_env", "base_url_env", "max_retries", "timeout")
+    # The client holds the key and a connection pool: build it lazily, never pickle it.
+    transient_attrs = ("_client", "_send_dimensions", "_warned_tokens")
 
     def __init__(self, model: str = "text-embedding-3-large", dimensions: int | None = 1024,
                  base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY", batch_size: int = 256,
@@ -78,16 +80,12 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
         self.timeout = timeout
         self.show_progress = show_progress
 
-    # The client holds the key and a connection pool: build it lazily, never pickle it.
     def __getstate__(self):
         from assessors.secrets import redact_text
 
-        state = dict(super().__getstate__())  # a copy: object.__getstate__ returns the live __dict__
-        state.pop("_client", None)
-        state.pop("_send_dimensions", None)
+        state = super().__getstate__()
         if isinstance(state.get("base_url"), str):
             state["base_url"] = redact_text(state["base_url"])
-        state.pop("_warned_tokens", None)
         return state
 
     def _url(self) -> str | None:

@@ -144,6 +144,8 @@ class SentenceTransformerFeaturizer(Featurizer):
     """
 
     runtime_params = Featurizer.runtime_params + ("device", "num_threads")
+    # The model is ~90 MB and reloadable from model_name: keep it out of pickles.
+    transient_attrs = ("_model",)
 
     def __init__(self, model_name: str = BUNDLED_MINILM, batch_size: int = 32, max_seq_length: int = 256,
                  normalize: bool = True, device: str = "cpu", backend: str = "torch",
@@ -160,12 +162,6 @@ class SentenceTransformerFeaturizer(Featurizer):
         self.num_threads = num_threads
         self.show_progress = show_progress
         self.precision = precision
-
-    def __getstate__(self):
-        # The model is ~90 MB and reloadable from model_name: keep it out of pickles.
-        state = dict(super().__getstate__())  # a copy: object.__getstate__ returns the live __dict__
-        state.pop("_model", None)
-        return state
 
     @property
     def model(self):
