@@ -14,15 +14,11 @@ import numpy as np
 
 from assessors.core.latent_validation import graded
 from assessors.errors import DataError
+from assessors.features.base import unit_rows
 from assessors.memo import ArrayMemo
 
 #: Cosine similarity above which a training prompt is the query itself (not its own neighbour).
 SELF_SIMILARITY = 1.0 - 1e-4
-
-
-def _unit_rows(X: np.ndarray) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float32)
-    return X / np.maximum(np.linalg.norm(X, axis=1, keepdims=True), 1e-12)
 
 
 class NeighbourProfiles:
@@ -64,7 +60,7 @@ class NeighbourProfiles:
         A = graded(np.asarray(answers))
         if A.shape[0] != len(X) or len(X) < 2:
             raise DataError(f"neighbour profiles: answers {A.shape} do not match {len(X)} prompts (need >= 2)")
-        self.features_ = _unit_rows(X).astype(np.float16)
+        self.features_ = unit_rows(X).astype(np.float16)
         self.answers_ = np.where(np.isfinite(A), A, 255).astype(np.uint8)
         self.pca_ = None
         raw = self._raw(X)
@@ -106,7 +102,7 @@ class NeighbourProfiles:
 
     def _raw(self, X: np.ndarray) -> np.ndarray:
         """Per-LLM mean answers over the neighbours: (m, n_llms), NaN where an LLM answered none."""
-        idx, keep = self._neighbours(_unit_rows(X))
+        idx, keep = self._neighbours(unit_rows(X))
         out = np.empty((len(idx), self.answers_.shape[1]), np.float32)
         for s in range(0, len(idx), int(self.block)):
             a = self.answers_[idx[s:s + self.block]].astype(np.float32)  # (b, k+1, n_llms)

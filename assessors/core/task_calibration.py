@@ -28,10 +28,10 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from assessors.core.item_profiles import _unit_rows
 from assessors.core.posterior import check_answers, laplace_posterior
 from assessors.core.task_correction import TaskCorrection, fit_coordinate
 from assessors.errors import DataError
+from assessors.features.base import unit_rows
 
 #: Per-prompt status: its own answers corrected it; only the task's other prompts did (no answers, or
 #: fewer than ``min_answers``); nothing did (no prompt of the task has enough answers).
@@ -116,8 +116,8 @@ class TaskCalibration(BaseEstimator):
         self.n_answers_ = np.isfinite(Y).sum(0)
         enough = self.n_answers_ >= int(self.min_answers)
         training = (base.profiles_.features_ if getattr(base, "profiles_", None) is not None
-                    else _unit_rows(base.reference_features_).astype(np.float16))
-        self.correction_ = TaskCorrection(_unit_rows(X[enough]), _unit_rows(X).astype(np.float16), training, [])
+                    else unit_rows(base.reference_features_).astype(np.float16))
+        self.correction_ = TaskCorrection(unit_rows(X[enough]), unit_rows(X).astype(np.float16), training, [])
         model = copy.copy(base)
         model.item_correction_ = None
         if self.augment_profiles and getattr(base, "profiles_", None) is not None and enough.any():
@@ -129,7 +129,7 @@ class TaskCalibration(BaseEstimator):
         for m, (a, b) in enumerate(prior):
             spread = np.maximum(np.hstack([ref[m][0], ref[m][1][:, None]]).std(0), 1e-3)  # (D + 1,)
             coords = self._fit_member(np.hstack([a, b[:, None]])[enough], Y[:, enough], theta[m], spread,
-                                      _unit_rows(X[enough])) if enough.any() else []
+                                      unit_rows(X[enough])) if enough.any() else []
             fits.append(coords)
             self.chosen_.append([(f.scales[0] / s, f.length) for f, s in zip(coords, spread)])
         self.correction_.fits = fits
@@ -215,7 +215,7 @@ def _with_calibration(profiles, X, Y, rows):
     for i, r in enumerate(rows):
         seen = np.isfinite(Y[i])
         extra[seen, r] = Y[i, seen].astype(np.uint8)
-    out.features_ = np.vstack([profiles.features_, _unit_rows(X).astype(np.float16)])
+    out.features_ = np.vstack([profiles.features_, unit_rows(X).astype(np.float16)])
     out.answers_ = np.vstack([profiles.answers_, extra])
     out._memo = None  # profiles computed against the old prompts are stale
     return out

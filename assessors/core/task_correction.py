@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from assessors.core.item_profiles import SELF_SIMILARITY, _unit_rows
+from assessors.core.item_profiles import SELF_SIMILARITY
+from assessors.features.base import unit_rows
 
 
 def covariance(U, V, scales, length) -> np.ndarray:
@@ -88,7 +89,7 @@ class TaskCorrection:
 
     def membership(self, X: np.ndarray) -> np.ndarray:
         """True (m,) where a task prompt is at least as similar to the prompt as any training prompt."""
-        Q = _unit_rows(X)
+        Q = unit_rows(X)
         near_task = (Q @ self.task.astype(np.float32).T).max(1)
         near_train = (Q @ self.training.astype(np.float32).T).max(1) if len(self.training) else -np.inf
         return near_task >= near_train - 1e-4
@@ -101,7 +102,7 @@ class TaskCorrection:
         mean, var = np.zeros((n_members, len(X), max(D1, 1))), np.zeros((n_members, len(X), max(D1, 1)))
         if not D1 or not inside.any():
             return mean[..., :D1], var[..., :D1]
-        Q = _unit_rows(X[inside])
+        Q = unit_rows(X[inside])
         for m, coords in enumerate(self.fits):
             for p, f in enumerate(coords):
                 kq = covariance(Q, self.calibrated, f.scales, f.length)  # (q, n_cal)

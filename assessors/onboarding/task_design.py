@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from assessors.core.item_profiles import _unit_rows
-from assessors.core.posterior import sigmoid
 from assessors.core.task_correction import covariance
 from assessors.errors import DataError
+from assessors.features.base import unit_rows
+from assessors.irt_math import sigmoid
 
 
 def choose_prompts(X: np.ndarray, k: int, length: float = 0.1, item_share: float = 0.5, noise: float = 1.0,
@@ -34,7 +34,7 @@ def choose_prompts(X: np.ndarray, k: int, length: float = 0.1, item_share: float
     n = len(X)
     if not 0 < int(k) <= n:
         raise DataError(f"choose {k} prompts of a task of {n}: need 0 < k <= {n}")
-    U = _unit_rows(X)
+    U = unit_rows(X)
     # a random subset as the targets keeps the cost at O(n x targets) per pick on large tasks
     rng = np.random.default_rng(seed)
     targets = U if n <= 1000 else U[rng.choice(n, 1000, replace=False)]
