@@ -1,4 +1,4 @@
-"""The logistic link and the 2PL ability posterior: the one implementation every layer uses.
+"""The logistic link, the graded-answer check and the 2PL ability posterior, once for every layer.
 
 Model: ``P(success | theta, item) = sigmoid(theta . a - b)`` with item parameters ``a`` (D,) and
 ``b`` known, and a Gaussian prior ``theta ~ N(mu, Sigma)``. The log posterior is strictly concave,
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from assessors.errors import DataError
+
 #: Logits are clipped to this magnitude before ``exp``: no overflow, and ``p (1 - p)`` stays
 #: positive (about 1e-13), which keeps Newton's Hessian weights and log-likelihoods finite.
 LOGIT_CLIP = 30.0
@@ -26,6 +28,20 @@ def sigmoid(z):
     """The logistic function ``1 / (1 + exp(-z))`` of an array of any shape, logits clipped to
     ``[-LOGIT_CLIP, LOGIT_CLIP]`` (results in ``[9e-14, 1 - 9e-14]``)."""
     return 1.0 / (1.0 + np.exp(-np.clip(z, -LOGIT_CLIP, LOGIT_CLIP)))
+
+
+def check_answers(Y, what: str = "answers") -> np.ndarray:
+    """``Y`` as float64 (k, n) with values in {0, 1, NaN}; anything else is a :class:`DataError`.
+
+    The one check of graded answers before a 2PL fit or posterior (a 1-D ``Y`` is one row).
+    """
+    Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
+    bad = np.isfinite(Y) & (Y != 0) & (Y != 1) | np.isinf(Y)
+    if bad.any():
+        k, j = map(int, np.argwhere(bad)[0])
+        raise DataError(f"{what}: graded answers must be 0, 1 or missing (NaN); row {k}, item {j} is {float(Y[k, j])!r}. "
+                        "Threshold graded scores (e.g. success = score >= 0.5) before passing them")
+    return Y
 
 
 def weighted_gram(A, w):

@@ -11,22 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from assessors.errors import DataError
-from assessors.irt_math import laplace_posterior, sigmoid, weighted_gram  # noqa: F401 (re-exported to core)
+from assessors.irt_math import check_answers, laplace_posterior, sigmoid, weighted_gram  # noqa: F401 (re-exported)
 
 #: Evidence labels. ``prior_only``: no answers; ``one_class``: all answers equal, so the ability is
 #: bounded on one side only and the prediction leans on the prior; ``ok``: both outcomes seen.
 EVIDENCE = ("prior_only", "one_class", "ok")
-
-
-def check_answers(Y, what: str = "answers") -> np.ndarray:
-    """``Y`` as float64 (k, n) with values in {0, 1, NaN}; anything else is a :class:`DataError`."""
-    Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
-    bad = np.isfinite(Y) & (Y != 0) & (Y != 1) | np.isinf(Y)
-    if bad.any():
-        k, j = map(int, np.argwhere(bad)[0])
-        raise DataError(f"{what}: graded answers must be 0, 1 or missing (NaN); row {k}, item {j} is {float(Y[k, j])!r}. "
-                        "Threshold graded scores (e.g. success = score >= 0.5) before passing them")
-    return Y
 
 
 def evidence_labels(Y: np.ndarray) -> np.ndarray:

@@ -33,20 +33,17 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import DataError
-from assessors.irt_math import map_ability, sigmoid
+from assessors.irt_math import check_answers, map_ability, sigmoid
 
 log = logging.getLogger(__name__)
 
 
 def _check_success(success: np.ndarray, what: str = "success") -> np.ndarray:
+    """``success`` as a float64 (n_llms, n_items) matrix of 0, 1 and NaN (:func:`assessors.irt_math.check_answers`)."""
     s = np.asarray(success, dtype=np.float64)
     if s.ndim != 2:
         raise DataError(f"{what}: expected a 2-D (n_llms, n_items) matrix, got shape {s.shape}")
-    obs = ~np.isnan(s)
-    if obs.any() and not np.isin(s[obs], (0.0, 1.0)).all():
-        r, c = np.argwhere(obs & (s != 0) & (s != 1))[0]
-        raise DataError(f"{what}: non-binary value {s[r, c]!r} at row {r}, column {c}")
-    return s
+    return check_answers(s, what)
 
 
 class MultidimIRT(BaseEstimator):

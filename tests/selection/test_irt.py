@@ -55,7 +55,7 @@ def test_bad_inputs():
     S, *_ = draw(n=10, m=50)
     bad = S.copy()
     bad[0, 0] = 0.5
-    with pytest.raises(DataError, match="non-binary"):
+    with pytest.raises(DataError, match="success: graded answers must be 0, 1 or missing .NaN.; row 0, item 0 is 0.5"):
         MultidimIRT().fit(bad)
     empty = S.copy()
     empty[3] = np.nan

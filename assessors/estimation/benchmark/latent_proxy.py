@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from assessors.core.posterior import GaussianPrior, check_answers, logit_moments, probit_predictive
+from assessors.core.posterior import GaussianPrior, logit_moments, probit_predictive
 from assessors.estimation.benchmark.base import cached
 from assessors.estimation.benchmark.proxy import ItemProxy
-from assessors.irt_math import laplace_posterior, sigmoid
+from assessors.irt_math import check_answers, laplace_posterior, sigmoid
 from assessors.selection.irt import MultidimIRT
 
 
