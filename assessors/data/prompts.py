@@ -1,12 +1,15 @@
-"""Prompt files (CSV, JSONL or Parquet): the one reader behind scoring, routing, onboarding and the
-``table`` loader, with one id rule.
+"""Prompt files (CSV, JSONL or Parquet): the one reader behind scoring, routing, onboarding, the
+``table`` loader and the ``open_llm_leaderboard_v2`` prompt files, with one id rule (:func:`check_ids`,
+which reference results files use too).
 
 A prompts file has a ``prompt`` column and, usually, an id column: the first present of
 ``instance_id``, ``reference_id`` and ``id``, returned as ``instance_id``; without one, callers that
 accept it (``row_ids=True``: prompts to score) get the data-row numbers ``"0"``, ``"1"``, ... Ids are
 text: every CSV cell is read as text (an empty cell stays ``""``; ``NA`` or ``null`` is a name), so
 ids such as ``007`` keep their zeros. An empty id, an id or subgroup with leading or trailing white
-space, and an id that occurs twice are errors naming the row (:mod:`assessors.data.names`).
+space, and an id that occurs twice are errors naming the row (:mod:`assessors.data.names`). A CSV
+row with fewer fields than the header (a file cut off inside or after a quoted prompt) is an error
+naming its line, not a row with missing cells.
 
 An OpenAI ``evals`` run log (``<dataset>/<model>.jsonl``, recognised by its first record) is read as
 the ``openai_evals`` loader reads it (:func:`~assessors.data.loaders.evals_prompts.read_evals_prompts`):
