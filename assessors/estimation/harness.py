@@ -46,7 +46,7 @@ COLUMNS = ["benchmark", "split", "size", "trial", "method", "llm", "true", "poin
 def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: dict[str, Any], splits, sizes,
                        trials: int, target_fraction: float = 0.25, trials_per_method: dict | None = None,
                        features: np.ndarray | None = None, progress: bool = True,
-                       checkpoint: str | Path | None = None) -> pd.DataFrame:
+                       checkpoint: str | Path | None = None, first_trial: int = 0) -> pd.DataFrame:
     """One row per (split, size, trial, method, target LLM) with truth, estimate, CI and timings.
 
     Parameters
@@ -59,6 +59,8 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
         Each finished (split, trial), all sizes and methods, is written there atomically as
         ``<split>-<trial>.parquet``; a restarted call loads those and computes only the others. A
         trial's records do not depend on how many trials the run has, so raising ``trials`` reuses them.
+    first_trial : int
+        Run trials ``first_trial .. trials - 1`` only (a block of trials, as the task schedules them).
     """
     from tqdm.auto import tqdm
 
@@ -70,9 +72,9 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
         log.warning("%s: core sizes %s skipped (benchmark has %d items)", name, skipped, n_items)
     sizes = [sz for sz in sizes if sz < n_items]
     folder = Path(checkpoint) if checkpoint is not None else None
-    # split- and trial-major: the sizes of one trial share its source split (fits cached per split
-    # are reused), and one (split, trial) is the unit a checkpoint keeps
-    units = [(sp, t) for sp in splits for t in range(trials)]
+    # the sizes of one (split, trial) share its source split (fits cached per split are reused) and
+    # are the unit a checkpoint keeps; trial-major, so a stopped run has both splits of its first trials
+    units = [(sp, t) for t in range(int(first_trial), trials) for sp in splits]
     frames = _read_parts(folder, units)
     bar = tqdm(total=len(units), initial=len(frames), desc=name, disable=not progress, mininterval=5)
     for split, trial in units:
@@ -109,12 +111,6 @@ def _read_parts(folder: Path | None, units) -> dict:
     if folder is None:
         return {}
     return {u: pd.read_parquet(_part(folder, *u)) for u in units if _part(folder, *u).exists()}
-
-
-def read_checkpoint(folder: str | Path, splits, trials: int) -> pd.DataFrame:
-    """The records of a finished benchmark from its checkpoint folder (as ``evaluate_benchmark`` returns them)."""
-    frames = _read_parts(Path(folder), [(sp, t) for sp in splits for t in range(trials)])
-    return pd.concat([f for f in frames.values() if not f.empty], ignore_index=True)
 
 
 def finished_units(folder: str | Path | None, splits, trials: int) -> int:
