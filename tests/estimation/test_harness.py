@@ -59,6 +59,10 @@ def test_run_with_recorder(monkeypatch):
     assert "plots/eg_vs_size.png" in rec.figures
     assert metrics["aipw.interpolation_EG.n20"] > 0
     assert (rec.tables["tables/records.csv"]["size"] == 20).all()  # 200 >= 150 items: skipped
+    timing = rec.tables["tables/timing.csv"].set_index("method")
+    assert set(timing.index) == {"random_sampling", "random_sampling_learn", "aipw"}
+    assert (timing["fits"] == 2 * 3).all() and (timing["total_s"] > 0).all()  # 2 splits x 3 trials, one size
+    assert timing["total_s"].is_monotonic_decreasing and "n=20" in timing
 
 
 def test_killed_run_resumes_without_redoing_finished_trials(monkeypatch, tmp_path):
