@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,9 +39,14 @@ def model_split(acc: np.ndarray, kind: str, trial: int, target_fraction: float =
     raise ConfigError(f"unknown model split {kind!r}: use 'interpolation' or 'extrapolation'")
 
 
+COLUMNS = ["benchmark", "split", "size", "trial", "method", "llm", "true", "point", "ci_low", "ci_high", "core_n",
+           "fit_s", "estimate_s", "evidence"]
+
+
 def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: dict[str, Any], splits, sizes,
                        trials: int, target_fraction: float = 0.25, trials_per_method: dict | None = None,
-                       features: np.ndarray | None = None, progress: bool = True) -> pd.DataFrame:
+                       features: np.ndarray | None = None, progress: bool = True,
+                       checkpoint: str | Path | None = None, first_trial: int = 0) -> pd.DataFrame:
     """One row per (split, size, trial, method, target LLM) with truth, estimate, CI and timings.
 
     Parameters
@@ -49,33 +55,69 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
     estimators : dict name -> unfitted BenchmarkEstimator (cloned with core_size/seed per trial)
     trials_per_method : dict name -> int, optional
         Fewer trials for expensive methods (e.g. the IRT ones).
+    checkpoint : path of a folder, optional
+        Each finished (split, trial), all sizes and methods, is written there atomically as
+        ``<split>-<trial>.parquet``; a restarted call loads those and computes only the others. A
+        trial's records do not depend on how many trials the run has, so raising ``trials`` reuses them.
+    first_trial : int
+        Run trials ``first_trial .. trials - 1`` only (a block of trials, as the task schedules them).
     """
     from tqdm.auto import tqdm
 
     S = np.asarray(S, dtype=np.float64)
     acc = np.nanmean(S, axis=1)
     n_items = S.shape[1]
-    rows = []
-    # trial-major: the sizes of one trial share its source split, so fits cached per split are reused
-    todo = [(sp, sz, t) for sp in splits for t in range(trials) for sz in sizes]
     skipped = sorted({sz for sz in sizes if sz >= n_items})
     if skipped:
         log.warning("%s: core sizes %s skipped (benchmark has %d items)", name, skipped, n_items)
-    for split, size, trial in tqdm(todo, desc=name, disable=not progress, mininterval=5):
-        if size >= n_items:
+    sizes = [sz for sz in sizes if sz < n_items]
+    folder = Path(checkpoint) if checkpoint is not None else None
+    # the sizes of one (split, trial) share its source split (fits cached per split are reused) and
+    # are the unit a checkpoint keeps; trial-major, so a stopped run has both splits of its first trials
+    units = [(sp, t) for t in range(int(first_trial), trials) for sp in splits]
+    frames = _read_parts(folder, units)
+    bar = tqdm(total=len(units), initial=len(frames), desc=name, disable=not progress, mininterval=5)
+    for split, trial in units:
+        if (split, trial) in frames:
             continue
         src, tgt = model_split(acc, split, trial, target_fraction)
-        core = np.sort(np.random.default_rng(10_000 + trial).choice(n_items, size=size, replace=False))
-        for mname, proto in estimators.items():
-            if trials_per_method and trial >= int(trials_per_method.get(mname, trials)):
-                continue
-            est, out, fit_s, estimate_s = _fit_and_estimate(proto, S, llms, src, tgt, core, size, trial, features)
-            lo = out.ci_low if out.ci_low is not None else np.full(tgt.size, np.nan)
-            hi = out.ci_high if out.ci_high is not None else np.full(tgt.size, np.nan)
-            rows += [(name, split, size, trial, mname, llms[ti], acc[ti], out.point[j], lo[j], hi[j],
-                      est.core_index_.size, fit_s, estimate_s, out.evidence[j]) for j, ti in enumerate(tgt)]
-    return pd.DataFrame(rows, columns=["benchmark", "split", "size", "trial", "method", "llm", "true", "point",
-                                       "ci_low", "ci_high", "core_n", "fit_s", "estimate_s", "evidence"])
+        rows = []
+        for size in sizes:
+            core = np.sort(np.random.default_rng(10_000 + trial).choice(n_items, size=size, replace=False))
+            for mname, proto in estimators.items():
+                if trials_per_method and trial >= int(trials_per_method.get(mname, trials)):
+                    continue
+                est, out, fit_s, estimate_s = _fit_and_estimate(proto, S, llms, src, tgt, core, size, trial, features)
+                lo = out.ci_low if out.ci_low is not None else np.full(tgt.size, np.nan)
+                hi = out.ci_high if out.ci_high is not None else np.full(tgt.size, np.nan)
+                rows += [(name, split, size, trial, mname, llms[ti], acc[ti], out.point[j], lo[j], hi[j],
+                          est.core_index_.size, fit_s, estimate_s, out.evidence[j]) for j, ti in enumerate(tgt)]
+        frames[(split, trial)] = df = pd.DataFrame(rows, columns=COLUMNS)
+        if folder is not None:
+            atomic_write(_part(folder, split, trial), lambda tmp: df.to_parquet(tmp, index=False))
+        bar.update()
+    bar.close()
+    parts = [frames[u] for u in units if not frames[u].empty]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
+
+
+def _part(folder: Path, split: str, trial: int) -> Path:
+    """The checkpoint file of one (split, trial)."""
+    return folder / f"{split}-{trial:04d}.parquet"
+
+
+def _read_parts(folder: Path | None, units) -> dict:
+    """The checkpointed records of those (split, trial) ``units`` that have a file in ``folder``."""
+    if folder is None:
+        return {}
+    return {u: pd.read_parquet(_part(folder, *u)) for u in units if _part(folder, *u).exists()}
+
+
+def finished_units(folder: str | Path | None, splits, trials: int) -> int:
+    """How many of the (split, trial) units of a run are already checkpointed in ``folder``."""
+    if folder is None:
+        return 0
+    return sum(_part(Path(folder), sp, t).exists() for sp in splits for t in range(trials))
 
 
 def _fit_and_estimate(proto, S: np.ndarray, llms: list[str], src: np.ndarray, tgt: np.ndarray, core: np.ndarray,
@@ -106,11 +148,8 @@ def source_similarity(S: np.ndarray, split: str, trial: int, target_fraction: fl
 
 
 def _evaluate_and_save(name, S, llms, estimators, path, *, blas: int, **kw) -> pd.DataFrame:
-    """One benchmark's records, written atomically to ``path`` (if any) before returning."""
+    """One benchmark's records, checkpointed per (split, trial) in the folder ``path`` (if any)."""
     from assessors.threads import thread_limits
 
     with thread_limits(blas):
-        df = evaluate_benchmark(name, S, llms, estimators, **kw)
-    if path is not None:
-        atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
-    return df
+        return evaluate_benchmark(name, S, llms, estimators, checkpoint=path, **kw)

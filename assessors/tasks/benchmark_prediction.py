@@ -1,5 +1,5 @@
 """``experiment=benchmark_prediction``: the benchmark-prediction harness (:mod:`assessors.estimation.harness`)
-on the configured benchmarks and estimators, checkpointed per benchmark."""
+on the configured benchmarks and estimators, checkpointed per benchmark, split and trial."""
 from __future__ import annotations
 
 import hashlib
@@ -24,17 +24,19 @@ log = logging.getLogger(__name__)
 
 
 def _checkpoint_path(ckpt_dir, name: str, cfg, res):
-    """Per-benchmark records file keyed by everything that changes them (None: no checkpoints)."""
+    """Per-benchmark checkpoint folder keyed by everything that changes a trial's records (None: no
+    checkpoints). The trial count is not part of the key: a longer run reuses the trials a shorter
+    one finished."""
     if not ckpt_dir:
         return None
     h = cfg.benchmark_prediction
     ident = OmegaConf.to_yaml(OmegaConf.create({
         "estimators": OmegaConf.to_container(cfg.estimators, resolve=True),
         "run": {k: OmegaConf.to_container(h[k], resolve=True) if OmegaConf.is_config(h[k]) else h[k]
-                for k in ("splits", "sizes", "trials", "target_fraction", "trials_per_method") if k in h},
+                for k in ("splits", "sizes", "target_fraction", "trials_per_method") if k in h},
         "data": res.fingerprint()}))
     key = hashlib.sha256(ident.encode()).hexdigest()[:16]
-    return Path(ckpt_dir) / f"{name}-{key}.parquet"
+    return Path(ckpt_dir) / f"{name}-{key}"
 
 
 def load_benchmarks(bench_cfg) -> dict[str, Any]:
@@ -42,16 +44,13 @@ def load_benchmarks(bench_cfg) -> dict[str, Any]:
     return {name: instantiate(c) for name, c in bench_cfg.items()}
 
 
-def _todo(data: dict, paths: dict) -> list[str]:
-    """The benchmarks without finished records (logged here, not in the workers, whose log records
-    do not reach the run's log file); a restarted run reuses every benchmark that finished before."""
-    todo = [name for name, p in paths.items() if p is None or not p.exists()]
+def _log_checkpoints(data: dict, paths: dict, splits: list[str], trials: int) -> None:
+    """Log each benchmark's size and how many of its split-trials a restarted run reuses (here, not
+    in the workers, whose log records do not reach the run's log file)."""
     for name, res in data.items():
-        if name in todo:
-            log.info("%s: %d LLMs x %d items", name, *res.success.shape)
-        else:
-            log.info("%s: reusing finished records %s", name, paths[name])
-    return todo
+        done = harness.finished_units(paths[name], splits, trials)
+        log.info("%s: %d LLMs x %d items; %d of %d split-trials checkpointed in %s", name, *res.success.shape,
+                 done, len(splits) * trials, paths[name])
 
 
 def _similarities(data: dict, splits: list[str], trials: int, target_fraction: float) -> pd.DataFrame:
@@ -78,18 +77,21 @@ def execute(cfg, run_) -> dict[str, float]:
     # each of the n_jobs benchmark processes gets its share of the cores (null: decided here)
     blas = int(h.get("blas_threads") or fit_threads(int(h.get("n_jobs", 1)), cfg.get("threads")))
     paths = {name: _checkpoint_path(h.get("checkpoint_dir"), name, cfg, res) for name, res in data.items()}
-    todo = _todo(data, paths)
-    # benchmarks are independent: joblib runs n_jobs of them at once, each in its own process
-    # (a Ray/Dask joblib backend spreads them over a cluster); each saves its own checkpoint
-    args = dict(splits=splits, sizes=sizes, trials=trials, target_fraction=float(h.target_fraction),
+    _log_checkpoints(data, paths, splits, trials)
+    # blocks of trials of every benchmark, the largest benchmarks first: joblib runs n_jobs blocks at
+    # once, each in its own process (a Ray/Dask joblib backend spreads them over a cluster), and every
+    # benchmark has its first trials before any has its last; each block checkpoints its own trials
+    block = max(1, int(h.get("trial_block") or trials))
+    order = sorted(data, key=lambda name: -data[name].success.size)
+    jobs = [(name, b0) for b0 in range(0, trials, block) for name in order]
+    args = dict(splits=splits, sizes=sizes, target_fraction=float(h.target_fraction),
                 trials_per_method=dict(h.get("trials_per_method") or {}), progress=bool(h.get("progress", True)),
                 blas=blas)
     done = Parallel(n_jobs=int(h.get("n_jobs", 1)))(
-        delayed(harness._evaluate_and_save)(name, data[name].success, data[name].llms, estimators, paths[name], **args)
-        for name in todo)
-    fresh = dict(zip(todo, done))
-    records = pd.concat([fresh[name] if name in fresh else pd.read_parquet(paths[name]) for name in data],
-                        ignore_index=True)
+        delayed(harness._evaluate_and_save)(name, data[name].success, data[name].llms, estimators, paths[name],
+                                            first_trial=b0, trials=min(b0 + block, trials), **args)
+        for name, b0 in jobs)
+    records = pd.concat([df for df in done if not df.empty], ignore_index=True)
     sim = _similarities(data, splits, trials, float(h.target_fraction))
     return rep.report(records, sim, run_, time.perf_counter() - t0, main_size=int(h.get("main_size", 50)),
                       log_records=bool(h.get("log_records", True)), paper_anchors=plain(h.get("paper_anchors")))

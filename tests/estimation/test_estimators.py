@@ -114,6 +114,20 @@ def test_anchor_weights_partition_the_benchmark():
     np.testing.assert_allclose(est.estimate(Y).point, Y @ est.weights_)
 
 
+def test_item_correlations_are_pearson_in_single_precision():
+    from assessors.estimation.benchmark.anchor_points import item_correlations
+
+    S, _ = simulate(n_llms=40, n_items=60, seed=3)
+    S = S.copy()
+    S[:, 5] = 1.0  # a constant item correlates 0 with every other
+    c = item_correlations(S)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = np.nan_to_num(np.corrcoef(S, rowvar=False), nan=0.0)
+    np.fill_diagonal(ref, 1.0)
+    assert c.dtype == np.float32
+    np.testing.assert_allclose(c, ref, atol=1e-5)
+
+
 def test_missing_cells_are_handled():
     S, _ = simulate(n_llms=40, n_items=200, seed=5)
     S = S.copy()

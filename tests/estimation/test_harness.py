@@ -1,5 +1,6 @@
 """The harness end to end on a tiny simulated benchmark, with an in-memory recorder."""
 import numpy as np
+import pytest
 import pandas as pd
 from omegaconf import OmegaConf
 
@@ -58,41 +59,56 @@ def test_run_with_recorder(monkeypatch):
     assert "plots/eg_vs_size.png" in rec.figures
     assert metrics["aipw.interpolation_EG.n20"] > 0
     assert (rec.tables["tables/records.csv"]["size"] == 20).all()  # 200 >= 150 items: skipped
+    timing = rec.tables["tables/timing.csv"].set_index("method")
+    assert set(timing.index) == {"random_sampling", "random_sampling_learn", "aipw"}
+    assert (timing["fits"] == 2 * 3).all() and (timing["total_s"] > 0).all()  # 2 splits x 3 trials, one size
+    assert timing["total_s"].is_monotonic_decreasing and "n=20" in timing
 
 
-def test_restarted_run_reuses_finished_benchmarks(monkeypatch, tmp_path):
+def test_killed_run_resumes_without_redoing_finished_trials(monkeypatch, tmp_path):
     S, _ = simulate(n_llms=30, n_items=120, seed=1)
     res = Results(instances=pd.DataFrame(index=[f"i{j}" for j in range(120)]), llms=[f"m{i}" for i in range(30)],
                   success=S, name="sim")
     monkeypatch.setattr(task, "load_benchmarks", lambda cfg: {"a": res, "b": res})
     B = "assessors.estimation.benchmark"
     cfg = OmegaConf.create({
-        "estimators": {"random_sampling": {"_target_": f"{B}.random_sampling.RandomSampling"}},
-        "benchmark_prediction": {"splits": ["interpolation"], "sizes": [20], "trials": 2, "main_size": 20,
-                                 "target_fraction": 0.25, "benchmarks": {}, "progress": False,
+        "estimators": {"random_sampling": {"_target_": f"{B}.random_sampling.RandomSampling"},
+                       "aipw": {"_target_": f"{B}.aipw.AIPW"}},
+        "benchmark_prediction": {"splits": ["interpolation", "extrapolation"], "sizes": [20, 40], "trials": 3,
+                                 "main_size": 20, "target_fraction": 0.25, "benchmarks": {}, "progress": False,
                                  "checkpoint_dir": str(tmp_path / "ck")}})
-    real = harness.evaluate_benchmark
-    calls = []
+    uninterrupted = Recorder()
+    task.execute(OmegaConf.merge(cfg, {"benchmark_prediction": {"checkpoint_dir": None}}), uninterrupted)
+    real = harness._fit_and_estimate
+    calls, kill = [], [True]
 
-    def crash_on_b(name, *a, **k):
-        calls.append(name)
-        if name == "b" and len(calls) == 2:
-            raise KeyboardInterrupt("killed")
-        return real(name, *a, **k)
+    def killed_at_call_30(proto, S, llms, src, tgt, core, size, trial, features):
+        calls.append(trial)
+        if kill[0] and len(calls) == 30:
+            kill[0] = False  # b's third split-trial (each has 2 sizes x 2 methods = 4 fits)
+            raise RuntimeError("killed")
+        return real(proto, S, llms, src, tgt, core, size, trial, features)
 
-    monkeypatch.setattr(harness, "evaluate_benchmark", crash_on_b)
-    try:
+    monkeypatch.setattr(harness, "_fit_and_estimate", killed_at_call_30)
+    with pytest.raises(RuntimeError, match="killed"):
         task.execute(cfg, Recorder())
-    except KeyboardInterrupt:
-        pass
-    assert len(list((tmp_path / "ck").glob("a-*.parquet"))) == 1 and not list((tmp_path / "ck").glob("b-*"))
+    folders = {p.name.split("-")[0]: p for p in (tmp_path / "ck").iterdir()}
+    assert len(list(folders["a"].glob("*.parquet"))) == 6 and len(list(folders["b"].glob("*.parquet"))) == 1
+    assert not list((tmp_path / "ck").rglob("*.tmp"))  # atomic: no half-written checkpoint is left
+    calls.clear()
     rec = Recorder()
     task.execute(cfg, rec)
-    assert calls == ["a", "b", "b"]  # "a" was not recomputed
-    assert set(rec.tables["tables/records.csv"]["benchmark"]) == {"a", "b"}
-    cfg.benchmark_prediction.trials = 3  # a changed setting is a different checkpoint
+    assert len(calls) == 5 * 4  # only b's five unfinished split-trials ran
+    cols = ["benchmark", "split", "size", "trial", "method", "llm", "point", "ci_low", "ci_high"]
+    pd.testing.assert_frame_equal(rec.tables["tables/records.csv"][cols], uninterrupted.tables["tables/records.csv"][cols])
+    calls.clear()
+    cfg.benchmark_prediction.trials = 4  # more trials reuse the finished ones
     task.execute(cfg, Recorder())
-    assert calls[-2:] == ["a", "b"]
+    assert len(calls) == 2 * 2 * 4 and set(calls) == {3}
+    cfg.benchmark_prediction.sizes = [20]  # a changed setting is a different checkpoint
+    calls.clear()
+    task.execute(cfg, Recorder())
+    assert len(calls) == 2 * 2 * 4 * 2
 
 
 def test_benchmarks_in_parallel_processes_give_the_same_records(monkeypatch):
@@ -111,8 +127,10 @@ def test_benchmarks_in_parallel_processes_give_the_same_records(monkeypatch):
     serial, parallel = Recorder(), Recorder()
     task.execute(cfg, serial)
     cfg.benchmark_prediction.n_jobs = 2
+    cfg.benchmark_prediction.trial_block = 1  # one job per benchmark and trial
     task.execute(cfg, parallel)
     cols = ["benchmark", "trial", "method", "llm", "point", "ci_low", "ci_high"]
-    a, b = (r.tables["tables/records.csv"][cols].reset_index(drop=True) for r in (serial, parallel))
+    a, b = (r.tables["tables/records.csv"][cols].sort_values(cols[:4]).reset_index(drop=True)
+            for r in (serial, parallel))
     assert set(a["benchmark"]) == {"a", "b"}
     pd.testing.assert_frame_equal(a, b)

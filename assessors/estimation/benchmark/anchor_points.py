@@ -8,10 +8,21 @@ from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate, ca
 
 
 def item_correlations(S: np.ndarray) -> np.ndarray:
-    """Pearson correlation between items (columns) over source LLMs, NaN (constant items) -> 0."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c = np.corrcoef(S, rowvar=False)
-    c = np.nan_to_num(c, nan=0.0, copy=False)  # in place: MMLU-Pro's matrix alone is 1.2 GB
+    """Pearson correlation between items (columns) over source LLMs, 0 for a constant item.
+
+    Returns
+    -------
+    ndarray of shape (n_items, n_items), float32
+        Single precision and built from standardised columns in one product, with no float64
+        temporary: MMLU-Pro's matrix takes 0.58 GB so, against 1.2 GB per copy in float64.
+    """
+    Z = np.asarray(S, dtype=np.float32)
+    Z = Z - Z.mean(0)
+    sd = np.sqrt((Z * Z).mean(0))
+    Z = np.divide(Z, sd, out=np.zeros_like(Z), where=sd > 1e-6)  # a constant item correlates 0 with all
+    c = Z.T @ Z
+    c /= np.float32(len(Z))
+    np.clip(c, -1.0, 1.0, out=c)
     np.fill_diagonal(c, 1.0)
     return c
 

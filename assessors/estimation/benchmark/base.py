@@ -75,9 +75,10 @@ def _nbytes(value: object) -> int:
     return 64
 
 
-#: Bytes the per-source-split cache may hold. One MMLU-Pro item correlation matrix takes 1.2 GB, so
-#: a cap by count (16 entries) let one process hold many of them.
-CACHE_BYTES = 1_500_000_000
+#: Bytes the per-source-split cache may hold, per process. One MMLU-Pro item correlation matrix takes
+#: 0.58 GB (float32), so a cap by count (16 entries) let one process hold many of them; this cap keeps
+#: one, which is all a split-trial reuses, and with two harness processes the run within 4 GB.
+CACHE_BYTES = 1_000_000_000
 
 # A process-wide cache for expensive per-source-split work (correlations, IRT fits): the harness
 # fits several core sizes and methods on the same source split, one trial after another.
