@@ -2,9 +2,10 @@
 
 Endpoints: ``POST /v1/predict``, ``POST /v1/route`` (batched), ``GET/POST /v1/llms``,
 ``POST /v1/llms/{name}/next`` and ``/answers`` (adaptive onboarding), ``GET /v1/llms/{name}/trust``,
-``GET /v1/reference``, ``GET /health``, the OpenAPI spec (``/openapi.json``, ``/docs``), and an
-OpenAI-compatible ``POST /v1/chat/completions`` with ``model="router"`` that routes and forwards
-to the chosen LLM's configured upstream. Nothing is loaded at import time.
+``GET /v1/reference``, ``POST /v1/tasks/calibrate`` (task onboarding), ``GET /health``, the OpenAPI
+spec (``/openapi.json``, ``/docs``), and an OpenAI-compatible ``POST /v1/chat/completions`` with
+``model="router"`` that routes and forwards to the chosen LLM's configured upstream.
+Nothing is loaded at import time.
 
 At start-up (the lifespan) the model is loaded, when not given, and the whole scoring path runs
 once on a warm-up prompt; ``/health`` answers ``starting`` (503) until then and ``ready`` after.
@@ -30,7 +31,7 @@ from assessors.serving.auth import APIKeyChecker
 from assessors.serving.batcher import FairBatcher
 from assessors.serving.errors import install_error_handlers
 from assessors.serving.limits import BodyLimits
-from assessors.serving.routers import llms, meta, onboarding, proxy, scoring
+from assessors.serving.routers import llms, meta, onboarding, proxy, scoring, tasks
 from assessors.serving.settings import ServerSettings
 
 log = logging.getLogger("assessors.serving")
@@ -77,7 +78,7 @@ def create_app(settings: ServerSettings | dict | None = None, engine: Engine | N
     app.add_middleware(BodyLimits, max_bytes=lim.max_body_bytes, timeout_s=lim.body_timeout_s,
                        max_slow_per_client=lim.max_slow_bodies_per_client)
     # onboarding before llms: its /v1/llms/{name}/trust must not match GET /v1/llms/{name:path}
-    for r in (meta.router, onboarding.router, llms.router, scoring.router, proxy.router):
+    for r in (meta.router, onboarding.router, llms.router, scoring.router, tasks.router, proxy.router):
         app.include_router(r)
     return app
 

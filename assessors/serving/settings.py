@@ -29,6 +29,9 @@ class Limits(_Cfg):
     max_prompt_chars: int = Field(32_000, gt=0)
     max_llms: int = Field(64, gt=0, description="LLMs per request")
     max_registered: int = Field(1_000, gt=0)
+    max_task_prompts: int = Field(10_000, gt=0, description="prompts of one POST /v1/tasks/calibrate (its body "
+                                  "is also bound by max_body_bytes)")
+    max_task_answers: int = Field(100_000, gt=0, description="calibration answers of one POST /v1/tasks/calibrate")
     request_timeout_s: float = Field(30.0, gt=0, description="time a /v1/predict or /v1/route request (or the "
                                                              "routing step of a proxied chat) may take, queueing included")
 

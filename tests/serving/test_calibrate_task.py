@@ -71,11 +71,11 @@ def test_bad_calibration_answers_name_the_rows_and_the_fix(compose, tiny, tiny_l
         attempt(bad)
     bad = good.copy()
     bad.loc[4, "success"] = 0.7
-    with pytest.raises(DataError, match=r"data rows \[5\].*other than 0, 1 or empty.*threshold"):
+    with pytest.raises(DataError, match=r"data rows \[5\].*other than 0, 1 or missing.*threshold"):
         attempt(bad)
     bad = good.copy()
     bad.loc[0, "instance_id"] = "bbh_navigate/0"
-    with pytest.raises(DataError, match=r"data rows \[1\].*not in the task's prompt files"):
+    with pytest.raises(DataError, match=r"data rows \[1\].*not among the task.s prompts"):
         attempt(bad)
     with pytest.raises(DataError, match=r"data rows \[361\].*repeat an \(llm, instance_id\) pair"):
         attempt(pd.concat([good, good.iloc[:1]]))
