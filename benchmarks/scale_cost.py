@@ -1,6 +1,6 @@
 """Measured unit costs for the scaling-out cost model (docs/scaling.md); prints JSON.
 
-- training: the default generic assessor (MiniLM + 100 random reference instances, XGBoost
+- training: the paper's generic assessor (`assessor=paper_generic`: MiniLM + 100 random reference instances, XGBoost
   candidates chosen on validation LLMs) on the 429-LLM MuSR table (``data=score_matrix_musr``,
   the default 275/55/99 LLM split), trained on the first n of a seeded permutation of the 275
   training LLMs; seconds and peak RSS per (LLM, prompt) pair are the slopes of a least-squares
@@ -45,7 +45,7 @@ def train_point(n_llms: int) -> dict:
     from assessors.tasks.grid import per_llm_auc
     from assessors.tasks.prepare import fit_generic, prepare
 
-    cfg = _cfg(["data=score_matrix_musr", "tracking=none", "~validate"])
+    cfg = _cfg(["data=score_matrix_musr", "assessor=paper_generic", "tracking=none", "~validate"])
     t0 = time.perf_counter()
     prep = prepare(cfg)  # embeddings come from the cache
     prep_s = time.perf_counter() - t0

@@ -26,12 +26,14 @@ def _client(cfg):
 
 
 def test_train_success_pattern_logs_complete_run(compose):
-    cfg = compose(SMALL + ["features=success_pattern"])
+    cfg = compose(SMALL + ["features=success_pattern", "assessor=paper_generic"])
     summary = train_assessors(cfg)
-    for method in ("paper_generic", "specific", "all_train_data", "reference_only"):
+    for method in ("paper_generic_served", "paper_generic_raw", "specific", "all_train_data", "reference_only"):
         assert 0.0 <= summary[f"auc/{method}"] <= 1.0
-    # columns are named after the method; the headline key is the configured assessor's
-    assert summary["auc/headline"] == summary["auc/paper_generic"] and "auc/generic" not in summary
+    # columns are named after the method; the headline key is the configured assessor's as served (the
+    # paper's assessor has no fallback: served is raw), and the comparison does not repeat it
+    assert summary["auc/headline"] == summary["auc/paper_generic_served"] == summary["auc/paper_generic_raw"]
+    assert "auc/generic" not in summary and "auc/paper_generic" not in summary
     # the configured selector is random: a "random selector" column would repeat the headline
     assert "auc/random_selector" not in summary
     # the generic assessor conditions on the reference vector; the pooled baseline cannot

@@ -21,7 +21,7 @@ def test_budget_divides_the_cores_among_parallel_fits(monkeypatch):
 
 
 def test_every_thread_setting_of_a_component_config_is_set(compose):
-    cfg = compose([])
+    cfg = compose(["assessor=paper_generic"])
     spec = budgeted(cfg.specific, 1)
     assert spec["n_jobs"] == 1 and spec["classifiers"]["xgboost"]["estimator"]["n_jobs"] == 1
     assessor = instantiate(budgeted(cfg.assessor, 3))

@@ -2,40 +2,60 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 import pandas as pd
 
 log = logging.getLogger(__name__)
 
-#: Column order after the headline (the configured assessor, named after its method).
-METHOD_ORDER = ["specific", "all_train_data", "reference_only", "random_selector"]
+#: Column order after the headline (the configured assessor as served) and its raw predictions.
+METHOD_ORDER = ["paper_generic", "specific", "all_train_data", "reference_only", "random_selector"]
 #: The per-LLM table shows every test LLM up to this many, else its head and the mean.
 MAX_ROWS = 20
 HEAD_ROWS = 10
 
 
-def summarise(long: pd.DataFrame, headline: str = "generic") -> tuple[pd.DataFrame, dict[str, float]]:
-    """Per-LLM AUC table (rows test LLMs, cols methods, ``headline`` first) and mean metrics per method.
+def metric_key(method: str) -> str:
+    """A method's name in metric keys (what MLflow accepts): ``latent (served)`` -> ``latent_served``."""
+    return re.sub(r"\W+", "_", method).strip("_")
 
-    The summary names each mean ``<metric>/<method>``; the headline method's are also ``<metric>/headline``
-    (a key that stays the same whichever assessor is configured) and its wins ``headline_wins_vs/<other>``.
+
+def summarise(long: pd.DataFrame, headline: str = "generic",
+              raw: str | None = None) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Per-LLM AUC table (rows test LLMs, cols methods: ``headline`` first, then ``raw``) and mean
+    metrics per method.
+
+    The summary names each mean ``<metric>/<method>`` (:func:`metric_key`); the headline method's are also
+    ``<metric>/headline`` (a key that stays the same whichever assessor is configured) and its wins
+    ``headline_wins_vs/<other>``.
     """
     from assessors.reporting.tables import per_llm_table
 
     auc = per_llm_table(long, metric="auc", mean_row=False)
-    first = [headline] + METHOD_ORDER
+    first = [headline, raw] + METHOD_ORDER
     auc = auc[[m for m in first if m in auc.columns] + [m for m in auc.columns if m not in first]]
     means = long.groupby(["method", "metric"])["value"].mean()
-    summary = {f"{metric}/{method}": float(v) for (method, metric), v in means.items()}
+    summary = {f"{metric}/{metric_key(method)}": float(v) for (method, metric), v in means.items()}
     summary.update({f"{metric}/headline": float(v) for (method, metric), v in means.items() if method == headline})
     if headline in auc.columns:
         for other in auc.columns.drop(headline):
-            summary[f"headline_wins_vs/{other}"] = float((auc[headline] > auc[other]).sum())
+            summary[f"headline_wins_vs/{metric_key(other)}"] = float((auc[headline] > auc[other]).sum())
     summary["n_test_llms"] = float(len(auc))
     for method, names in undefined_auc(auc).items():
-        summary[f"n_llms_scored/{method}"] = float(len(auc) - len(names))
+        summary[f"n_llms_scored/{metric_key(method)}"] = float(len(auc) - len(names))
     return auc, summary
+
+
+def served_summary(served: pd.DataFrame) -> dict[str, float]:
+    """Metrics of what was served (``served/*``): test LLMs given a fallback, and of those whose served
+    accuracy band exists, how many hold their accuracy on the test prompts."""
+    out = {"served/n_fallback": float((served["served"] != "assessor").sum())}
+    banded = served["in_band"].dropna()
+    if len(banded):
+        out["served/n_with_band"] = float(len(banded))
+        out["served/accuracy_in_band"] = float(banded.astype(bool).mean())
+    return out
 
 
 def undefined_auc(auc: pd.DataFrame) -> dict[str, list[str]]:
@@ -67,7 +87,8 @@ def exclusion_notes(validation: dict | None, auc: pd.DataFrame) -> list[str]:
 
 def report_run(run, long: pd.DataFrame, preds: dict[str, np.ndarray], S_test: np.ndarray, generic,
                reference_ids: list[str], validation: dict | None = None,
-               plots: bool = True, headline: str = "generic") -> tuple[dict[str, float], pd.DataFrame, list[str]]:
+               plots: bool = True, headline: str = "generic", raw: str | None = None,
+               served: pd.DataFrame | None = None) -> tuple[dict[str, float], pd.DataFrame, list[str]]:
     """Log a training run's metrics, tables, reference ids and figures to ``run``.
 
     Parameters
@@ -86,7 +107,12 @@ def report_run(run, long: pd.DataFrame, preds: dict[str, np.ndarray], S_test: np
     plots : bool
         Log the AUC bar chart, ROC curves and reliability diagram.
     headline : str
-        The configured assessor's method name (its column in ``preds``).
+        The configured assessor's column in ``preds`` (as served).
+    raw : str, optional
+        Its column before any trust verdict.
+    served : DataFrame, optional
+        Per test LLM what was served (:func:`~assessors.tasks.served.served_table`): logged as
+        ``tables/served_per_llm.{csv,md}``, summarised in ``served/*`` metrics.
 
     Returns
     -------
@@ -100,7 +126,11 @@ def report_run(run, long: pd.DataFrame, preds: dict[str, np.ndarray], S_test: np
     from assessors.reporting import plots as plot_fns
     from assessors.reporting.tables import to_markdown
 
-    auc, summary = summarise(long, headline)
+    auc, summary = summarise(long, headline, raw)
+    if served is not None:
+        summary.update(served_summary(served))
+        run.log_table(served, "tables/served_per_llm.csv")
+        run.log_text(to_markdown(served), "tables/served_per_llm.md")
     notes = exclusion_notes(validation, auc)
     run.log_metrics(summary)
     run.log_table(long, "tables/metrics_long.csv")
@@ -133,10 +163,11 @@ def report_run(run, long: pd.DataFrame, preds: dict[str, np.ndarray], S_test: np
 
 
 def print_report(auc: pd.DataFrame, notes: list[str], summary: dict[str, float], classifier_name: str,
-                 location: str, headline: str = "generic") -> None:
+                 location: str, headline: str = "generic", raw: str | None = None,
+                 served: pd.DataFrame | None = None) -> None:
     """Print the per-LLM AUC table (its head when more than :data:`MAX_ROWS` LLMs, and the mean row),
-    the notes (shortened: the full text is in the run's tables), the headline's calibration and where
-    the run is tracked."""
+    the notes (shortened: the full text is in the run's tables), the test LLMs given a fallback, the
+    calibration of the headline (and of ``raw``) and where the run is tracked."""
     from assessors.reporting.console import shorten
     from assessors.reporting.tables import to_markdown
 
@@ -150,8 +181,32 @@ def print_report(auc: pd.DataFrame, notes: list[str], summary: dict[str, float],
     print(to_markdown(shown))
     for note in notes:
         print(shorten(note, where="tables/excluded.txt"))
-    if f"ece/{headline}" in summary:
-        print(f"\n{headline}: mean test AUC {summary[f'auc/{headline}']:.3f}, ECE {summary[f'ece/{headline}']:.3f}, "
-              f"Brier {summary[f'brier/{headline}']:.3f}, log loss {summary[f'log_loss/{headline}']:.3f}; "
-              f"classifier {classifier_name}")
+    if served is not None:
+        print(served_lines(served))
+    key = metric_key(headline)
+    if f"ece/{key}" in summary:
+        line = (f"\n{headline}: mean test AUC {summary[f'auc/{key}']:.3f}, ECE {summary[f'ece/{key}']:.3f}, "
+                f"Brier {summary[f'brier/{key}']:.3f}, log loss {summary[f'log_loss/{key}']:.3f}")
+        r = metric_key(raw) if raw else None
+        if r and f"ece/{r}" in summary:
+            line += f"; {raw}: AUC {summary[f'auc/{r}']:.3f}, ECE {summary[f'ece/{r}']:.3f}"
+        print(f"{line}; classifier {classifier_name}")
     print(f"MLflow: {location}")
+
+
+def served_lines(served: pd.DataFrame) -> str:
+    """What was served, in a few lines: the test LLMs given a fallback (a table) and how many test LLMs'
+    served accuracy band holds their accuracy on the test prompts."""
+    from assessors.reporting.tables import to_markdown
+
+    moved = served[served["served"] != "assessor"]
+    lines = [f"\nServed: {len(served) - len(moved)} of {len(served)} test LLMs by the assessor"
+             + (f", {len(moved)} by the fallback of their trust verdict:" if len(moved) else "")]
+    if len(moved):
+        cols = ["verdict", "served", "auc_served", "auc_raw", "ece_served", "ece_raw", "accuracy", "band_low", "band_high"]
+        lines.append(to_markdown(moved[cols]))
+    banded = served["in_band"].dropna()
+    if len(banded):
+        lines.append(f"Served accuracy band holds the test accuracy for {int(banded.astype(bool).sum())} of "
+                     f"{len(banded)} test LLMs (full table: tables/served_per_llm.md)")
+    return "\n".join(lines)

@@ -58,10 +58,7 @@ def verdict_counts(reports: dict[str, dict]) -> dict[str, int]:
     """How many LLMs got each trust verdict (the posterior report's, else in/out of population)."""
     from collections import Counter
 
-    def verdict(rep: dict) -> str:
-        if rep.get("verdict"):
-            return str(rep["verdict"])
-        return "out of population" if rep.get("out_of_population") else "in population"
+    from assessors.tasks.served import verdict
 
     return dict(Counter(verdict(r) for r in reports.values() if isinstance(r, dict)))
 

@@ -1,8 +1,9 @@
 """``train_assessors(cfg)``: the default task of ``train.py``.
 
 loader -> validate -> split -> features (cached) -> selector -> the configured assessor (+ specific
-and baselines) -> per-test-LLM metrics, plots and MLflow run -> pyfunc model. In the results the
-configured assessor is named after its method (:func:`~assessors.tasks.wrapper.method_name`).
+and baselines) -> each test LLM as served (its trust verdict, the fallback if any) -> per-test-LLM
+metrics, plots and MLflow run -> pyfunc model. In the results the configured assessor is named after
+its method (:func:`~assessors.tasks.wrapper.method_name`), as served (the headline) and raw.
 """
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from assessors.errors import ConfigError
 from assessors.metrics import evaluate
 from assessors.selection.base import RandomSelector
 from assessors.tasks.config import plain
-from assessors.tasks.prepare import Prepared, fit_generic, prepare
+from assessors.tasks.prepare import Prepared, fit_assessor, fit_generic, prepare
 from assessors.tasks.train_trust import fit_trust_parts
-from assessors.tasks.wrapper import method_name, task_wrapper
+from assessors.tasks.served import Served, serve_llms, served_table, serving_model
+from assessors.tasks.wrapper import PAPER, method_name, task_wrapper
 from assessors.threads import budgeted, fit_threads, thread_limits
 from assessors.tags import capability
 
@@ -40,6 +42,13 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
     preds["generic"] = generic.predict_proba(X_te, R_test)
     fitted.update(generic=generic, reference_ids=ref_ids)
     cmp = cfg.get("compare", {})
+    if cmp.get("paper_generic", False) and method_name(cfg) != PAPER and cfg.get(PAPER) is not None:
+        # the paper's generic assessor (XGBoost on [features, reference vector]) on the same reference set
+        t0 = time.perf_counter()
+        ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
+        paper = fit_assessor(cfg, prep, ref_idx, ref_ids, assessor_cfg=cfg[PAPER])
+        preds[PAPER] = paper.predict_proba(X_te, R_test)
+        prep.timings[f"{PAPER}_fit_s"] = time.perf_counter() - t0
     if cmp.get("all_train_data", True):
         t0 = time.perf_counter()
         base = all_train_data_assessor(cfg, fit_threads(threads=cfg.get("threads")))
@@ -128,9 +137,9 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
 
     Returns
     -------
-    dict of summary metrics: mean test AUC etc. per method, named after it (``auc/latent``,
-    ``auc/paper_generic``, ``auc/specific``, ...), and the configured assessor's also as
-    ``<metric>/headline`` (``auc/headline``: what sweeps optimise by default).
+    dict of summary metrics: mean test AUC etc. per method, named after it (``auc/latent_served``,
+    ``auc/latent_raw``, ``auc/paper_generic``, ``auc/specific``, ...), and the configured assessor's as
+    served also as ``<metric>/headline`` (``auc/headline``: what sweeps optimise by default).
     """
     from assessors.data.exclusion import excluded_summary
     from assessors.reporting.run_report import print_report, report_run
@@ -155,23 +164,54 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
         preds, fitted = predict_methods(cfg, prep)
         fitted.update(fit_trust_parts(cfg, prep, fitted["generic"], fitted["reference_ids"], run))
         method = method_name(cfg) or "generic"
-        preds = {(method if m == "generic" else m): P for m, P in preds.items()}
+        t0 = time.perf_counter()
+        served = serve_test_llms(cfg, prep, fitted)
+        prep.timings["serve_test_llms_s"] = time.perf_counter() - t0
+        headline, raw = served_name(method), raw_name(method)
+        # served first: the headline is what predict.py and the server give each test LLM
+        preds = {headline: served.P, raw: preds.pop("generic"), **preds}
         long = score_methods(prep, preds)
         prep.timings["total_s"] = time.perf_counter() - t_all
+        served_rows = served_table(served, preds[raw], prep.S("test", "test"), prep.llms["test"])
         summary, auc, notes = report_run(run, long, preds, prep.S("test", "test"), fitted["generic"],
                                          fitted["reference_ids"], validation=prep.results.meta.get("validation"),
-                                         plots=cfg.get("plots", True), headline=method)
+                                         plots=cfg.get("plots", True), headline=headline, raw=raw,
+                                         served=served_rows)
         timings = {f"time/{k}": float(v) for k, v in prep.timings.items()}
         run.log_metrics(timings)
         summary.update(timings)
         command = log_model(cfg, run, prep, fitted)
-        print_report(auc, notes, summary, fitted["generic"].classifier_name_, run.location, headline=method)
+        print_report(auc, notes, summary, fitted["generic"].classifier_name_, run.location, headline=headline,
+                     raw=raw, served=served_rows)
         if run.tags.get("model_uri"):
             print(f"Model: {run.tags['model_uri']}")
         if command:
             print(f"Next: score held-out prompts with this model (P(success) of each training LLM):\n  {command}")
             run.log_text(command + "\n", "predict_command.txt")
     return summary
+
+
+def served_name(method: str) -> str:
+    """The column of what is served for ``method`` (after each test LLM's trust verdict): the headline."""
+    return f"{method} (served)"
+
+
+def raw_name(method: str) -> str:
+    """The column of ``method``'s own predictions, before any trust verdict."""
+    return f"{method} (raw)"
+
+
+def serve_test_llms(cfg, prep: Prepared, fitted: dict) -> Served:
+    """What ``predict.py mode=score`` would serve each test LLM from its reference results, on the test
+    prompts: the trained model on the serving engine with ``cfg.serve.trust`` (``predict.py``'s ``trust``
+    defaults), see :func:`~assessors.tasks.served.serve_llms`."""
+    ref_ids = fitted["reference_ids"]
+    model = serving_model(fitted["generic"], prep.featurizer, ref_ids, prep.results.matrix(prep.llms["train"], ref_ids),
+                          prep.llms["train"], fitted)
+    node = cfg.get("serve") or {}
+    trust = plain(node.get("trust")) if node.get("trust") is not None else None
+    return serve_llms(model, prep.X["test"], prep.results.matrix(prep.llms["test"], ref_ids), prep.llms["test"],
+                      trust, max_target=node.get("trust_target_max"))
 
 
 def data_line(prep: Prepared, cfg) -> str:

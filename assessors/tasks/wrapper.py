@@ -26,8 +26,10 @@ log = logging.getLogger(__name__)
 
 Task = Callable[[Any, RunLogger], dict]
 
+#: The paper's generic assessor (``assessor=paper_generic``): its method name and config node in ``train.py``.
+PAPER = "paper_generic"
 #: What the tables and metrics call an assessor, by the module of its ``_target_`` where the two differ.
-METHOD_NAMES = {"generic": "paper_generic"}
+METHOD_NAMES = {"generic": PAPER}
 
 
 def method_name(cfg) -> str | None:

@@ -169,8 +169,10 @@ def test_a_small_train_run_prints_a_short_summary(tmp_path):
     text = "\n".join(lines)
     assert len(lines) <= 60 and len(text) <= 8000, text
     assert "Data: open_llm_leaderboard_v2, 77 LLMs x 678 prompts" in text
-    assert "| paper_generic |" in re.sub(r" +", " ", text) and "random_selector" not in text
-    assert "paper_generic: mean test AUC" in text and "Next: " in text and "predict.py mode=score" in text
+    table = re.sub(r" +", " ", text)
+    assert "| latent (served) | latent (raw) | paper_generic |" in table and "random_selector" not in text
+    assert "latent (served): mean test AUC" in text and "Next: " in text and "predict.py mode=score" in text
+    assert "Served: " in text and "test LLMs by the assessor" in text
     assert "Model: models:/" in text
     assert not any(len(ln) > 400 for ln in lines if not ln.startswith("  python")), text
     (folder,) = (tmp_path / "runs").iterdir()
@@ -180,8 +182,9 @@ def test_a_small_train_run_prints_a_short_summary(tmp_path):
 
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     (run,) = client.search_runs([client.get_experiment_by_name("assessors").experiment_id])
-    assert run.info.run_name == "train paper_generic open_llm_leaderboard_v2 random s0"
-    assert run.data.metrics["auc/headline"] == run.data.metrics["auc/paper_generic"]
+    assert run.info.run_name == "train latent open_llm_leaderboard_v2 random s0"
+    assert run.data.metrics["auc/headline"] == run.data.metrics["auc/latent_served"]
+    assert {"auc/latent_raw", "auc/paper_generic", "ece/latent_served", "served/n_fallback"} <= set(run.data.metrics)
     assert [a.path for a in client.list_artifacts(run.info.run_id, "logs")] == ["logs/train.log"]  # and in MLflow
 
 
