@@ -6,7 +6,7 @@ import logging
 import numpy as np
 from hydra.utils import instantiate
 
-from assessors.errors import DataError
+from assessors.errors import ConfigError, DataError
 from assessors.estimation.subgroup import harness
 from assessors.estimation.subgroup.sampling import allocation
 from assessors.features.parts import featurize_parts
@@ -43,6 +43,8 @@ def _assessor_mean(path, shape: tuple, codes: np.ndarray, G: int):
 def execute(cfg, run) -> dict:
     """Sample, estimate and score ``subgroup.repeats`` times; log metrics, table, forest plot and report."""
     sub = cfg.subgroup
+    if sub.get("prior_sources", "full") not in ("full", "sample"):
+        raise ConfigError(f"subgroup.prior_sources must be 'full' or 'sample', got {sub.prior_sources!r}")
     results = instantiate(cfg.data)
     results, emb = harness.drop_incomplete(results, _embed(cfg, results))
     mode = sub.get("subgroups", "column")
@@ -58,7 +60,8 @@ def execute(cfg, run) -> dict:
     out = harness.repeat_estimates(success, codes, n_g, truth, instantiate(sub.direct), instantiate(sub.eb), group_x,
                                    _assessor_mean(sub.get("assessor_mean_path"), success.shape, codes, G),
                                    repeats=int(sub.repeats), rng=np.random.default_rng(int(cfg.get("seed", 0))),
-                                   progress=sub.get("progress", True))
+                                   progress=sub.get("progress", True),
+                                   full_answers=sub.get("prior_sources", "full") == "full")
     metrics = harness.summary_metrics(out, n_g, small, int(sub.repeats), success.shape[0])
     run.log_metrics(metrics)
     run.log_table(harness.per_group_table(names, sizes, n_g, out), "tables/subgroup_metrics.csv")

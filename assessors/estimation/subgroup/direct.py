@@ -19,6 +19,6 @@ class DirectEstimator(SubgroupEstimator):
     def __init__(self, alpha: float = 0.05):
         self.alpha = alpha
 
-    def _fit(self, successes, trials, group_features, assessor_mean):
+    def _fit(self, successes, trials, group_features, assessor_mean, answers=None):
         lo, hi = proportion_confint(successes, trials, alpha=self.alpha, method="wilson")
         return successes / trials, np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)

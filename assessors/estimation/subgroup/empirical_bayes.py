@@ -1,11 +1,13 @@
-"""EB: empirical-Bayes combination of DT and cross-fitted SR, with robust EB confidence intervals.
+"""EB: empirical-Bayes combination of DT and a cross-fitted prior model, with robust EB intervals.
 
-For each (LLM, subgroup) cell, with DT estimate ``y``, its variance ``s2`` and the cross-fitted SR
-prediction ``m`` (trained on the other fold of subgroups, as in Fogliato et al. 2024, who follow
-Ignatiadis & Wager's cross-fitted EB), and within each fold (and LLM, when ``scope="llm"``)::
+For each (LLM, subgroup) cell, with DT estimate ``y``, its variance ``s2`` and the cross-fitted
+prior-model prediction ``m`` (SR, or the latent posterior of
+:mod:`~assessors.estimation.subgroup.latent_prior`; fitted on the other fold of subgroups, as in
+Fogliato et al. 2024, who follow Ignatiadis & Wager's cross-fitted EB), and within each fold (and
+LLM, when ``scope="llm"``)::
 
     eps   = y - m
-    A     = max(0, mean(eps^2 - s2))                    # prior variance of theta around SR
+    A     = max(0, mean(eps^2 - s2))                    # prior variance of theta around m
     kappa = mean(eps^4 - 6 s2 eps^2 + 3 s2^2) / A^2     # its kurtosis (AKP's moment estimator)
     w     = A / (A + s2)
     theta_eb = m + w * eps
@@ -53,8 +55,11 @@ class EmpiricalBayes(SubgroupEstimator):
 
     Parameters
     ----------
-    regressor : SyntheticRegression
-        The SR model; its cross-fitting folds are the EB folds (``n_folds=2`` in the paper).
+    regressor : SubgroupEstimator with ``fold_``
+        The prior model, cross-fitted over subgroups; its folds are the EB folds (``n_folds=2`` in
+        the paper). :class:`SyntheticRegression` (the paper's SR, the default) or
+        :class:`~assessors.estimation.subgroup.latent_prior.LatentPrior` (the latent posterior,
+        which needs ``answers`` in :meth:`fit`).
     alpha : float
         Non-coverage level of the intervals.
     scope : {"llm", "pooled"}
@@ -72,12 +77,12 @@ class EmpiricalBayes(SubgroupEstimator):
     ----------
     estimate_, lower_, upper_ : ndarray of shape (n_llms, n_groups)
     direct_, regression_, variance_, weight_ : ndarray of shape (n_llms, n_groups)
-        DT estimate, cross-fitted SR estimate, DT variance and EB weight on DT.
+        DT estimate, cross-fitted prior-model estimate, DT variance and EB weight on DT.
     a_hat_, kappa_ : ndarray of shape (n_llms, n_groups)
         The ``A`` and kurtosis used for each cell.
     """
 
-    def __init__(self, regressor: SyntheticRegression | None = None, alpha: float = 0.05, scope: str = "llm",
+    def __init__(self, regressor: SubgroupEstimator | None = None, alpha: float = 0.05, scope: str = "llm",
                  fs_correction: str = "none", kappa: float | None = None, clip_intervals: bool = True,
                  cache_dir: str | None = None):
         self.regressor = regressor
@@ -88,13 +93,13 @@ class EmpiricalBayes(SubgroupEstimator):
         self.clip_intervals = clip_intervals
         self.cache_dir = cache_dir
 
-    def _fit(self, successes, trials, group_features, assessor_mean):
+    def _fit(self, successes, trials, group_features, assessor_mean, answers=None):
         if self.scope not in ("llm", "pooled"):
             raise ConfigError(f"scope must be 'llm' or 'pooled', got {self.scope!r}")
         from sklearn.base import clone
 
         reg = clone(self.regressor) if self.regressor is not None else SyntheticRegression()
-        reg.fit(successes, trials, group_features, assessor_mean)
+        reg.fit(successes, trials, group_features, assessor_mean, answers)
         self.regressor_ = reg
         y = successes / trials
         m = reg.estimate_

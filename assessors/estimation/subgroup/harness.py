@@ -16,6 +16,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from assessors.errors import ConfigError
+from assessors.estimation.subgroup.base import ItemAnswers
 from assessors.estimation.subgroup.sampling import draw_sample
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,8 @@ def group_means(M: np.ndarray, codes: np.ndarray, G: int) -> np.ndarray:
 
 
 def repeat_estimates(success: np.ndarray, codes: np.ndarray, n_g: np.ndarray, truth: np.ndarray, direct, eb,
-                     group_x=None, a_mean=None, repeats: int = 100, rng=None, progress: bool = True) -> dict:
+                     group_x=None, a_mean=None, repeats: int = 100, rng=None, progress: bool = True,
+                     full_answers: bool = True) -> dict:
     """Sample, estimate and score ``repeats`` times.
 
     Parameters
@@ -86,6 +88,10 @@ def repeat_estimates(success: np.ndarray, codes: np.ndarray, n_g: np.ndarray, tr
         The DT and EB estimators (refitted each repeat).
     group_x : ndarray of shape (G, d), optional
     a_mean : ndarray of shape (n_llms, G), optional
+    full_answers : bool
+        Hand item-level prior models every LLM's full answers (item parameters are then fitted on
+        the other LLMs' full answers, as for a new LLM beside fully graded ones); False gives them
+        the sampled answers only.
 
     Returns
     -------
@@ -101,9 +107,13 @@ def repeat_estimates(success: np.ndarray, codes: np.ndarray, n_g: np.ndarray, tr
         idx = draw_sample(codes, n_g, rng)
         k = np.stack([success[:, i].sum(1) for i in idx], axis=1)
         trials = np.broadcast_to(n_g, k.shape).astype(float)
+        sample = np.full(success.shape, np.nan)
+        cols = np.concatenate(idx)
+        sample[:, cols] = success[:, cols]
+        answers = ItemAnswers(sample, codes, success if full_answers else None)
         dt = direct.fit(k, trials)
         eb.set_params(regressor__random_state=rep)
-        fitted = eb.fit(k, trials, group_x, a_mean)
+        fitted = eb.fit(k, trials, group_x, a_mean, answers)
         for m, est in (("dt", dt.estimate_), ("sr", fitted.regression_), ("eb", fitted.estimate_)):
             err[m].append((est - truth) ** 2)
         for m, e in (("dt", dt), ("eb", fitted)):
@@ -164,7 +174,7 @@ def report(metrics: dict, name: str, reference=None) -> str:
              f"subgroups, {int(metrics['n_sampled'])} items sampled per repeat "
              f"({int(metrics['n_subgroups_small'])} subgroups with n <= threshold).", "",
              "| method | MSE | MSE (small n) | MSE (large n) | coverage | mean CI width |", "|---|---|---|---|---|---|"]
-    for m in ("dt", "sr", "eb"):
+    for m in ("dt", "sr", "eb"):  # "sr" is EB's prior model, whichever it is
         cov = metrics.get(f"coverage_{m}", float("nan"))
         wid = metrics.get(f"width_{m}", float("nan"))
         lines.append(f"| {m.upper()} | {metrics[f'mse_{m}']:.5f} | {metrics[f'mse_{m}_small']:.5f} | "

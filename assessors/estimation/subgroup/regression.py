@@ -98,7 +98,7 @@ class SyntheticRegression(SubgroupEstimator):
         params.update(self.xgb_params or {})
         return XGBRegressor(random_state=self.random_state, **params)
 
-    def _fit(self, successes, trials, group_features, assessor_mean):
+    def _fit(self, successes, trials, group_features, assessor_mean, answers=None):
         if self.llm_encoding not in ("onehot", "mean", "both"):
             raise ConfigError(f"llm_encoding must be onehot, mean or both, got {self.llm_encoding!r}")
         n_llms, n_groups = successes.shape
