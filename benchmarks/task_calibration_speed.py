@@ -6,9 +6,9 @@ then with the real answers of 20 random training LLMs on 30 random held-out prom
 * ``calibrate_s``: :class:`~assessors.core.task_calibration.TaskCalibration` on 500 held-out prompts
   (features given: what the goal of at most 10 s is about), ``--repeats`` times;
 * ``end_to_end_s``: what ``predict.py mode=calibrate_task`` and ``POST /v1/tasks/calibrate`` do after
-  their checks (:func:`~assessors.onboarding.task_onboarding.calibrate_and_log`), the prompts embedded
-  by the model's featurizer without its disk cache (``embed_s``) and the adapted model logged to a
-  fresh MLflow store (``log_s`` and ``calibrate_and_log_s``).
+  their checks: the prompts embedded by the model's featurizer without its disk cache (``embed_s``),
+  then :func:`~assessors.onboarding.task_onboarding.calibrate_and_log` into an existing MLflow store
+  (``calibrate_and_log_s``: ``new_store`` is the first call, which also creates the store).
 
     python benchmarks/task_calibration_speed.py --split ood_logic --seed 0
 """
@@ -78,16 +78,20 @@ def main() -> None:
         tracker = MlflowTracker(db_path=f"{tmp}/mlflow.db", artifact_root=f"{tmp}/artifacts")
         t0 = time.perf_counter()
         X_e2e = featurizer.transform(texts)
-        t1 = time.perf_counter()
-        out = calibrate_and_log(served, [str(i) for i in task], texts, X_e2e, list(rows), Y, tracker)
-        t2 = time.perf_counter()
+        embed_s = time.perf_counter() - t0
+        logged = []  # the first creates the MLflow store (its schema migrations), the second logs to it
+        for _ in range(2):
+            t0 = time.perf_counter()
+            out = calibrate_and_log(served, [str(i) for i in task], texts, X_e2e, list(rows), Y, tracker,
+                                    register_as="speed")
+            logged.append(round(time.perf_counter() - t0, 2))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     print(json.dumps({"commit": commit, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                       "machine": f"{os.cpu_count()} cores", "load": os.getloadavg(), "split": a.split, "seed": a.seed,
                       "prompts": a.prompts, "llms": a.llms, "k": a.k, "fit_s": round(fit_s, 1),
-                      "report": tc.report(), "calibrate_s": times, "embed_s": round(t1 - t0, 2),
-                      "calibrate_and_log_s": round(t2 - t1, 2), "end_to_end_s": round(t2 - t0, 2),
-                      "calibrated": out["calibrated"]}, indent=2))
+                      "report": tc.report(), "calibrate_s": times, "embed_s": round(embed_s, 2),
+                      "calibrate_and_log_s": {"new_store": logged[0], "existing_store": logged[1]},
+                      "end_to_end_s": round(embed_s + logged[1], 2), "calibrated": out["calibrated"]}, indent=2))
 
 
 if __name__ == "__main__":
