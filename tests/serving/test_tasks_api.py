@@ -143,3 +143,5 @@ def test_limits_and_keys_apply(client, task):
         client.post("/v1/tasks/calibrate", json={"prompts": task["prompts"], "answers": task["answers"]}), 413)
     with TestClient(client.app, raise_server_exceptions=False) as anon:
         assert anon.post("/v1/tasks/calibrate", json={}).status_code == 401
+    spec = client.get("/openapi.json").json()["paths"]["/v1/tasks/calibrate"]["post"]
+    assert {"201", "409", "413", "422"} <= set(spec["responses"])
