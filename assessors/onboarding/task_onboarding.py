@@ -102,7 +102,7 @@ def require_enough(Y: np.ndarray, min_answers: int, task_ids: list[str], rows: R
         return
     answered = np.flatnonzero(n)
     shown = ", ".join(f"{task_ids[j]!r}: {int(n[j])}" for j in answered[:5]) + (" ..." if len(answered) > 5 else "")
-    raise DataError(f"{where}too few answers: no prompt has {int(min_answers)} (prompts {rows.label} "
+    raise DataError(f"{where}too few answers: no prompt has {int(min_answers)} ({rows.label} "
                     f"{(answered[:10] + rows.first).tolist()} have {{{shown}}}); answer each calibrated prompt with at "
                     f"least {int(min_answers)} known LLMs, or lower min_answers")
 

@@ -105,7 +105,19 @@ def test_new_llms_on_a_calibrated_task_get_usable_predictions(case):
     # what is served on the rest of the task ranks it better than the trained model's latent prediction and
     # than the fallback the trained model's reports chose
     latent_before = float(np.nanmean(per_llm_auc(case["S_new"][:, case["target"]], _latent_auc(model.assessor, case))))
+    print(f"served AUC trained {auc_before:.3f} (its latent prediction {latent_before:.3f}), calibrated {auc_after:.3f}; "
+          f"verdicts {dict(verdicts)}; residual on: trained {_residual_on(model.assessor, case)}, calibrated "
+          f"{_residual_on(tc.model_, case)} of {len(case['new'])}")
     assert auc_after > max(auc_before, latent_before + 0.1, 0.55), (auc_after, auc_before, latent_before)
+
+
+def _residual_on(assessor, case) -> int:
+    """New LLMs whose answers on the task switched the residual on."""
+    from assessors.core.evidence import Evidence
+
+    X, ask = case["X"], case["ask"]
+    posts = [assessor.evidence_posterior(Evidence(X[ask], case["S_new"][k, ask])) for k in range(len(case["new"]))]
+    return sum(p.residual is not None and bool(np.any(p.residual.tau)) for p in posts)
 
 
 def _latent_auc(assessor, case):
