@@ -57,6 +57,13 @@ def execute(cfg, run) -> dict:
     truth = harness.group_means(success, codes, G)  # (n_llms, G)
     n_g = allocation(sizes, int(sub.n_total), int(sub.min_per_group))
     small = n_g <= int(sub.size_threshold)
+    whole = n_g >= sizes
+    if whole.all():
+        raise ConfigError(f"every subgroup would be sampled whole (n_total={sub.n_total}, min_per_group={sub.min_per_group} "
+                          f"for {int(sizes.sum())} items): lower subgroup.n_total or subgroup.min_per_group")
+    if whole.any():
+        log.warning("%d subgroup(s) are sampled whole (fewer items than min_per_group): their direct estimate is "
+                    "exact, e.g. %s", int(whole.sum()), names[np.flatnonzero(whole)[0]])
     out = harness.repeat_estimates(success, codes, n_g, truth, instantiate(sub.direct), instantiate(sub.eb), group_x,
                                    _assessor_mean(sub.get("assessor_mean_path"), success.shape, codes, G),
                                    repeats=int(sub.repeats), rng=np.random.default_rng(int(cfg.get("seed", 0))),

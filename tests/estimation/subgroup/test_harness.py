@@ -90,3 +90,24 @@ def test_harness_on_bbh_musr_runs(tmp_path):
     m = _run(cfg, RunLogger())
     assert m["n_llms"] == 77 and m["n_subgroups"] == 27
     assert m["mse_eb"] < m["mse_dt"]
+
+
+@pytest.mark.slow
+def test_harness_with_the_latent_prior_and_a_sample_as_large_as_the_data(tmp_path):
+    from assessors.errors import ConfigError
+
+    path = _results(tmp_path, n_llms=8)
+    sub = {"repeats": 2, "n_total": 96, "min_per_group": 8, "size_threshold": 8, "subgroups": "column",
+           "progress": False, "prior_sources": "full",
+           "direct": {"_target_": "assessors.estimation.subgroup.direct.DirectEstimator"},
+           "eb": {"_target_": "assessors.estimation.subgroup.empirical_bayes.EmpiricalBayes", "kappa": float("inf"),
+                  "regressor": {"_target_": "assessors.estimation.subgroup.latent_prior.LatentPrior", "llm_folds": 4,
+                                "proxy": {"_target_": "assessors.estimation.benchmark.latent_proxy.LatentProxy",
+                                          "dims": 1, "max_iter": 40}}}}
+    cfg = OmegaConf.create({"seed": 0, "features": None, "subgroup": sub,
+                            "data": {"_target_": "assessors.data.results.Results.from_parquet", "path": str(path)}})
+    m = _run(cfg, RunLogger())
+    assert np.isfinite(m["mse_sr"]) and m["mse_eb"] < m["mse_dt"]
+    cfg.subgroup.n_total, cfg.subgroup.min_per_group = 1000, 40  # every subgroup would be sampled whole
+    with pytest.raises(ConfigError, match="sampled whole"):
+        _run(cfg, RunLogger())
