@@ -84,7 +84,7 @@ def _outcomes(model, part: str, prep, idx, X_target, S_target, ood, seed: int):
     from assessors.trust.posterior_eval import llm_outcomes
 
     return llm_outcomes(model, prep.X["train"][idx], prep.S(part, "train")[:, idx], X_target, S_target,
-                        prep.llms[part], prompt_ood=ood, seed=seed)
+                        prep.llms[part], prompt_ood=ood, seed=seed, training_answers=prep.S("train", "train")[:, idx])
 
 
 def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
@@ -92,7 +92,8 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     from hydra.utils import instantiate
 
     from assessors.tasks.train_trust import fit_prompt_ood, trust_part, with_ood_fallback
-    from assessors.trust.posterior_eval import fit_validated, verdict_scores
+    from assessors.tasks.trust_eval import verdict_scores
+    from assessors.trust.posterior_eval import fit_validated
     from assessors.trust.posterior_policy import PosteriorTrustPolicy
     from assessors.trust.posterior_report import OUT
 

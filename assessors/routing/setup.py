@@ -9,14 +9,13 @@ from assessors.data.prompt_files import read_reference
 from assessors.errors import ConfigError
 from assessors.features.sentence_transformer import set_precision
 from assessors.routing.engine import Engine, load_assessor_model, registry_for
-from assessors.tags import capability
 
 
 def trust_hook(model, trust: Mapping | Callable | None):
     """The registry's trust-report callable (reference -> dict) for ``model``.
 
-    ``trust`` is ``{enabled: bool, **report options}`` (the built-in report of
-    :mod:`assessors.trust`), a custom callable (already built), or None (off).
+    ``trust`` is ``{enabled, fallback, posterior: {report and policy options}}`` (the built-in report of
+    :mod:`assessors.trust`, the same for every assessor family), a custom callable (already built), or None (off).
     """
     if not trust:
         return None
@@ -27,14 +26,9 @@ def trust_hook(model, trust: Mapping | Callable | None):
                           "pass the built callable here, or run through predict.py")
     if not trust.get("enabled", True):
         return None
-    if capability(model.assessor, "has_posterior"):  # a latent assessor: report v2, whose verdict drives the fallback
-        from assessors.trust.posterior_policy import make_posterior_trust_fn
+    from assessors.trust import make_trust_fn
 
-        return make_posterior_trust_fn(model, fallback=trust.get("fallback", True), **(trust.get("posterior") or {}))
-    opts = {k: v for k, v in trust.items() if k not in ("enabled", "fallback", "posterior", "about")}
-    from assessors.trust.report import make_trust_fn
-
-    return make_trust_fn(model, **opts)
+    return make_trust_fn(model, fallback=trust.get("fallback", True), **(trust.get("posterior") or {}))
 
 
 def build_engine(model_uri: str | None, router=None, llms: Sequence[Mapping] = (),

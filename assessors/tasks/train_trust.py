@@ -21,35 +21,10 @@ log = logging.getLogger(__name__)
 
 def fit_trust_parts(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None) -> dict:
     """``{trust_model, prompt_ood, trust_policy}``: what the model stores for its trust reports."""
-    out = {"trust_model": fit_trust(cfg, prep, assessor, ref_ids, run),
+    out = {"trust_model": None,  # the retired expected-AUC regression: the trust report gives the band
            "prompt_ood": fit_prompt_ood(cfg, prep, assessor, run)}
     out["trust_policy"] = fit_trust_policy(cfg, prep, assessor, ref_ids, run, prompt_ood=out["prompt_ood"])
     return out
-
-
-def fit_trust(cfg, prep: Prepared, generic, ref_ids: list[str], run=None):
-    """Fit the trust model on the validation LLMs and log the test LLMs' trust reports to ``run``.
-
-    ``cfg.trust.trust_model`` (optional) configures the model, ``cfg.trust.report`` the report
-    options. Returns None when there are no validation LLMs with a defined AUC.
-    """
-    from assessors.trust.fit import LLMPart, fit_trust_model, log_trust_reports
-
-    tcfg = cfg.get("trust") or {}
-    opts = OmegaConf.to_container(tcfg["report"], resolve=True) if "report" in tcfg else {}
-    trust_model = instantiate(tcfg["trust_model"]) if "trust_model" in tcfg else None
-    T = prep.results.matrix(prep.llms["train"], ref_ids)
-
-    def part(name: str) -> LLMPart | None:
-        if not prep.llms.get(name):
-            return None
-        return LLMPart(prep.llms[name], prep.results.matrix(prep.llms[name], ref_ids), prep.X[name], prep.S(name, name))
-
-    tm = fit_trust_model(generic, T, prep.llms["train"], part("val"), trust_model=trust_model, **opts)
-    test = part("test")
-    if run is not None and test is not None:
-        log_trust_reports(run, generic, T, prep.llms["train"], test, trust_model=tm, **opts)
-    return tm
 
 
 def trust_part(prep: Prepared) -> str:
@@ -106,7 +81,8 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
     policy = fit_on_validation_llms(instantiate(node), assessor, assessor.reference_features_,
                                     prep.results.matrix(prep.llms["val"], ref_ids), prep.X[part],
                                     prep.S("val", part), prep.llms["val"], prompt_ood=prompt_ood,
-                                    seed=int(cfg.seed))
+                                    seed=int(cfg.seed),
+                                    training_answers=prep.results.matrix(prep.llms["train"], ref_ids))
     prep.timings["trust_policy_fit_s"] = time.perf_counter() - t0  # the OOD fallback's choice is timed apart
     record = with_ood_fallback(cfg, prep, policy.record(), prompt_ood, run)
     if run is not None:
@@ -126,7 +102,7 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
     subtasks (what a report says of a fallback it applies to such prompts). A candidate the model cannot serve (``population`` without a population model) is
     left out.
     """
-    from assessors.trust.population import POPULATION_NAME
+    from assessors.trust.fallbacks import POPULATION_NAME
     from assessors.trust.posterior_policy import fitted_population
 
     node = (cfg.get("trust") or {}).get("ood_fallback")

@@ -1,8 +1,12 @@
-"""``experiment=trust_frontier``: the trust report and fallback policy per scenario (:mod:`assessors.trust.evaluate`).
+"""``experiment=trust_frontier``: the trust report, its verdict and the served predictor, per scenario.
 
-Each scenario (``trust_eval.scenarios.<name>``) replaces config nodes (data, LLM split, ...) of
-the base config; per scenario the generic assessor is fitted, the trust model and the fallback
-policy are fitted on the validation LLMs and scored on the test LLMs.
+Each scenario (``trust_eval.scenarios.<name>``) replaces config nodes (data, LLM split, ...) of the
+base config. Per scenario the configured assessor (any family) is fitted; each validation and test LLM
+is described by its answers on the reference prompts; the report's thresholds and fallback are chosen
+on the validation LLMs' reports about the validation prompts (``trust.validated_policy``) and scored on
+the test LLMs' reports about the test prompts (:func:`verdict_scores`:
+recall of failures, false alarms, band coverage, AUC of the model and of what is served). In the
+outcome columns ``latent`` names the fitted assessor's own predictions, whatever its family.
 """
 from __future__ import annotations
 
@@ -10,126 +14,158 @@ import json
 import logging
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from assessors.tasks.prepare import Prepared, fit_generic, prepare
+from assessors.tasks.prepare import fit_generic, prepare
 from assessors.tasks.wrapper import task_wrapper
-from assessors.threads import budgeted, fit_threads
-from assessors.metrics import masked_auc
-from assessors.trust.evaluate import FLAG_SETS, flag_table, scatter, score_llms, summarise
-from assessors.trust.fit import LLMPart
-from assessors.trust.report import training_profile
+from assessors.trust.posterior_report import OK, OUT, judge
+from assessors.trust.fallbacks import served_accuracy_band, served_auc_band
 
 log = logging.getLogger(__name__)
 
-
-def _part(prep: Prepared, name: str, ref_ids: list[str]) -> LLMPart:
-    return LLMPart(prep.llms[name], prep.results.matrix(prep.llms[name], ref_ids), prep.X[name], prep.S(name, name))
-
-
-def _expected(te, val: pd.DataFrame, test: pd.DataFrame, scenario: str = "") -> dict:
-    """Fit the trust model on validation LLMs; add its expected AUC bands to ``test``."""
-    tm, band = expected_band(te.trust_model, val, test, scenario)
-    test["expected_auc"], test["expected_low"], test["expected_high"] = band["estimate"], band["low"], band["high"]
-    # the same calibration on the LOO reference AUC alone (fewer signals to extrapolate on)
-    _, band1 = expected_band(te.trust_model, val, test, scenario, features=["loo_auc"])
-    test["expected_loo_auc"], test["expected_loo_low"], test["expected_loo_high"] = (
-        band1["estimate"], band1["low"], band1["high"])
-    return {"trust_model_n_fit": tm.n_fit_ if tm else 0, "trust_model_halfwidth": tm.halfwidth_ if tm else np.nan}
-
-
-def expected_band(node, val: pd.DataFrame, test: pd.DataFrame, scenario: str = "", **overrides):
-    """``(TrustModel or None, frame estimate/low/high per test LLM)`` fitted on the validation LLMs.
-
-    When no validation LLM has a finite AUC (e.g. every one answered all its validation prompts the
-    same way, as all-zero LLMs do) the band cannot be fitted: a warning says so and the band is NaN.
-    """
-    y = val["auc_generic"].to_numpy(dtype=np.float64)
-    if not np.isfinite(y).any():
-        log.warning("%s: the expected-AUC band cannot be fitted: none of the %d validation LLMs has a finite AUC "
-                    "(each answered every validation prompt the same way, e.g. all zero)", scenario or "trust", len(val))
-        nan = np.full(len(test), np.nan)
-        return None, pd.DataFrame({"estimate": nan, "low": nan, "high": nan}, index=test.index)
-    tm = instantiate(node, **overrides).fit(val, y)
-    return tm, tm.predict(test)
+#: Per-scenario numbers of :func:`verdict_scores` that go to the summary and the run's metrics.
+SUMMARY = ("n_llms", "n_failures", "n_flagged", "n_fallback", "recall", "false_alarm_rate", "accuracy_band_coverage",
+           "auc_band_coverage", "mean_auc_latent", "mean_auc_reference_only", "mean_auc_with_fallback")
 
 
 def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
-    """Per-test-LLM table for one scenario, plus what was chosen on validation LLMs."""
+    """Per-test-LLM rows for one scenario, and its summary (with what was chosen on validation LLMs)."""
+    from assessors.trust.posterior_eval import fit_validated, llm_outcomes
+    from assessors.trust.posterior_policy import PosteriorTrustPolicy
+
     t0 = time.perf_counter()
-    te = cfg.trust_eval
     prep = prepare(cfg)
-    generic, ref_ids = fit_generic(cfg, prep)
-    log.info("%s: generic assessor fitted in %.0fs", name, time.perf_counter() - t0)
-    opts = OmegaConf.to_container(te.report, resolve=True)
-    T = prep.results.matrix(prep.llms["train"], ref_ids)
-    prof = training_profile(T, opts.get("k", 3))
-    specific = instantiate(budgeted(cfg.specific, fit_threads(threads=cfg.get("threads"))))
-    val, Pg_v, Pr_v, S_v, fl_v = score_llms(generic, specific, T, prep.llms["train"], _part(prep, "val", ref_ids),
-                                            "val", prof, opts)
-    test, Pg_t, Pr_t, S_t, fl_t = score_llms(generic, specific, T, prep.llms["train"], _part(prep, "test", ref_ids),
-                                             "test", prof, opts)
-    chosen = _expected(te, val, test, name)
-    policies = {"policy": instantiate(te.fallback)}
-    policies.update({f"policy_{k}": instantiate(te.fallback, triggers=list(v)) for k, v in FLAG_SETS.items()})
-    for col, pol in policies.items():
-        pol.fit(Pg_v, Pr_v, S_v, fl_v)
-        test[f"auc_{col}"] = [masked_auc(S_t[k], pol.blend(Pg_t[k], Pr_t[k], fl_t[k])) for k in range(len(test))]
-        test[f"weight_{col}"] = [pol.weight_for(f) for f in fl_t]
-        chosen[f"{col}_weight"] = pol.weight_
-        chosen[f"{col}_chosen_by"] = pol.chosen_by_
-    for part in (val, test):
-        part.insert(0, "scenario", name)
-    chosen["time_s"] = time.perf_counter() - t0
-    return pd.concat([val, test], ignore_index=True), chosen
+    assessor, ref_ids = fit_generic(cfg, prep)
+    model = SimpleNamespace(assessor=assessor, reference_success=prep.results.matrix(prep.llms["train"], ref_ids))
+    X_ref = np.asarray(assessor.reference_features_, dtype=np.float32)
+
+    def outcomes(part: str):
+        return llm_outcomes(model, X_ref, prep.results.matrix(prep.llms[part], ref_ids), prep.X[part],
+                            prep.S(part, part), prep.llms[part], seed=int(cfg.seed),
+                            training_answers=model.reference_success)
+
+    chooser = fit_validated(instantiate(cfg.trust.validated_policy), *outcomes("val"))
+    opts = chooser.options()
+    policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"])
+    scores = verdict_scores(*outcomes("test"), policy.choose,
+                            **{k: v for k, v in opts.items() if not k.startswith("fallback")})
+    rows = pd.DataFrame(scores.pop("llms")).assign(scenario=name)
+    summary = {k: scores[k] for k in SUMMARY}
+    summary.update(family=type(assessor).__name__, chosen=opts, chosen_by=chooser.chosen_by_,
+                   time_s=time.perf_counter() - t0)
+    log.info("%s: recall %s, false alarms %s (%d test LLMs, %.0fs)", name, summary["recall"],
+             summary["false_alarm_rate"], summary["n_llms"], summary["time_s"])
+    return rows, summary
 
 
-def _report(run, out_dir: Path, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """Flags, summary and figure of the pooled table, written to ``out_dir`` and logged to ``run``."""
-    from assessors.reporting.tables import to_markdown
+def verdict_rows(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=None, ood_accuracy_bands=None,
+                 **thresholds) -> list[dict]:
+    """One row per held-out LLM: its re-judged verdict, whether it failed, the fallback applied and its AUC.
 
-    test = table[table["part"] == "test"]
-    flags = flag_table(test)
-    by_scen = {s: flag_table(g) for s, g in test.groupby("scenario", sort=False)}
-    summ = summarise(test)
-    fig = scatter(table)
-    for path, df in {"per_llm.csv": table, "flags.csv": flags, "summary.csv": summ}.items():
-        df.to_csv(out_dir / path, index=path != "per_llm.csv")
-        run.log_table(df, f"trust_eval/{path}")
-    fig.savefig(out_dir / "similarity_vs_auc.png", dpi=120, bbox_inches="tight")
-    run.log_figure(fig, "trust_eval/similarity_vs_auc.png")
-    md = (f"## Flags (pooled test LLMs)\n\n{to_markdown(flags)}\n\n## Summary\n\n{to_markdown(summ)}\n\n"
-          + "".join(f"## Flags: {s}\n\n{to_markdown(f)}\n\n" for s, f in by_scen.items()))
-    (out_dir / "report.md").write_text(md)
-    run.log_text(md, "trust_eval/report.md")
-    return flags, summ, md
+    ``reports`` are re-judged with ``thresholds`` (see :func:`judge`); ``choose(report)`` names the
+    fallback applied (None: the latent assessor). A *failure* is a latent AUC below the
+    reference-only fallback's, or a realised accuracy outside the (judged) band. ``served_auc_band`` is
+    the band of what the LLM is served (:func:`~assessors.trust.fallbacks.served_auc_band`, with the
+    policy's ``ood_fallback`` and ``ood_auc_bands``) and ``served_auc_in_band`` whether the served
+    predictor's AUC lies in it (None without a band); ``served_accuracy_band`` / ``served_accuracy_in_band``
+    the same for the accuracy (:func:`~assessors.trust.fallbacks.served_accuracy_band`, with
+    ``ood_accuracy_bands``).
+    """
+    rows = []
+    for r, o in zip(reports, outcomes):
+        j = judge(r, **thresholds)
+        acc_in = j.accuracy_band[0] <= o["realised_accuracy"] <= j.accuracy_band[1]
+        fb = choose(j) or "latent"
+        band, band_from = served_auc_band(j.auc_band, j.flags, fb, ood_fallback, ood_auc_bands, j.auc_chance_low)
+        served_in = None if band is None else bool(band[0] <= o[f"auc_{fb}"] <= band[1])
+        answered = ((o["answered_successes"], o["n_answered"], o[f"mean_answered_{fb}"])
+                    if f"mean_answered_{fb}" in o else None)
+        _, acc_band, acc_from = served_accuracy_band(j.expected_accuracy, j.accuracy_band, j.flags, fb, ood_fallback,
+                                                     ood_accuracy_bands, o.get(f"mean_{fb}", np.nan), answered)
+        acc_served_in = None if acc_band is None else bool(acc_band[0] <= o["realised_accuracy"] <= acc_band[1])
+        rows.append({"llm": o["llm"], "verdict": j.verdict, "flags": j.flags, "notes": j.notes,
+                     "failure": bool(o["auc_latent"] < o["auc_reference_only"] or not acc_in),
+                     "fallback": fb, "auc_with_fallback": o[f"auc_{fb}"], "brier_with_fallback": o[f"brier_{fb}"],
+                     "accuracy_in_band": bool(acc_in), "auc_in_band": bool(j.auc_band[0] <= o["auc_latent"] <= j.auc_band[1]),
+                     "served_auc_band": band, "served_auc_band_from": band_from, "served_auc_in_band": served_in,
+                     "served_accuracy_band": acc_band, "served_accuracy_band_from": acc_from,
+                     "served_accuracy_in_band": acc_served_in,
+                     "expected_accuracy": j.expected_accuracy, "accuracy_band": list(j.accuracy_band),
+                     "auc_band": list(j.auc_band), "prompt_ood_share": j.prompt_ood_share,
+                     **{k: v for k, v in o.items() if k != "llm"}})
+    return rows
+
+
+def _served_coverage(rows, what: str, n_key: str) -> dict:
+    """Share of the rows with a served ``what`` band whose realised value lies in it, and how many have one."""
+    inside = [r[f"served_{what}_in_band"] for r in rows if r[f"served_{what}_in_band"] is not None]
+    return {f"served_{what}_band_coverage": float(np.mean(inside)) if inside else None, n_key: len(inside)}
+
+
+def _mean(rows, key, sel):
+    return float(np.nanmean([r[key] for r, s in zip(rows, sel) if s])) if sel.any() else None
+
+
+def verdict_scores(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=None, ood_accuracy_bands=None,
+                   **thresholds) -> dict:
+    """Recall, false alarms, band coverage and AUC with the fallback of held-out LLMs (see :func:`verdict_rows`).
+
+    Flagged = a verdict other than ``ok``; recall = flagged failures over failures; false alarms =
+    flagged LLMs that did not fail over flagged LLMs. ``served_auc_band_coverage``: the share of LLMs
+    with a served band whose served AUC lies in it (``n_served_band`` of them have one);
+    ``served_accuracy_band_coverage`` the same for the realised accuracy.
+    """
+    rows = verdict_rows(reports, outcomes, choose, ood_fallback, ood_auc_bands, ood_accuracy_bands, **thresholds)
+    fail = np.array([r["failure"] for r in rows])
+    flagged = np.array([r["verdict"] != OK for r in rows])
+    applied = np.array([r["fallback"] != "latent" for r in rows])
+    every = np.ones(len(rows), dtype=bool)
+    return {"n_llms": len(rows), "n_failures": int(fail.sum()), "n_flagged": int(flagged.sum()),
+            "n_out_of_population": int(sum(r["verdict"] == OUT for r in rows)),
+            "n_fallback": int(applied.sum()), "n_flagged_failures": int((flagged & fail).sum()),
+            "recall": float(flagged[fail].mean()) if fail.any() else None,
+            "false_alarm_rate": float((~fail[flagged]).mean()) if flagged.any() else None,
+            "auc_band_coverage": float(np.mean([r["auc_in_band"] for r in rows])),
+            "accuracy_band_coverage": float(np.mean([r["accuracy_in_band"] for r in rows])),
+            **_served_coverage(rows, "auc", "n_served_band"),
+            **_served_coverage(rows, "accuracy", "n_served_accuracy_band"),
+            **{f"mean_auc_{k}": _mean(rows, f"auc_{k}", every) for k in ("latent", "reference_only", "with_fallback")},
+            "fallback_llms_auc": {k: _mean(rows, f"auc_{k}", applied) for k in ("with_fallback", "reference_only", "latent")},
+            "other_llms_auc": {k: _mean(rows, f"auc_{k}", ~applied) for k in ("with_fallback", "latent")},
+            "llms": rows}
 
 
 @task_wrapper("trust_eval")
 def run(cfg, run) -> dict[str, float]:
-    """Task: every scenario in ``cfg.trust_eval.scenarios``; logs tables, figure and summary."""
+    """Task: every scenario in ``cfg.trust_eval.scenarios``; logs the per-LLM table and the summary."""
+    from assessors.reporting.tables import to_markdown
+
     out_dir = Path(cfg.paths.outputs) / "trust_eval"
     out_dir.mkdir(parents=True, exist_ok=True)
-    tables, chosen = [], {}
+    tables, summaries = [], {}
     for name, sc in cfg.trust_eval.scenarios.items():
         scfg = cfg.copy()
         for key, node in sc.items():  # replace, not merge: e.g. data configs have different keys
             OmegaConf.update(scfg, key, node, merge=False, force_add=True)
-        tab, ch = evaluate_scenario(scfg, name)
-        tables.append(tab)
-        chosen[name] = ch
-        tab.to_csv(out_dir / "per_llm.partial.csv", mode="a", header=len(tables) == 1, index=False)
-    flags, summ, _ = _report(run, out_dir, pd.concat(tables, ignore_index=True))
-    result = {"flags": flags.reset_index().to_dict("records"), "summary": summ.reset_index().to_dict("records"),
-              "chosen": chosen}
-    (out_dir / "summary.json").write_text(json.dumps(result, indent=1, default=float))
-    metrics = {f"{s}.{k}": float(v) for s, r in summ.iterrows() for k, v in r.items() if np.isfinite(v)}
-    metrics.update({f"flag.{f}.{k}": float(v) for f, r in flags.iterrows() for k, v in r.items()
-                    if k in ("recall", "precision", "false_alarm_rate") and np.isfinite(v)})
+        rows, summaries[name] = evaluate_scenario(scfg, name)
+        tables.append(rows)
+    table = pd.concat(tables, ignore_index=True)
+    table.to_csv(out_dir / "per_llm.csv", index=False)
+    run.log_table(table, "trust_eval/per_llm.csv")
+    summ = pd.DataFrame({s: {k: v for k, v in d.items() if k in SUMMARY} for s, d in summaries.items()}).T
+    md = f"## Trust verdicts on the test LLMs\n\n{to_markdown(summ)}\n"
+    (out_dir / "report.md").write_text(md)
+    run.log_text(md, "trust_eval/report.md")
+    (out_dir / "summary.json").write_text(json.dumps(summaries, indent=1, default=str))
+    metrics = {f"{s}.{k}": float(v) for s, d in summaries.items() for k, v in d.items()
+               if k in SUMMARY and v is not None and np.isfinite(v)}
     run.log_metrics(metrics)
-    # what sweeps optimise: NaN (not missing) when no test LLM did worse than its reference-only assessor
-    return {"flag.population.recall": float(flags.loc["population", "recall"]), **metrics}
+    fail = sum(d["n_failures"] for d in summaries.values())
+    caught = sum(round((d["recall"] or 0) * d["n_failures"]) for d in summaries.values())
+    # what sweeps optimise: NaN (not missing) when no test LLM failed
+    return {"recall": caught / fail if fail else float("nan"), **metrics}

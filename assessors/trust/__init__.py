@@ -1,10 +1,7 @@
-"""Know when not to trust a prediction: trust signals, trust report, expected quality, fallback."""
-from assessors.trust.expected import TrustModel, loo_reference_auc, loo_reference_predictions
-from assessors.trust.fallback import FallbackPolicy
-from assessors.trust.report import (TrustReport, log_trust_report, make_trust_fn, training_profile,
-                                    trust_report)
-from assessors.trust.signals import kappa, nearest, pairwise_kappa, range_check, sufficiency
+"""Know when not to trust a prediction: one trust report for every assessor family, its verdict and the
+predictor served after it (:func:`make_trust_fn`, the registry's hook)."""
+from assessors.trust.family import family
+from assessors.trust.posterior_policy import PosteriorTrustPolicy, make_trust_fn
+from assessors.trust.posterior_report import PosteriorTrust, posterior_trust
 
-__all__ = ["FallbackPolicy", "TrustModel", "TrustReport", "kappa", "log_trust_report", "loo_reference_auc",
-           "loo_reference_predictions", "make_trust_fn", "nearest", "pairwise_kappa", "range_check",
-           "sufficiency", "training_profile", "trust_report"]
+__all__ = ["PosteriorTrust", "PosteriorTrustPolicy", "family", "make_trust_fn", "posterior_trust"]

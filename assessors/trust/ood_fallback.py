@@ -1,17 +1,12 @@
 """Choose the fallback for prompts unlike the training prompts, on groups of training prompts held out.
 
-The validation prompts of a split come from the training population, so they cannot tell which
-predictor transfers to prompts of an unseen task. :class:`OODFallbackValidation` simulates one: the
-training prompts' groups (subtasks) are dealt into ``n_folds`` folds; for each fold the latent
-assessor and the population model are refitted on the other folds' prompts, and each validation LLM,
-described by its answers on ``n_reference`` random prompts of the other folds, is scored on the
-held-out fold's prompts by every candidate fallback. The candidate with the highest mean AUC over
-(fold, validation LLM) pairs is the choice. Nothing about test prompts or test LLMs is read.
-
-The same pairs say how far off each candidate is on an unseen task: the central interval of its AUCs
-(:meth:`OODFallbackValidation.auc_bands`) and of its accuracy error, the realised accuracy on the
-held-out fold minus the candidate's mean prediction there (:meth:`OODFallbackValidation.accuracy_error_bands`).
-A report that applies the candidate to such prompts gives these bands.
+Validation prompts come from the training population, so they cannot tell which predictor transfers to
+an unseen task. :class:`OODFallbackValidation` simulates one: the training prompts' groups (subtasks)
+are dealt into folds; per fold the assessor and the population model are refitted on the other folds,
+and each validation LLM, described by ``n_reference`` random answers outside the fold, is scored on the
+fold by every candidate. The best mean AUC is the choice; the central intervals of each candidate's
+AUCs and accuracy errors (realised minus mean prediction) are the bands a report gives when it applies
+that candidate to such prompts. No test prompt or test LLM is read.
 """
 from __future__ import annotations
 
@@ -35,18 +30,17 @@ class OODFallbackValidation(BaseEstimator):
     Parameters
     ----------
     candidates : sequence of str
-        Fallbacks to compare (see :data:`~assessors.trust.posterior_policy.FALLBACKS`).
+        Fallbacks to compare (:data:`~assessors.trust.posterior_policy.FALLBACKS`).
     n_folds : int
         Folds the groups are dealt into (at most the number of groups).
     n_reference : int
         Random answered prompts outside the held-out fold that describe each validation LLM.
     default : str
-        The choice when there are fewer than two groups (nothing to hold out).
+        The choice with fewer than two groups.
     C, prior_sd : float
         The fallbacks' options (as in :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`).
     level : float
-        Central coverage of the AUC and accuracy-error bands recorded per candidate (quantiles over its
-        pairs): what a report says of an LLM served by that fallback on prompts of an unseen task.
+        Central coverage of the AUC and accuracy-error bands recorded per candidate.
     seed : int
         Seed of the fold draw and of the reference prompts.
     progress : bool
@@ -148,19 +142,8 @@ class OODFallbackValidation(BaseEstimator):
                 self.aucs_[c].append(masked_auc(s[out], p_out))
                 self.errors_[c].append(float(s[out][seen].mean() - np.asarray(p_out)[seen].mean()))
 
-    def auc_bands(self) -> dict[str, list[float]]:
-        """Central ``level`` interval of each candidate's per-pair AUCs on the held-out folds (candidates
-        with at least 10 finite pairs)."""
-        check_is_fitted(self, "choice_")
-        return self._bands(self.aucs_)
-
-    def accuracy_error_bands(self) -> dict[str, list[float]]:
-        """Central ``level`` interval of each candidate's per-pair accuracy error on the held-out folds
-        (realised accuracy minus mean prediction; candidates with at least 10 pairs)."""
-        check_is_fitted(self, "choice_")
-        return self._bands(self.errors_)
-
     def _bands(self, values) -> dict[str, list[float]]:
+        """Central ``level`` interval of each candidate's per-pair values (candidates with >= 10 finite pairs)."""
         tail = (1.0 - float(self.level)) / 2.0
         out = {}
         for c, v in values.items():
@@ -172,10 +155,11 @@ class OODFallbackValidation(BaseEstimator):
 
     def record(self) -> dict:
         """``{choice, chosen_by, mean_auc, auc_band, accuracy_error_band, level, n_pairs, folds}`` (JSON-safe),
-        stored with the model."""
+        stored with the model: the bands are the central ``level`` intervals of each candidate's AUCs and
+        accuracy errors (realised accuracy minus mean prediction) on the held-out folds."""
         check_is_fitted(self, "choice_")
         return {"choice": self.choice_, "chosen_by": self.chosen_by_,
                 "mean_auc": {c: (v if np.isfinite(v) else None) for c, v in self.mean_auc_.items()},
-                "auc_band": self.auc_bands(), "accuracy_error_band": self.accuracy_error_bands(),
+                "auc_band": self._bands(self.aucs_), "accuracy_error_band": self._bands(self.errors_),
                 "level": float(self.level),
                 "n_pairs": {c: int(np.isfinite(v).sum()) for c, v in self.aucs_.items()}, "folds": self.folds_}

@@ -6,8 +6,8 @@ either. What often does transfer is which prompts the training LLMs found hard: 
 data" baseline of the paper. :class:`PopulationDifficulty` learns it as gradient-boosted trees on
 each training prompt's success rate over the training LLMs (weighted by how many answered it; the
 same information as a pooled classifier on (LLM, prompt) pairs without LLM features, in
-``n_prompts`` rows instead of ``n_llms x n_prompts``). :class:`PopulationPredictor` shifts its logits
-to one LLM's answered level, so the LLM's AUC is the population ranking's.
+``n_prompts`` rows instead of ``n_llms x n_prompts``). :class:`~assessors.trust.fallbacks.PopulationPredictor`
+shifts its logits to one LLM's answered level, so the LLM's AUC is the population ranking's.
 """
 from __future__ import annotations
 
@@ -16,12 +16,6 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import DataError
-from assessors.irt_math import sigmoid
-from assessors.trust.reference_only import answered
-from assessors.trust.relevel import fit_offset
-
-#: Name of this fallback predictor in reports and outputs.
-POPULATION_NAME = "population"
 
 
 class PopulationDifficulty(BaseEstimator):
@@ -74,31 +68,3 @@ class PopulationDifficulty(BaseEstimator):
         """Logit of the population's success rate, shape (m,), for prompt features ``X`` (m, d)."""
         check_is_fitted(self, "model_")
         return np.asarray(self.model_.predict(np.asarray(X, dtype=np.float32), output_margin=True), dtype=np.float64)
-
-
-class PopulationPredictor:
-    """The population ranking for one LLM, shifted by one logit offset fitted on its answers.
-
-    Parameters
-    ----------
-    population : PopulationDifficulty
-        Fitted.
-    X_answered : ndarray of shape (n, d)
-        Features of the answered prompts.
-    y : ndarray of shape (n,)
-        0/1 answers, NaN = not answered.
-    prior_sd : float
-        Standard deviation of the offset's zero-mean normal prior, in logits.
-    """
-
-    name = POPULATION_NAME
-
-    def __init__(self, population, X_answered, y, prior_sd: float = 3.0):
-        y, obs = answered(y, "population")
-        self.population = population
-        z = population.logit(np.asarray(X_answered, dtype=np.float32)[obs])
-        self.offset_ = fit_offset(z, y[obs], prior_sd=prior_sd)
-
-    def __call__(self, X) -> np.ndarray:
-        """P(success) of shape (m,) for prompt features ``X`` (m, d)."""
-        return sigmoid(self.population.logit(X) + self.offset_)

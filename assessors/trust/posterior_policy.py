@@ -1,22 +1,12 @@
-"""The posterior trust verdict acted on: report v2 per LLM, and the fallback predictor when it says so.
+"""The trust verdict acted on: the report of one LLM and, when its verdict says so, the fallback served.
 
-:class:`PosteriorTrustPolicy` turns one LLM's graded answers into its posterior trust report
-(:func:`~assessors.trust.posterior_report.posterior_trust`) and, when the verdict is one of
-``fallback_on`` (default: ``out of population``) and ``fallback`` is on, a fitted fallback predictor
-that replaces the latent assessor's predictions for that LLM: by default the re-levelled latent
-ranking (:class:`ReleveledPredictor`); when the target prompts are unlike the training prompts,
-``ood_fallback``: the "reference only" one (:class:`ReferenceOnlyPredictor`) by default, or the one
-``train.py`` chose on held-out groups of training prompts (``population``, :class:`PopulationPredictor`,
-among them). :func:`make_posterior_trust_fn` is the LLM registry's hook for a model with a latent assessor:
-``fn(reference (n_ref,)) -> (report dict, predictor or None)``; the engine then scores such an LLM
-with the predictor (``predict.py`` and the HTTP API say which predictor was used). Its reports are
-about the reference prompts, or about the ``target`` prompts it is given (the server's candidate
-pool), and say which in ``target``.
-
-The thresholds and the fallback are, in this order of precedence: options given explicitly
-(``trust.posterior``), the ones ``train.py`` chose on the validation LLMs and stored with the model
-(``AssessorModel.trust_policy``, see :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`),
-the stated defaults (:func:`policy_options`). Every report says which in ``policy.source``.
+:class:`PosteriorTrustPolicy` turns one LLM's graded answers into its trust report
+(:func:`~assessors.trust.posterior_report.posterior_trust`) and, when the verdict is in ``fallback_on``,
+a fallback predictor (:mod:`~assessors.trust.fallbacks`) that replaces the model's predictions for it.
+:func:`make_trust_fn` is the LLM registry's hook for a model of any family: ``fn(reference or Evidence)
+-> (report dict, predictor or None)``. The thresholds and fallback come from, in this order: options
+given explicitly (``trust.posterior``), those ``train.py`` chose on validation LLMs and stored with the
+model, the stated defaults (:func:`policy_options`); every report names the source in ``policy.source``.
 """
 from __future__ import annotations
 
@@ -29,12 +19,11 @@ import numpy as np
 
 from assessors.core.evidence import Evidence
 from assessors.errors import ConfigError
-from assessors.tags import capability
-from assessors.trust.population import POPULATION_NAME, PopulationPredictor
 from assessors.trust.posterior_report import OUT, OUT_FLAGS, posterior_trust
-from assessors.trust.reference_only import FALLBACK_NAME, ReferenceOnlyPredictor
-from assessors.trust.relevel import RELEVEL_NAME, ReleveledPredictor
-from assessors.trust.served_band import check_bands, served_accuracy_band, served_auc_band
+from assessors.trust.fallbacks import (FALLBACK_NAME, POPULATION_NAME, RELEVEL_NAME, PopulationPredictor,
+                                      ReferenceOnlyPredictor, ReleveledPredictor, check_bands, served_accuracy_band,
+                                      served_auc_band)
+from assessors.trust.similarity import training_profile
 from assessors.trust.target import POOL_TARGET, REFERENCE_TARGET, target_prompts
 
 log = logging.getLogger(__name__)
@@ -42,6 +31,8 @@ _LEVEL = inspect.signature(posterior_trust).parameters["level"].default  # the r
 
 #: The fallbacks a trust verdict can switch an LLM to.
 FALLBACKS = (RELEVEL_NAME, FALLBACK_NAME, POPULATION_NAME)
+#: Arguments of the report that are the LLM's and the model's, not options.
+_GIVEN = ("assessor", "X_answered", "y", "X_target", "llm", "prompt_ood", "training_answers", "similarity_profile")
 #: Where the thresholds come from when neither the model nor the config gives them.
 STATED_DEFAULTS = "stated defaults"
 #: The report options a validated policy chooses: thresholds, band widening and the muted flags (the rest of
@@ -78,44 +69,32 @@ def required(population):
 
 
 class PosteriorTrustPolicy:
-    """Posterior trust report of an LLM and, when its verdict says so, the fallback predictor.
+    """Trust report of an LLM and, when its verdict says so, the fallback predictor.
 
     Parameters
     ----------
     fallback : bool
         Apply the fallback when the verdict is in ``fallback_on`` (False: report only).
     fallback_on : sequence of str
-        Verdicts that switch an LLM to the fallback (``out of population``, ``uncertain``, ``ok``).
+        Verdicts that switch an LLM to the fallback.
     fallback_flags : sequence of str, optional
-        Apply the fallback only when the report also raises one of these flags (e.g. ``[misfit]``).
-        None: any. ``prompts_out_of_distribution`` always triggers ``ood_fallback``.
+        Only when the report also raises one of these flags (None: any).
     fallback_kind : str
-        ``releveled`` (default: the latent ranking, its level shifted to the LLM's answers; keeps
-        the latent AUC) or ``reference_only`` (a logistic regression on the LLM's own answers).
+        The fallback (``releveled``, ``reference_only`` or ``population``).
     ood_fallback : str
-        The fallback when the target prompts are unlike the training prompts (the latent ranking
-        itself is suspect there): ``reference_only`` by default; ``population`` needs a
-        ``prompt_ood`` with a fitted population model.
-    ood_auc_bands : mapping of str to [low, high], optional
-        Per fallback, the AUC band it reached on held-out subtasks of the training prompts (chosen
-        with ``ood_fallback`` by ``train.py``): the report's ``fallback.auc_band`` when it applies that
-        fallback to such prompts (see :func:`served_auc_band`).
-    ood_accuracy_bands : mapping of str to [low, high], optional
-        Per fallback, the interval of its accuracy error (realised minus mean prediction) on the same
-        held-out subtasks: the report's ``fallback.accuracy_band`` around the fallback's mean prediction
-        when it applies that fallback to such prompts (see :func:`served_accuracy_band`).
-    C : float
-        Inverse regularisation of the reference-only logistic regression.
-    prior_sd : float
-        Prior standard deviation of the re-levelled fallback's logit offset.
+        The fallback when the target prompts are unlike the training prompts
+        (``prompts_out_of_distribution``, which always triggers it).
+    ood_auc_bands, ood_accuracy_bands : mapping of str to [low, high], optional
+        Per fallback, its AUC band and accuracy-error band on held-out subtasks of the training prompts
+        (chosen with ``ood_fallback`` by ``train.py``; see :func:`~assessors.trust.fallbacks.served_auc_band`).
+    C, prior_sd : float
+        The reference-only regression's inverse regularisation; the offset prior of the others.
     prompt_ood : PromptOOD, optional
-        Fitted prompt-side out-of-distribution signal (off without one).
+        Fitted prompt-side signal (off without one).
     source : str
-        Where the thresholds and the fallback came from (reported in every report's ``policy``).
+        Where the thresholds and the fallback came from (every report's ``policy.source``).
     **report_options
-        Options of :func:`~assessors.trust.posterior_report.posterior_trust` (``level``,
-        ``n_samples``, ``misfit_alpha``, ``max_width``, ``range_margin``, ``band_scale``,
-        ``auc_band_scale``, ``muted_flags``, ``max_ood_share``, ``seed``).
+        Options of :func:`~assessors.trust.posterior_report.posterior_trust`.
     """
 
     def __init__(self, fallback: bool = True, fallback_on: Sequence[str] = (OUT,),
@@ -123,8 +102,7 @@ class PosteriorTrustPolicy:
                  ood_fallback: str = FALLBACK_NAME, ood_auc_bands: Mapping | None = None,
                  ood_accuracy_bands: Mapping | None = None, C: float = 1.0, prior_sd: float = 3.0,
                  prompt_ood=None, source: str = STATED_DEFAULTS, **report_options):
-        allowed = {"level", "n_samples", "misfit_alpha", "max_width", "range_margin", "band_scale",
-                   "auc_band_scale", "muted_flags", "max_ood_share", "seed"}
+        allowed = set(inspect.signature(posterior_trust).parameters) - set(_GIVEN)
         unknown = sorted(set(report_options) - allowed)
         if unknown:
             raise ConfigError(f"posterior trust report: unknown option(s) {unknown}; allowed: {sorted(allowed)}")
@@ -175,14 +153,19 @@ class PosteriorTrustPolicy:
             return self.fallback_kind
         return None
 
-    def assess(self, assessor, X_answered, y, X_target, llm: str = "new") -> tuple[dict, Callable | None]:
+    def assess(self, assessor, X_answered, y, X_target, llm: str = "new", training_answers=None,
+               similarity_profile=None) -> tuple[dict, Callable | None]:
         """``(report dict, predictor or None)`` for one LLM.
 
         The dict is :meth:`PosteriorTrust.to_dict` plus ``fallback``: ``{enabled, triggered, applied,
         predictor}`` (``predictor`` is ``latent`` or one of :data:`FALLBACKS`).
         """
+        from assessors.trust.family import family
+
         y = np.asarray(y, dtype=np.float64).ravel()
+        assessor = family(assessor)
         rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, prompt_ood=self.prompt_ood,
+                              training_answers=training_answers, similarity_profile=similarity_profile,
                               **self.report_options)
         kind = self.choose(rep)
         predictor = None
@@ -191,8 +174,11 @@ class PosteriorTrustPolicy:
                                            population=fitted_population(self.prompt_ood))
         out = rep.to_dict()
         out["version"] = 2
+        served = self.served(rep, predictor, X_target, X_answered, y)
+        if predictor is None:
+            served["predictor"] = assessor.name  # the family's own predictions
         out["fallback"] = {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
-                           **self.served(rep, predictor, X_target, X_answered, y)}
+                           **served}
         out["policy"] = self.settings()
         if kind is not None and predictor is None:
             why = "disabled (trust.fallback=false)" if not self.fallback else "impossible without answers"
@@ -201,7 +187,7 @@ class PosteriorTrustPolicy:
 
     def served(self, rep, predictor, X_target, X_answered, y) -> dict:
         """What the LLM is served and its bands: ``{predictor, auc_band, auc_band_from, expected_accuracy,
-        accuracy_band, accuracy_band_from}`` (see :mod:`~assessors.trust.served_band`)."""
+        accuracy_band, accuracy_band_from}`` (see :mod:`~assessors.trust.fallbacks`)."""
         name = predictor.name if predictor is not None else "latent"
         band, band_from = served_auc_band(rep.auc_band, rep.flags, name, self.ood_fallback, self.ood_auc_bands,
                                           rep.auc_chance_low)
@@ -256,38 +242,30 @@ def policy_options(model, options: Mapping | None = None) -> dict:
     return out
 
 
-def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None,
+def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None,
                             target_source: str = POOL_TARGET, max_target: int | None = None,
                             n_available: int | None = None, **options):
-    """Registry hook for an :class:`AssessorModel` with a latent assessor.
+    """The registry's trust hook for an :class:`AssessorModel` of any family (the one entry point).
 
-    ``fn(reference (n_ref,) or Evidence) -> (report dict, predictor or None)``: the answered reference
-    items, or the answered items of an :class:`~assessors.core.evidence.Evidence` (prompts outside the
-    reference set), are the evidence; ``target`` (default: the reference prompts) holds the prompts the
-    expected accuracy and AUC are about, and every report names them in ``target``: ``{source,
-    n_prompts}`` (``n_available`` too when ``max_target`` cut them). ``fn.accepts_evidence`` is True
-    (what :class:`~assessors.routing.registry.LLMRegistry` checks). ``options`` build the policy when none
-    is given, over the options stored with the model (see :func:`policy_options`); ``fn.policy`` is the
-    policy applied, ``fn.target`` the report's ``target`` and ``fn.with_target(target=..., ...)`` the same
-    hook (same policy) about other prompts.
+    ``fn(reference (n_ref,) or Evidence) -> (report dict, predictor or None)``, with ``fn.accepts_evidence``,
+    ``fn.policy`` (built from ``options`` over the stored ones, :func:`policy_options`, unless given),
+    ``fn.target`` (the report's ``target``: ``{source, n_prompts[, n_available]}``) and
+    ``fn.with_target(target=..., ...)``: the same hook about other prompts.
 
     Parameters
     ----------
     target : ndarray of shape (n_target, d), optional
-        Features of the target prompts (the model's featurizer), e.g. the server's candidate pool.
+        Features of the prompts the report is about (default: the reference prompts).
     target_source : str
-        What ``target`` is (the report's ``target.source``; ``reference`` when ``target`` is None).
+        What ``target`` is.
     max_target : int, optional
-        Keep a seeded random subsample of this many target prompts (the report's cost grows with
-        them); None: all.
+        Keep a seeded random subsample of this many target prompts; None: all.
     n_available : int, optional
-        How many prompts ``target`` was already cut from (by :func:`subsample`, before featurizing):
-        the report's ``target.n_available``.
+        How many prompts ``target`` was already cut from (by :func:`~assessors.trust.target.subsample`).
     """
-    assessor = model.assessor
-    if not capability(assessor, "has_posterior"):
-        raise ConfigError(f"the posterior trust report needs a latent assessor (assessor=latent); the model holds "
-                          f"{type(assessor).__name__}")
+    from assessors.trust.family import family
+
+    assessor, fam = model.assessor, family(model)
     policy = policy if policy is not None else PosteriorTrustPolicy(**policy_options(model, options))
     log.info("posterior trust policy (%s): %s", policy.source,
              {k: v for k, v in policy.settings().items() if k != "source"})
@@ -296,20 +274,24 @@ def make_posterior_trust_fn(model, policy: PosteriorTrustPolicy | None = None, t
         target_prompts(target, X_ref.shape[1], target_source, max_target, policy.report_options.get("seed", 0),
                        n_available)
 
+    T = np.asarray(model.reference_success, dtype=np.float64)  # the training LLMs' reference answers
+    profile = training_profile(T)
+
     def fn(reference, llm: str = "new"):
-        if isinstance(reference, Evidence):
-            X_answered, y = reference.answered()
+        if isinstance(reference, Evidence):  # prompts the training LLMs may not have answered: no similarity
+            (X_answered, y), T_obs = reference.answered(), None
         else:
             r = np.asarray(reference, dtype=np.float64).ravel()
             obs = np.isfinite(r)
-            X_answered, y = X_ref[obs], r[obs]
-        report, predictor = policy.assess(assessor, X_answered, y, X_target, llm=llm)
+            X_answered, y, T_obs = X_ref[obs], r[obs], T[:, obs]
+        report, predictor = policy.assess(fam, X_answered, y, X_target, llm=llm, training_answers=T_obs,
+                                          similarity_profile=profile)
         return {**report, "target": dict(info)}, predictor
 
     fn.accepts_evidence = True
     fn.policy = policy
     fn.target = dict(info)
-    fn.with_target = functools.partial(make_posterior_trust_fn, model, policy)
+    fn.with_target = functools.partial(make_trust_fn, model, policy)
     return fn
 
 
@@ -318,19 +300,16 @@ def log_posterior_trust(run, report: dict, name: str = "trust") -> None:
     fb = report.get("fallback") or {}
     run.set_tags({f"{name}.verdict": str(report.get("verdict")), f"{name}.message": str(report.get("message")),
                   f"{name}.predictor": str(fb.get("predictor", "latent")), f"{name}.llm": str(report.get("llm"))})
-    band = report.get("accuracy_band") or [None, None]
-    auc_band = report.get("auc_band") or [None, None]
-    served = fb.get("auc_band") or [None, None]
-    served_acc = fb.get("accuracy_band") or [None, None]
-    metrics = {"expected_accuracy": report.get("expected_accuracy"), "accuracy_low": band[0],
-               "accuracy_high": band[1], "expected_auc": report.get("expected_auc"), "auc_low": auc_band[0],
-               "auc_high": auc_band[1], "misfit_pvalue": report.get("misfit_pvalue"),
-               "mahalanobis": report.get("mahalanobis"), "n_answered": report.get("n_answered"),
-               "more_questions": report.get("more_questions"),
-               "served_auc_low": served[0], "served_auc_high": served[1],
-               "served_expected_accuracy": fb.get("expected_accuracy"), "served_accuracy_low": served_acc[0],
-               "served_accuracy_high": served_acc[1],
-               "out_of_population": float(report.get("verdict") == OUT),
-               "fallback_applied": float(bool(fb.get("applied")))}
+    keys = ("expected_accuracy", "expected_auc", "misfit_pvalue", "mahalanobis", "n_answered", "more_questions",
+            "similarity_pvalue")
+    metrics = {k: report.get(k) for k in keys}
+    bands = {"accuracy": report.get("accuracy_band"), "auc": report.get("auc_band"), "served_auc": fb.get("auc_band"),
+             "served_accuracy": fb.get("accuracy_band")}
+    metrics.update({f"{k}_{end}": (b or [None, None])[i] for k, b in bands.items() for i, end in enumerate(("low", "high"))})
+    metrics.update(served_expected_accuracy=fb.get("expected_accuracy"), out_of_population=float(report.get("verdict") == OUT),
+                   fallback_applied=float(bool(fb.get("applied"))))
     run.log_metrics({f"{name}.{k}": float(v) for k, v in metrics.items() if v is not None and np.isfinite(v)})
     run.log_dict(report, f"{name}/report_v2.json")
+
+
+make_posterior_trust_fn = make_trust_fn  # the name callers used before every family had the report

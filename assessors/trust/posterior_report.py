@@ -1,29 +1,19 @@
-"""Trust report on the latent posterior: expected accuracy and AUC with bands, misfit, extrapolation, verdict.
+"""The trust report of one LLM, for every assessor family: expected accuracy and AUC with bands, misfit,
+extrapolation and a verdict, from its answered items (:func:`~assessors.trust.family.family` gives the
+family's predictions and draws; a family without a spread has the prediction as its only draw).
 
-For a new LLM with posterior ``N(theta, Sigma)`` (per ensemble member) from its answered items:
-
-* **expected accuracy** on the user's prompts and its ``level`` band (posterior predictive,
-  :meth:`LatentAssessor.predictive_accuracy`);
-* **expected AUC**: abilities drawn from the posterior give "true" success probabilities, outcomes
-  are drawn from them, and the AUC of the assessor's prediction against those outcomes is taken;
-  the band is the central ``level`` interval over draws. The draws assume the model is right for
-  this LLM and these prompts; when the verdict says it is not (``out of population``), the band's
-  low end reaches down to what a chance ranking scores on the same prompts (``auc_chance_low``);
-* **misfit**: the posterior predictive p-value of the observed answers' log-likelihood (how often
-  answers replicated from the model are *less* likely than the observed ones; a small value means
-  the answers are surprising under the model, e.g. an LLM unlike any the item parameters were
-  learned from);
-* **extrapolation**: the LLM's expected accuracy outside the range of the training LLMs' expected
-  accuracies on the same prompts, or its ability further from the prior mean (Mahalanobis) than
-  every training LLM's;
-* **verdict**: ``out of population: use the fallback`` (misfit or extrapolation), ``uncertain: ask
-  N more questions`` (the accuracy band is wider than ``max_width``; N from the 1/sqrt(n) shrink of
-  the band), else ``ok``. Flags in ``muted_flags`` (those that only raised false alarms on the
-  validation LLMs, see :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`) are reported
-  as ``notes`` and do not move the verdict.
-
-The fallback (:func:`fallback_predict`) is the "reference only" assessor: a logistic regression on
-the LLM's own answers over the model's low-dimensional prompt projection.
+* **expected accuracy** on the target prompts and its ``level`` band;
+* **expected AUC**: outcomes drawn from the drawn success probabilities, scored by the prediction; the
+  band is the central ``level`` interval. The draws assume the model is right for this LLM; when the
+  verdict says it is not, the band's low end reaches what a chance ranking scores (``auc_chance_low``);
+* **misfit**: the predictive p-value of the answers' log-likelihood (how often replicated answers are
+  *less* likely than the observed ones);
+* **similarity**: answers less alike to the training LLMs' than theirs are to each other (``low_similarity``);
+* **extrapolation**: the expected accuracy outside the training LLMs' range on the same prompts, or a
+  state farther from the prior than every training LLM's (``mahalanobis``, latent family);
+* **verdict**: ``out of population: use the fallback`` (misfit, extrapolation, prompts out of
+  distribution, low similarity), ``uncertain: ask N more questions`` (accuracy band wider than ``max_width``), else
+  ``ok``. Flags in ``muted_flags`` are ``notes`` only.
 """
 from __future__ import annotations
 
@@ -32,8 +22,8 @@ from typing import Sequence
 
 import numpy as np
 
-from assessors.irt_math import sigmoid
 from assessors.metrics import chance_auc_low, rank_auc
+from assessors.trust.similarity import similarity, training_profile
 
 OK, UNCERTAIN, OUT = "ok", "uncertain", "out of population"
 
@@ -60,6 +50,8 @@ class PosteriorTrust:
     auc_band_raw: tuple[float, float] | None = None
     notes: list[str] = field(default_factory=list)
     auc_chance_low: float | None = None
+    similarity: float | None = None
+    similarity_pvalue: float | None = None
 
     @property
     def message(self) -> str:
@@ -75,32 +67,18 @@ class PosteriorTrust:
         return {k: (float(v) if isinstance(v, np.floating) else v) for k, v in d.items()}
 
 
-def _samples(assessor, post, k: int, n_per_member: int, rng):
-    """Ability draws of LLM ``k``: list over members of (n_per_member, D)."""
-    out = []
-    for m in range(post.theta.shape[0]):
-        L = np.linalg.cholesky(post.cov[m, k])
-        out.append(post.theta[m, k] + rng.standard_normal((n_per_member, L.shape[0])) @ L.T)
-    return out
-
-
-def _logits(assessor, params, thetas, res_mean=None):
-    """Logits (n_samples_total, n_items) over members' draws."""
-    z = np.concatenate([th @ a.T - b for th, (a, b) in zip(thetas, params)])
-    return z if res_mean is None else z + res_mean[None, :]
-
-
 def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, level: float = 0.9,
                     n_samples: int = 300, misfit_alpha: float = 0.01, max_width: float = 0.15,
                     range_margin: float = 0.02, band_scale: float = 1.0, auc_band_scale: float = 1.0,
                     muted_flags: Sequence[str] = (), prompt_ood=None, max_ood_share: float | None = None,
+                    training_answers=None, similarity_profile=None, similarity_alpha: float = 0.05,
                     seed: int = 0) -> PosteriorTrust:
     """Trust report of one LLM from its answers ``y`` (n,) on prompts ``X_answered`` (n, d).
 
     Parameters
     ----------
-    assessor : LatentAssessor
-        Fitted.
+    assessor : AssessorModel, fitted assessor or family adapter
+        See :func:`~assessors.trust.family.family`.
     X_answered : ndarray of shape (n, d)
     y : ndarray of shape (n,)
         0/1, NaN = not answered.
@@ -123,38 +101,45 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
         Fitted prompt-side signal: the share of target prompts unlike the training prompts
         (:class:`~assessors.trust.prompt_ood.PromptOOD`); above ``max_ood_share`` (default: its
         own) the flag ``prompts_out_of_distribution``.
+    training_answers : ndarray of shape (n_train_llms, n), optional
+        The training LLMs' answers on the same prompts: the similarity and, below ``similarity_alpha``
+        (its p-value), the flag ``low_similarity`` (:mod:`~assessors.trust.similarity`;
+        ``similarity_profile`` is their :func:`~assessors.trust.similarity.training_profile`).
     """
+    from assessors.trust.family import family
+
     rng = np.random.default_rng(seed)
     y = np.asarray(y, dtype=np.float64).ravel()
     X_answered = np.asarray(X_answered, dtype=np.float32)
     X_target = np.asarray(X_target, dtype=np.float32)
-    post = assessor.posterior(X_answered, y[None, :])
-    n_ans = int(np.isfinite(y).sum())
-    acc = assessor.predictive_accuracy(X_target, post, level=level, seed=seed)
-    p_pred, _ = assessor.predict_posterior(X_target, post)
-    # the draws below share one generator, in this order: abilities, outcomes for the AUC, replicates for the misfit
-    thetas = _samples(assessor, post, 0, max(1, n_samples // post.theta.shape[0]), rng)
-    params_t = list(zip(*assessor.item_parameters(X_target)))
-    res_t, res_a = _residual_logits(assessor, post, X_target, X_answered)
-    exp_auc, auc_band = _expected_auc(assessor, params_t, thetas, res_t, p_pred[0], level, rng)
-    ppp = _misfit_pvalue(assessor, X_answered, y, thetas, res_a, rng)
-    (rng_lo, rng_hi), maha, maha_max = _training_extent(assessor, post, params_t)
+    st = family(assessor).statistics(X_answered, y, X_target, level, n_samples, rng, seed)
+    # the draws share one generator, in this order: abilities, outcomes for the AUC, replicates for the misfit
+    exp_auc, auc_band = _expected_auc(st["P_target"], st["p_target"], level, rng)
+    ppp = _misfit_pvalue(st["P_answered"], y[np.isfinite(y)], rng)
+    train_acc = np.asarray(st["training_accuracy"], dtype=np.float64)
     ood = prompt_ood.share(X_target) if prompt_ood is not None else None
-    rep = PosteriorTrust(llm=llm, n_answered=n_ans, expected_accuracy=float(acc["mean"][0]),
-                         accuracy_band=(float(acc["low"][0]), float(acc["high"][0])), expected_auc=exp_auc,
-                         auc_band=auc_band, misfit_pvalue=ppp, accuracy_range_training=(rng_lo, rng_hi),
-                         mahalanobis=maha, mahalanobis_max_training=maha_max, prompt_ood_share=ood,
-                         auc_chance_low=chance_auc_low(len(X_target), float(acc["mean"][0]), level))
+    sim = sim_p = None
+    if training_answers is not None:
+        T = np.asarray(training_answers, dtype=np.float64)
+        prof = training_profile(T) if similarity_profile is None else similarity_profile
+        sim, sim_p = similarity(y, T, prof)
+    mean_acc = st["expected_accuracy"]
+    rep = PosteriorTrust(llm=llm, n_answered=int(np.isfinite(y).sum()), expected_accuracy=mean_acc,
+                         accuracy_band=st["accuracy_band"], expected_auc=exp_auc, auc_band=auc_band,
+                         misfit_pvalue=ppp, accuracy_range_training=(float(np.min(train_acc)), float(np.max(train_acc))),
+                         mahalanobis=st["distance"], mahalanobis_max_training=st["distance_max"], prompt_ood_share=ood,
+                         auc_chance_low=chance_auc_low(len(X_target), mean_acc, level), similarity=sim,
+                         similarity_pvalue=sim_p)
     if max_ood_share is None and prompt_ood is not None:
         max_ood_share = prompt_ood.max_share
     return judge(rep, misfit_alpha=misfit_alpha, max_width=max_width, range_margin=range_margin,
                  band_scale=band_scale, auc_band_scale=auc_band_scale, muted_flags=muted_flags,
-                 max_ood_share=max_ood_share)
+                 max_ood_share=max_ood_share, similarity_alpha=similarity_alpha)
 
 
 #: Flags whose verdict is "out of population" (any of them).
 OUT_FLAGS = ("misfit", "accuracy_above_training", "accuracy_below_training", "ability_beyond_training",
-             "prompts_out_of_distribution")
+             "prompts_out_of_distribution", "low_similarity")
 
 
 def _scaled(centre: float, band, scale: float, lo: float, hi: float) -> tuple[float, float]:
@@ -165,7 +150,7 @@ def _scaled(centre: float, band, scale: float, lo: float, hi: float) -> tuple[fl
 
 def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float = 0.15, range_margin: float = 0.02,
           band_scale: float = 1.0, auc_band_scale: float = 1.0, muted_flags: Sequence[str] = (),
-          max_ood_share: float | None = None) -> PosteriorTrust:
+          max_ood_share: float | None = None, similarity_alpha: float = 0.05) -> PosteriorTrust:
     """Bands, flags and verdict of a report from its raw statistics under the given thresholds.
 
     Cheap (no sampling): the thresholds can be chosen on validation LLMs by re-judging their reports
@@ -180,7 +165,7 @@ def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float =
     band = _scaled(mean_acc, acc_raw, band_scale, 0.0, 1.0)
     auc_band = (_scaled(rep.expected_auc, auc_raw, auc_band_scale, 0.0, 1.0) if np.isfinite(rep.expected_auc)
                 else tuple(auc_raw))
-    flags = _flags(rep, misfit_alpha, range_margin, max_ood_share)
+    flags = _flags(rep, misfit_alpha, range_margin, max_ood_share, similarity_alpha)
     notes = [f for f in flags if f in muted_flags and f != "prior_only"]
     flags = [f for f in flags if f not in notes]
     verdict, more = _verdict(flags, band[1] - band[0], rep.n_answered, max_width)
@@ -190,7 +175,8 @@ def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float =
                    more_questions=more, accuracy_band_raw=tuple(acc_raw), auc_band_raw=tuple(auc_raw))
 
 
-def _flags(rep: PosteriorTrust, misfit_alpha: float, range_margin: float, max_ood_share: float | None) -> list[str]:
+def _flags(rep: PosteriorTrust, misfit_alpha: float, range_margin: float, max_ood_share: float | None,
+           similarity_alpha: float) -> list[str]:
     """The flags a report's raw statistics raise under the given thresholds."""
     mean_acc = rep.expected_accuracy
     rng_lo, rng_hi = rep.accuracy_range_training
@@ -208,22 +194,15 @@ def _flags(rep: PosteriorTrust, misfit_alpha: float, range_margin: float, max_oo
     if (max_ood_share is not None and rep.prompt_ood_share is not None and np.isfinite(rep.prompt_ood_share)
             and rep.prompt_ood_share > max_ood_share):
         flags.append("prompts_out_of_distribution")
+    sim_p = rep.similarity_pvalue
+    if sim_p is not None and np.isfinite(sim_p) and sim_p < similarity_alpha:
+        flags.append("low_similarity")
     return flags
 
 
-def _residual_logits(assessor, post, X_target, X_answered):
-    """The LLM's residual logit shift on the target (m,) and answered (n,) prompts; None without a residual."""
-    if post.residual is None or not post.residual.tau.any():
-        return None, None
-    res_t = post.residual.w[0] @ assessor.project(X_target).T
-    res_a = post.residual.w[0] @ assessor.project(X_answered).T if len(X_answered) else None
-    return res_t, res_a
-
-
-def _expected_auc(assessor, params_t, thetas, res_t, p_pred, level: float, rng) -> tuple[float, tuple]:
-    """Mean AUC of the prediction ``p_pred`` (m,) and its band: outcomes drawn from abilities drawn
-    from the posterior, scored by the prediction."""
-    P_true = sigmoid(_logits(assessor, params_t, thetas, res_t))
+def _expected_auc(P_true, p_pred, level: float, rng) -> tuple[float, tuple]:
+    """Mean AUC of the prediction ``p_pred`` (m,) and its band: outcomes drawn from the true success
+    probabilities drawn from the state (``P_true``, (n_draws, m)), scored by the prediction."""
     Y_rep = rng.random(P_true.shape) < P_true
     aucs = rank_auc(Y_rep, p_pred)
     lo, hi = (1 - level) / 2, 1 - (1 - level) / 2
@@ -233,33 +212,15 @@ def _expected_auc(assessor, params_t, thetas, res_t, p_pred, level: float, rng) 
     return float(auc_ok.mean()), (float(np.quantile(auc_ok, lo)), float(np.quantile(auc_ok, hi)))
 
 
-def _misfit_pvalue(assessor, X_answered, y, thetas, res_a, rng) -> float:
-    """Posterior predictive p-value of the answers' log-likelihood (NaN without answers)."""
-    obs = np.isfinite(y)
-    if not obs.any():
+def _misfit_pvalue(Pa, y_obs, rng) -> float:
+    """Posterior predictive p-value of the answers' log-likelihood: ``Pa`` (n_draws, n) the drawn success
+    probabilities of the answered items, ``y_obs`` (n,) the answers (NaN without answers)."""
+    if Pa is None or not len(y_obs):
         return float("nan")
-    Z = _logits(assessor, list(zip(*assessor.item_parameters(X_answered[obs]))), thetas, None if res_a is None else res_a[obs])
-    Pa = sigmoid(Z)
     ll = lambda Yb: (Yb * np.log(Pa + 1e-12) + (1 - Yb) * np.log(1 - Pa + 1e-12)).sum(1)  # noqa: E731
-    ll_obs = ll(np.broadcast_to(y[obs], Pa.shape))
+    ll_obs = ll(np.broadcast_to(y_obs, Pa.shape))
     ll_rep = ll((rng.random(Pa.shape) < Pa).astype(float))
     return float(np.mean(ll_rep <= ll_obs))
-
-
-def _training_extent(assessor, post, params_t) -> tuple[tuple[float, float], float, float]:
-    """Against the training LLMs, member by member (then averaged): the range of their expected
-    accuracy on the target, the new LLM's Mahalanobis distance from the prior, and the largest
-    training LLM's."""
-    train_acc, maha, maha_max = [], [], []
-    for m, (th_tr, prior, (a, b)) in enumerate(zip(assessor.training_abilities(), assessor.ability_priors(), params_t)):
-        train_acc.append(sigmoid(th_tr @ a.T - b).mean(1))
-        prec = prior.precision
-        d = th_tr - prior.mean
-        maha_max.append(float(np.sqrt(np.einsum("nd,de,ne->n", d, prec, d)).max()))
-        dn = post.theta[m, 0] - prior.mean
-        maha.append(float(np.sqrt(dn @ prec @ dn)))
-    train_acc = np.mean(train_acc, 0)
-    return (float(train_acc.min()), float(train_acc.max())), float(np.mean(maha)), float(np.mean(maha_max))
 
 
 def _verdict(flags: list[str], width: float, n_ans: int, max_width: float) -> tuple[str, int]:
@@ -272,15 +233,3 @@ def _verdict(flags: list[str], width: float, n_ans: int, max_width: float) -> tu
         # a band of sampling width shrinks like 1/sqrt(n): answers needed for max_width, minus those given
         return UNCERTAIN, int(max(5, np.ceil(n0 * ((width / max_width) ** 2 - 1))))
     return OK, 0
-
-
-def fallback_predict(assessor, X_answered, y, X_target, C: float = 1.0) -> np.ndarray:
-    """The "reference only" fallback: P(success) (m,) from a logistic regression on the LLM's own answers.
-
-    Features are the assessor's whitened prompt projection (the residual's); with one class
-    answered, the answered rate (clipped away from 0 and 1) everywhere. See
-    :class:`~assessors.trust.reference_only.ReferenceOnlyPredictor`.
-    """
-    from assessors.trust.reference_only import ReferenceOnlyPredictor
-
-    return ReferenceOnlyPredictor(assessor, X_answered, y, C=C)(X_target)

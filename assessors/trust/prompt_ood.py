@@ -115,8 +115,3 @@ class PromptOOD(BaseEstimator):
         check_is_fitted(self, "threshold_")
         return {"threshold": self.threshold_, "max_share": float(self.max_share), "n_train": len(self.index_),
                 "population": getattr(self, "population_", None) is not None}
-
-    def out_of_distribution(self, X) -> bool:
-        """Whether the target set ``X`` is out of distribution (see the class docstring)."""
-        s = self.share(X)
-        return bool(np.isfinite(s) and s > self.max_share)

@@ -1,30 +1,22 @@
-"""Thresholds and fallback of the posterior trust report, chosen on validation LLMs.
+"""Thresholds and fallback of the trust report, chosen on validation LLMs.
 
-:class:`ValidatedTrustPolicy` takes the posterior trust reports of the validation LLMs (never
-training, never test LLMs; each described by its reference answers, its report about the
-validation prompts) and what happened on the validation prompts, and chooses, in this order:
+:class:`ValidatedTrustPolicy` takes the validation LLMs' reports about the validation prompts (each LLM
+described by its reference answers) and what happened there, and chooses, in this order:
 
-1. ``band_scale`` / ``auc_band_scale``: the smallest widening of the accuracy / expected-AUC band
-   whose coverage of the validation LLMs' realised accuracy / latent AUC reaches ``level``;
-2. the verdict thresholds (``misfit_alpha``, ``range_margin``, ``max_width``): the grid point with
-   the best recall of the validation *failures* (latent AUC below the reference-only fallback's, or
-   realised accuracy outside the band) with at most ``max_false_alarms`` false alarms;
-3. the quiet rule (``quiet_flags``): a flag that fires on at least ``min_triggered`` validation LLMs,
-   on none of the validation failures, and on LLMs whose loss no fallback lowers by ``min_loss_gain``
-   on average, is muted (reported as a note, no effect on the verdict); ``max_width`` is raised along
-   its grid while its ``uncertain`` verdicts fall on at least ``min_triggered`` validation LLMs and on
-   no failure. A warning that only ever fired on LLMs that did well, and that changed nothing when
-   acted on, is one users learn to ignore;
-4. which flags trigger the fallback and which fallback (``releveled``: the latent ranking shifted
-   to the LLM's answered level; ``reference_only``): the lowest mean loss (e.g. Brier) over the
-   validation LLMs when the triggered ones use it.
+1. ``band_scale`` / ``auc_band_scale``: the smallest widening of the accuracy / expected-AUC band whose
+   coverage of the realised accuracy / model AUC reaches ``level``;
+2. ``misfit_alpha``, ``range_margin``, ``max_width``: the grid point with the best recall of the
+   *failures* (model AUC below the reference-only fallback's, or realised accuracy outside the band) with
+   at most ``max_false_alarms`` false alarms;
+3. the quiet rule (``quiet_flags``): a flag raised on at least ``min_triggered`` LLMs, none of them a
+   failure, and on LLMs whose loss no fallback lowers by ``min_loss_gain``, is muted (a note); ``max_width``
+   is raised while its ``uncertain`` verdicts fall on ``min_triggered`` or more LLMs and on no failure
+   (a warning that only fires on LLMs that did well, and changes nothing when acted on, gets ignored);
+4. which flags trigger which fallback: the lowest mean loss (Brier) over the validation LLMs.
 
-Where the validation LLMs cannot decide (fewer than ``min_failures`` failures, fewer than
-``min_triggered`` triggered LLMs, no finite AUC) the stated default is kept and ``chosen_by_`` says
-so. ``options()`` are the keyword arguments of
-:class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`; ``record()`` is what ``train.py``
-stores with a model whose assessor is latent (``AssessorModel.trust_policy``), the defaults of
-``predict.py``, the server and onboarding.
+Where the validation LLMs cannot decide, the stated default is kept and ``chosen_by_`` says so.
+``options()`` are :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`'s keyword arguments;
+``record()`` is what ``train.py`` stores with the model (``AssessorModel.trust_policy``).
 """
 from __future__ import annotations
 

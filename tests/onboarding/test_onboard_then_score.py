@@ -67,14 +67,13 @@ def test_onboard_smollm2_then_score(llama_base_url, llama_model, data_dir, tmp_p
     # 20 training LLMs (which flags, if any, is the report's judgement, not asserted here)
     assert entry.n_answered == len(ref_ids) and entry.reference_accuracy == pytest.approx(ref_acc)
     trust = entry.trust
-    assert isinstance(trust, dict) and "similarity" in trust and "flags" in trust, trust
-    assert trust["similarity"] is None or np.isfinite(trust["similarity"])
-    assert len(trust["nearest"]) >= 1 and all(n["llm"] in model.llms for n in trust["nearest"])
+    assert isinstance(trust, dict) and "verdict" in trust and "flags" in trust, trust
+    assert trust["n_answered"] == int(np.isfinite(vec).sum()) and 0 <= trust["expected_accuracy"] <= 1
 
     # context for the figures: the same prompts scored for the training LLMs
     P_known = model.assessor.predict_proba(engine.embed(test_prompts), np.asarray(model.reference_success))
     print(f"\nSmolLM2 onboarding: reference accuracy {ref_acc:.3f} on {len(ref_ids)} items "
           f"({summary.get('seconds', float('nan')):.1f} s); mean predicted P(success) on {N_SCORE} test prompts "
-          f"{float(P.mean()):.3f}; trust similarity {trust['similarity']}, flags {trust['flags']}, "
-          f"range {trust.get('range')}; training LLMs' mean P {float(np.min(P_known.mean(1))):.3f}-"
+          f"{float(P.mean()):.3f}; trust verdict {trust['verdict']}, flags {trust['flags']}, "
+          f"range {trust.get('accuracy_range_training')}; training LLMs' mean P {float(np.min(P_known.mean(1))):.3f}-"
           f"{float(np.max(P_known.mean(1))):.3f}")

@@ -9,7 +9,8 @@ from scipy.stats import spearmanr
 from assessors.errors import ConfigError, DataError
 from assessors.irt_math import sigmoid
 from assessors.metrics import masked_auc
-from assessors.trust.population import PopulationDifficulty, PopulationPredictor
+from assessors.trust.fallbacks import PopulationPredictor
+from assessors.trust.population import PopulationDifficulty
 from assessors.trust.prompt_ood import PromptOOD
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from assessors.irt_math import sigmoid
 from assessors.metrics import auc
-from assessors.trust.posterior_report import OUT, UNCERTAIN, fallback_predict, posterior_trust
+from assessors.trust.posterior_report import OUT, UNCERTAIN, posterior_trust
+from assessors.trust.fallbacks import ReferenceOnlyPredictor
 from tests.latent_sim import fit_simulated
 
 
@@ -107,10 +108,10 @@ def test_fallback_ranks_from_the_llms_own_answers(sim):
     k = d["new"][5]
     idx, y = _answers(d, k, 300, rng)
     X_t = d["X"][d["target"]]
-    p = fallback_predict(model, d["X"][idx], y, X_t)
+    p = ReferenceOnlyPredictor(model, d["X"][idx], y)(X_t)
     assert p.shape == (len(X_t),) and ((p > 0) & (p < 1)).all()
     assert auc(d["S"][k, d["target"]], p) > 0.6
-    const = fallback_predict(model, d["X"][idx][:5], np.ones(5), X_t)
+    const = ReferenceOnlyPredictor(model, d["X"][idx][:5], np.ones(5))(X_t)
     assert np.allclose(const, const[0]) and 0.5 < const[0] < 1
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from assessors.errors import ConfigError
 from assessors.trust.posterior_policy import FALLBACKS, PosteriorTrustPolicy
-from assessors.trust.served_band import check_bands, served_accuracy_band, served_auc_band
+from assessors.trust.fallbacks import check_bands, served_accuracy_band, served_auc_band
 
 OOD = ["prompts_out_of_distribution"]
 BANDS = {"population": [0.52, 0.71], "releveled": [0.45, 0.74]}
@@ -89,7 +89,7 @@ def test_the_answered_level_band_covers_the_target_accuracy_at_its_level():
     import numpy as np
 
     from assessors.irt_math import sigmoid
-    from assessors.trust.population import PopulationPredictor
+    from assessors.trust.fallbacks import PopulationPredictor
 
     class Difficulty:  # a population model that knows the difficulty exactly
         def logit(self, X):

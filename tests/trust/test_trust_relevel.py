@@ -7,7 +7,7 @@ import pytest
 
 from assessors.irt_math import sigmoid
 from assessors.metrics import auc
-from assessors.trust.relevel import ReleveledPredictor, fit_offset
+from assessors.trust.fallbacks import ReleveledPredictor, fit_offset
 from tests.latent_sim import fit_simulated
 
 
@@ -42,7 +42,7 @@ def test_relevel_keeps_the_ranking_and_fixes_the_level(sim):
         S = (rng.random(len(logit)) < sigmoid(logit + 2.5)).astype(float)  # far better than the model says
         y = S[idx]
         pred = ReleveledPredictor(model, d["X"][idx], y)
-        p_lat, _ = model.predict_posterior(X_t, pred.post_)
+        p_lat, _ = model.predict_posterior(X_t, pred.state_)
         p_rel = pred(X_t)
         s = S[d["target"]]
         assert auc(s, p_rel) == pytest.approx(auc(s, p_lat[0]), abs=1e-9)  # a monotone shift

@@ -117,7 +117,7 @@ def test_serving_defaults_are_the_stated_defaults_of_the_validated_policy():
 
 
 def test_verdict_scores_count_failures_flags_and_the_fallbacks_auc():
-    from assessors.trust.posterior_eval import verdict_scores
+    from assessors.tasks.trust_eval import verdict_scores
 
     reps = [_rep(ppp=0.001), _rep(ppp=0.001), _rep(), _rep()]
     outs = [{"llm": str(i), "realised_accuracy": acc, "auc_latent": al, "auc_reference_only": ar, "auc_releveled": al,
