@@ -91,8 +91,8 @@ def run(cfg: DictConfig, model=None) -> dict:
     ids = prompts["instance_id"].tolist()  # unique: read_prompt_files refuses a repeated id
     rows, Y = read_calibration_answers(ct.answers, model.llms, ids)
     X = model.featurizer.transform(prompts["prompt"].astype(str).tolist())
-    known = getattr(model, "known_posterior", None)
-    theta = None if known is None else known.theta[:, rows]  # their posterior from all their training answers
+    known = model.known_states
+    theta = None if known is None else np.concatenate([known[i].theta for i in rows], 1)  # from all their training answers
     tc = TaskCalibration(model.assessor, min_answers=int(ct.min_answers)).fit(X, Y, rows, theta)
     items = pd.DataFrame({"instance_id": ids, "status": tc.status_, "n_answers": tc.n_answers_})
     summary = {"task_prompts": len(ids), "calibration_llms": len(rows), **tc.report(), "model_uri": None,
@@ -116,7 +116,7 @@ def log_adapted(cfg, model, assessor, texts: list[str], items: pd.DataFrame, sum
                                  trust_policy=getattr(model, "trust_policy", None),
                                  training_prompts=getattr(model, "training_prompts", None),
                                  prompt_ood=getattr(model, "prompt_ood", None),
-                                 known_posterior=getattr(model, "known_posterior", None))
+                                 known_states=model.known_states)
         run.log_table(items.set_index("instance_id"), "task_calibration/items.csv")
         run.log_dict({k: v for k, v in summary.items() if k not in ("model_uri", "registered")},
                      "task_calibration/report.json")

@@ -12,9 +12,9 @@ import logging
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 from tqdm.auto import tqdm
 
+from assessors.core.evidence import Evidence
 from assessors.metrics import masked_auc
 from assessors.trust.fit import LLMPart
 from assessors.trust.report import trust_report
@@ -35,7 +35,7 @@ def score_llms(generic, specific, T: np.ndarray, train_llms: list[str], part: LL
     Parameters
     ----------
     generic : fitted generic assessor
-    specific : unfitted reference-only assessor, cloned per LLM
+    specific : the specific assessor; each LLM's reference-only classifier is its ``describe``
     T : ndarray of shape (n_train_llms, n_reference)
         Training LLMs' reference results.
     part : LLMPart
@@ -48,7 +48,7 @@ def score_llms(generic, specific, T: np.ndarray, train_llms: list[str], part: LL
     Pr = np.zeros_like(Pg)
     rows, flags = [], []
     for k, llm in enumerate(tqdm(part.llms, desc=f"trust {part_name}", leave=False)):
-        spec = clone(specific).fit(generic.reference_features_, R[k])
+        spec = specific.describe(Evidence(generic.reference_features_, R[k]))
         Pr[k] = spec.predict_proba(X)
         rep = trust_report(R[k], T, train_llms, assessor=generic, reference_only_auc=spec.val_auc_,
                            profile=profile, **opts)
