@@ -194,3 +194,39 @@ def test_no_capability_branch_outside_the_families():
         if re.search(r"capability\([^)]*has_posterior", path.read_text()):
             hits.append(rel)
     assert not hits, f"has_posterior branches outside the families: {hits}"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_engine_and_the_pyfunc_model_serve_every_family_through_the_protocol(data, fitted, family):
+    """One code path for every family: known LLMs by their training answers, new ones by evidence or by
+    reference results; ``p_std`` only where the family has a spread."""
+    import pandas as pd
+
+    from assessors.core.pyfunc import AssessorModel
+    from assessors.routing.engine import Engine
+
+    _, est = fitted
+    ref_ids = [data["train_ids"][i] for i in data["ref"]]
+    model = AssessorModel(est, data["feat"], ref_ids, data["S"][:, data["ref"]], data["train_llms"],
+                          known_states=est.describe_known(data["X"], data["S"], data["ref"]))
+    engine = Engine(model)
+    engine.register_known(data["train_llms"][:2])
+    engine.registry.register("new", evidence=_evidence(data, 3))
+    engine.registry.register("by_reference", data["S_new"][3, data["ref"]])
+    entries = engine.resolve(None)
+    P, STD = engine.score_with_spread(data["X_test"], entries)
+    assert P.shape == (4, len(data["X_test"])) and (STD is None) == (family not in SPREAD)
+    np.testing.assert_allclose(P[2], est.predict_state(data["X_test"], est.describe(_evidence(data, 3)))[0], atol=1e-5)
+    np.testing.assert_allclose(P[0], est.predict_state(data["X_test"], model.known_states[0])[0], atol=1e-5)
+    np.testing.assert_allclose(P[3], est.predict_proba(data["X_test"], data["S_new"][3, data["ref"]]), atol=1e-5)
+    prompts = data["results"].prompts(data["train_ids"][:5])
+    out = model.predict(None, pd.DataFrame({"prompt": prompts}), {"llm": data["train_llms"][0]})
+    assert ("p_std" in out) == (family in SPREAD)
+    np.testing.assert_allclose(out["p_success"], engine.score(data["feat"].transform(prompts), entries[:1])[0],
+                               atol=1e-5)
+    y = data["S_new"][3]
+    ev = model.predict(None, pd.DataFrame({"prompt": prompts}),
+                       {"evidence_prompts": data["results"].prompts(data["train_ids"]),
+                        "evidence_success": np.where(np.isnan(y), -1.0, y).tolist()})
+    np.testing.assert_allclose(ev["p_success"], est.predict_state(data["X"][:5], est.describe(_evidence(data, 3)))[0],
+                               atol=1e-5)
