@@ -92,7 +92,7 @@ def run(cfg: DictConfig, model=None) -> dict:
     rows, Y = read_calibration_answers(ct.answers, model.llms, ids)
     X = model.featurizer.transform(prompts["prompt"].astype(str).tolist())
     known = model.known_states
-    theta = None if known is None else np.concatenate([known[i].theta for i in rows], 1)  # from all their training answers
+    theta = None if known is None else np.concatenate([known[i].theta for i in rows], 1)  # from all their answers
     tc = TaskCalibration(model.assessor, min_answers=int(ct.min_answers)).fit(X, Y, rows, theta)
     items = pd.DataFrame({"instance_id": ids, "status": tc.status_, "n_answers": tc.n_answers_})
     summary = {"task_prompts": len(ids), "calibration_llms": len(rows), **tc.report(), "model_uri": None,
