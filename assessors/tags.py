@@ -35,8 +35,9 @@ class Capabilities:
         A classifier that consumes lazy row sources (:class:`~assessors.core.rows.PairRows`)
         instead of a materialised matrix.
     has_posterior : bool
-        An assessor with a posterior over an LLM's abilities (``posterior``, ``evidence_posterior``):
-        it takes answers on any prompts, onboards adaptively and gets the posterior trust report.
+        An assessor with a posterior over an LLM's abilities (``posterior``, ``evidence_posterior``). Callers
+        do not branch on it: they call the assessor protocol (:mod:`assessors.core.protocol`), whose
+        ``require_posterior`` raises the typed error; the trust layer's report dispatch still reads it.
     """
 
     uses_results: bool = False

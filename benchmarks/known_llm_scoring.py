@@ -50,18 +50,18 @@ def main() -> None:
     from assessors.routing.engine import load_assessor_model
 
     model = load_assessor_model(args.model_uri, args.tracking_uri)
-    known = getattr(model, "known_posterior", None)
+    known = model.known_states
     if known is None:
-        raise SystemExit("this model stores no known_posterior: log it with python train.py assessor=latent")
+        raise SystemExit("this model stores no known LLMs' states: log it with python train.py assessor=latent")
     d = model.assessor.reference_features_.shape[1]
     rng = np.random.default_rng(0)
     rows = []
     for m in args.n_prompts:
         X = rng.standard_normal((m, d)).astype(np.float32)
         X /= np.linalg.norm(X, axis=1, keepdims=True)
-        model.known_posterior = known
+        model.known_states = known
         stored = time_scoring(model, X, args.repeat)
-        model.known_posterior = None
+        model.known_states = None
         reference = time_scoring(model, X, args.repeat)
         rows.append({"n_prompts": m, "stored_posterior_ms": round(stored, 2), "reference_ms": round(reference, 2),
                      "ratio": round(reference / stored, 2)})

@@ -59,7 +59,7 @@ def test_per_llm_fits_get_their_share(compose, monkeypatch, llm_jobs):
     import numpy as np
 
     from assessors.tasks import train as pipeline
-    from assessors.core.specific import SpecificAssessor
+    from assessors.core.specific import LLMClassifier
 
     seen = []
 
@@ -68,8 +68,8 @@ def test_per_llm_fits_get_their_share(compose, monkeypatch, llm_jobs):
         self.classifier_name_ = "x"
         return self
 
-    monkeypatch.setattr(SpecificAssessor, "fit", record)
-    monkeypatch.setattr(SpecificAssessor, "predict_proba", lambda self, X: np.zeros(len(X), np.float32))
+    monkeypatch.setattr(LLMClassifier, "fit", record)
+    monkeypatch.setattr(LLMClassifier, "predict_proba", lambda self, X: np.zeros(len(X), np.float32))
     cfg = compose([f"llm_jobs={llm_jobs}"])
 
     class Prep:

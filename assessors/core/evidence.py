@@ -1,10 +1,11 @@
 """An LLM's evidence: graded answers on any items the model's featurizer can embed.
 
 The reference set is one way to describe a new LLM; :class:`Evidence` is the general one: the
-features of the items it answered and its 0/1 answers. An assessor with a posterior over abilities
-(``assessor=latent``, :meth:`LatentAssessor.evidence_posterior`) turns evidence into a posterior and
-scores any prompt from it; the other assessors condition on the reference set only, and
-:func:`require_evidence_support` says so with a :class:`~assessors.errors.NoPosteriorError`.
+features of the items it answered and its 0/1 answers. Every assessor turns evidence into its state
+of the LLM (:meth:`~assessors.core.protocol.Assessor.describe`): an assessor with a posterior over
+abilities (``assessor=latent``) from any prompts; the paper's generic assessor, which conditions on
+the reference set only, reads the answers on the reference prompts out of it
+(:func:`reference_answers`, a :class:`MissingReferenceError` naming the missing ones otherwise).
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import numpy as np
 
 from assessors.core.posterior import check_answers
 from assessors.errors import DataError, NoPosteriorError
-from assessors.tags import capability
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,15 +68,49 @@ class Evidence:
         return self.X[obs], self.y[obs]
 
 
-def require_evidence_support(assessor, what: str = "evidence on prompts outside the reference set",
-                             instead: str = "reference=...", error: type = NoPosteriorError) -> None:
-    """Raise ``error`` (a :class:`NoPosteriorError`) naming ``assessor=latent`` unless ``assessor``
-    supports evidence; ``instead`` names the caller's way to give reference results."""
-    if not capability(assessor, "has_posterior"):
-        raise error(
-            f"{what} needs an assessor with a posterior over abilities (train with assessor=latent); this model "
-            f"holds {type(assessor).__name__}, which conditions on the reference set only: describe the LLM by its "
-            f"results on the model's reference prompts ({instead}) instead")
+class MissingReferenceError(NoPosteriorError):
+    """Evidence for an assessor that conditions on the reference set, without answers on (some of) its
+    reference prompts. ``missing``: their positions in the reference set."""
+
+    def __init__(self, message: str, missing: Sequence[int] = ()):
+        super().__init__(message)
+        self.missing = list(missing)
+
+
+def reference_positions(X: np.ndarray, reference_features: np.ndarray, owner: str) -> np.ndarray:
+    """Where each reference prompt (features ``reference_features`` (n_ref, d)) is among items with
+    features ``X`` (n, d): positions (n_ref,), found by the features.
+
+    Raises
+    ------
+    MissingReferenceError
+        Some reference prompts are not among the items; ``owner`` (the assessor's class name) goes into
+        the message with the fix.
+    """
+    ref = np.asarray(reference_features, dtype=np.float64)
+    E = np.asarray(X, dtype=np.float64)
+    if not len(E):
+        nearest, found = np.zeros(len(ref), dtype=int), np.zeros(len(ref), dtype=bool)
+    else:
+        d = np.sqrt(np.maximum((ref ** 2).sum(1)[:, None] - 2 * ref @ E.T + (E ** 2).sum(1)[None, :], 0))
+        nearest = d.argmin(1)
+        # the same prompt featurized again may differ in the last bits (batching), never by more
+        found = d[np.arange(len(ref)), nearest] <= 1e-3 * np.maximum(1.0, np.linalg.norm(ref, axis=1))
+    missing = np.flatnonzero(~found)
+    if len(missing):
+        raise MissingReferenceError(
+            f"evidence on prompts outside the reference set needs an assessor with a posterior over abilities "
+            f"(train with assessor=latent); this model holds {owner}, which conditions on the reference set only, "
+            f"and {len(missing)} of its {len(ref)} reference prompts are not in the evidence (positions "
+            f"{', '.join(map(str, missing[:5]))}{', ...' if len(missing) > 5 else ''}): give the LLM's answers on "
+            "the model's reference prompts instead", missing)
+    return nearest
+
+
+def reference_answers(evidence: Evidence, reference_features: np.ndarray, owner: str) -> np.ndarray:
+    """The answers (n_ref,) of ``evidence`` on the reference prompts (:func:`reference_positions`; an item
+    given with a missing answer counts as not evaluated)."""
+    return evidence.y[reference_positions(evidence.X, reference_features, owner)]
 
 
 def evidence_from_answers(X: np.ndarray, answers: Sequence, ids: Sequence[str] | None = None) -> Evidence:

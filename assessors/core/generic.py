@@ -1,7 +1,8 @@
 """The generic assessor: one classifier for all LLMs.
 
 Input for an (LLM, prompt) pair = prompt features joined to the LLM's success vector on a
-small reference set. A new LLM is characterised by running it on the reference set only.
+small reference set. A new LLM is characterised by running it on the reference set only: its state
+(:class:`~assessors.core.protocol.Assessor`) is that reference vector, read out of its evidence.
 """
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import has_fit_parameter
 from sklearn.utils.validation import check_is_fitted
 
+from assessors.core.evidence import Evidence, reference_answers, reference_positions
+from assessors.core.protocol import Assessor
 from assessors.core.rows import PairRows, collapse_pairs, cosine_similarity, observed_pairs
 from assessors.errors import DataError
 from assessors.tags import capability
@@ -20,7 +23,7 @@ from assessors.tags import capability
 log = logging.getLogger(__name__)
 
 
-class GenericAssessor(BaseEstimator):
+class GenericAssessor(Assessor, BaseEstimator):
     """One classifier for all LLMs, conditioned on their reference-set results.
 
     Parameters
@@ -193,6 +196,48 @@ class GenericAssessor(BaseEstimator):
             return p[0] if single else np.repeat(p, R.shape[0], axis=0)
         p = self._predict_rows(X, R)
         return p[0] if single else p
+
+    # ----------------------------------------------------------------- protocol
+    def describe(self, evidence: Evidence) -> np.ndarray:
+        """The reference vector (n_ref,) of one LLM: its answers on the reference prompts, read out of
+        ``evidence`` by their features (the "all train data" baseline needs none: the training mean).
+
+        Raises
+        ------
+        MissingReferenceError
+            A reference prompt is not among the evidence items (the message names its position).
+        """
+        check_is_fitted(self, "classifier_", msg="GenericAssessor is not fitted")
+        self.check_evidence(evidence)
+        if not self.use_reference:
+            return self.reference_fill_.astype(np.float64)
+        return reference_answers(evidence, self.reference_features_, type(self).__name__)
+
+    def describe_known(self, X: np.ndarray, S: np.ndarray, ref_index: np.ndarray | None = None) -> list[np.ndarray]:
+        """The reference vectors of ``k`` LLMs: their answers ``S`` (k, n) at ``ref_index`` or, when not
+        given, on the reference prompts found among ``X`` (n, d) by their features, once for all of them."""
+        check_is_fitted(self, "classifier_", msg="GenericAssessor is not fitted")
+        S = np.atleast_2d(np.asarray(S, dtype=np.float32))
+        if not self.use_reference:
+            return [self.reference_fill_.astype(np.float64) for _ in S]
+        if ref_index is None:
+            ref_index = reference_positions(X, self.reference_features_, type(self).__name__)
+        return self.describe_reference(S[:, np.asarray(ref_index, dtype=int)])
+
+    def describe_reference(self, R: np.ndarray) -> list[np.ndarray]:
+        """The reference vectors themselves, one (n_ref,) per row of ``R`` (k, n_ref), checked."""
+        check_is_fitted(self, "classifier_", msg="GenericAssessor is not fitted")
+        R = np.atleast_2d(np.asarray(R, dtype=np.float32))
+        self._fill(R)  # the shape check
+        return list(R)
+
+    def predict_state(self, X: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, None]:
+        """``(p (m,), None)``: :meth:`predict_proba` for one reference vector; no spread."""
+        return self.predict_proba(X, np.asarray(state, dtype=np.float32)), None
+
+    def predict_states(self, X: np.ndarray, states) -> tuple[np.ndarray, None]:
+        """``(P (k, m), None)``: the reference vectors scored in one call."""
+        return np.atleast_2d(self.predict_proba(X, np.stack([np.asarray(s, np.float32) for s in states]))), None
 
     def _predict_rows(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:
         rows, _ = self._rows(X, R)

@@ -10,8 +10,9 @@ the posterior-predictive spread. A per-LLM residual over prompt features (see
 parameters cannot. A small ensemble of independently seeded networks averages out the
 seed-to-seed variance of one network.
 
-It has the generic assessor's interface (``fit(X, S, ref_index, validation)``,
-``predict_proba(X, R)``), so it drops in wherever that one is used.
+It implements the assessor protocol (:class:`~assessors.core.protocol.Assessor`; an LLM's state is its
+posterior, one row of :class:`LatentPosterior`) and the generic assessor's ``predict_proba(X, R)``, so
+it drops in wherever that one is used.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from assessors.core.latent_validation import HeldOutScores, ValidationLLMScores
 from assessors.core.latent_predictive import (LatentPosterior, ability_posterior, latent_predictive,
                                                posterior_predictive)
 from assessors.core.posterior import GaussianPrior, check_answers, sigmoid
+from assessors.core.protocol import Assessor
 from assessors.core.residual import FeatureProjection, fit_residual
 from assessors.errors import DataError
 from assessors.tags import with_capabilities
@@ -36,7 +38,7 @@ from assessors.tags import with_capabilities
 log = logging.getLogger(__name__)
 
 
-class LatentAssessor(BaseEstimator):
+class LatentAssessor(Assessor, BaseEstimator):
     """Latent-ability (IRT) assessor with item parameters from prompt features.
 
     Parameters
@@ -298,6 +300,35 @@ class LatentAssessor(BaseEstimator):
         """Posterior of one LLM (``k = 1``) from its :class:`~assessors.core.evidence.Evidence`:
         :meth:`posterior` on ``evidence.X`` (n, d) and ``evidence.y`` (n,)."""
         return self.posterior(evidence.X, evidence.y[None, :])
+
+    # ----------------------------------------------------------------- protocol
+    def describe(self, evidence) -> LatentPosterior:
+        """The state of one LLM: its posterior from any graded items (:meth:`evidence_posterior`)."""
+        self._check_fitted()
+        return self.evidence_posterior(self.check_evidence(evidence))
+
+    def describe_known(self, X: np.ndarray, S: np.ndarray, ref_index=None) -> list[LatentPosterior]:
+        """One posterior per LLM from all its answers ``S`` (k, n) on prompts ``X`` (n, d), in one call
+        (``ref_index`` is not needed: every answer counts)."""
+        post = self.posterior(X, S)
+        return [post.take([i]) for i in range(len(post))]
+
+    def describe_reference(self, R: np.ndarray) -> list[LatentPosterior]:
+        """One posterior per LLM from its reference answers ``R`` (k, n_ref)."""
+        post = self.reference_posterior(np.atleast_2d(R))
+        return [post.take([i]) for i in range(len(post))]
+
+    def predict_state(self, X: np.ndarray, state: LatentPosterior) -> tuple[np.ndarray, np.ndarray]:
+        """``(p, std)`` of shape (m,): the posterior predictive of one LLM (:meth:`predict_posterior`)."""
+        p, std = self.predict_posterior(X, state)
+        return p[0], std[0]
+
+    def predict_states(self, X: np.ndarray, states) -> tuple[np.ndarray, np.ndarray]:
+        """``(P, STD)`` of shape (k, m): the prompts' item parameters once, the posteriors in one call."""
+        return self.predict_parts(self.prompt_parts(X), LatentPosterior.concat(list(states)))
+
+    def require_posterior(self, what: str) -> None:
+        """Nothing: this family has a posterior over abilities."""
 
     def _posterior(self, params, phi, Y) -> LatentPosterior:
         post = ability_posterior(self.priors_, params, Y)

@@ -5,11 +5,11 @@ Input: a DataFrame with a ``prompt`` column. Which LLM: exactly one of
 - ``params={"llm": name}``: an LLM known at training time;
 - ``params={"reference_success": [...]}``: a new LLM's results on the reference set in the order
   of ``reference_ids`` (-1 = not evaluated);
-- ``params={"evidence_prompts": [...], "evidence_success": [...]}`` (latent assessors only,
-  ``assessor=latent``): a new LLM's graded answers on any prompts, one 0/1 per prompt (-1 = not
-  graded). The prompts are featurized like the scored ones and the assessor's posterior over the
-  LLM's abilities is fitted from them (:meth:`LatentAssessor.evidence_posterior`), as the serving
-  registry does for ``POST /v1/llms`` with ``evidence``.
+- ``params={"evidence_prompts": [...], "evidence_success": [...]}``: a new LLM's graded answers on
+  any prompts, one 0/1 per prompt (-1 = not graded). The prompts are featurized like the scored ones
+  and the assessor describes the LLM from them (:meth:`~assessors.core.protocol.Assessor.describe`:
+  a posterior with ``assessor=latent``; the paper's generic assessor needs the reference prompts
+  among them), as the serving registry does for ``POST /v1/llms`` with ``evidence``.
 
 Evidence is not combined with ``llm`` or ``reference_success`` (as in the serving registry): an
 unknown name, more than one of the three, or none is an error (:class:`AssessorParamError`, HTTP
@@ -29,10 +29,10 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 from mlflow.pyfunc import PythonModel
 
-from assessors.core.evidence import evidence_from_answers, require_evidence_support
+from assessors.core.evidence import evidence_from_answers
 from assessors.core.posterior import check_answers
+from assessors.core.saved_model import MODEL_FORMAT, upgrade_state
 from assessors.errors import AssessorsError, DataError, NoPosteriorError
-from assessors.tags import capability
 
 #: What a saved model needs installed, stated: without it MLflow infers the list by loading the model
 #: again in a subprocess (tens of seconds for a torch model).
@@ -81,14 +81,14 @@ class AssessorModel(PythonModel):
     prompt_ood : PromptOOD, optional
         The posterior trust report's prompt-side signal (fitted on the training prompts): target prompts
         unlike them are flagged wherever the model is used. None (and older models): off.
-    known_posterior : LatentPosterior, optional
-        Assessors with a posterior: the known LLMs' ability posterior from all their training answers
-        (rows in the order of ``llms``), so a known LLM is scored from everything the model saw of it,
-        not from its reference results alone. None (other assessors, older models): the reference results.
+    known_states : list, optional
+        The known LLMs' states from all their training answers (``assessor.describe_known``, one per
+        LLM in the order of ``llms``), so a known LLM is scored from everything the model saw of it, not
+        from its reference results alone. None: the reference results.
     """
 
     def __init__(self, assessor, featurizer, reference_ids, reference_success, llms, trust_model=None,
-                 trust_policy=None, training_prompts=None, prompt_ood=None, known_posterior=None):
+                 trust_policy=None, training_prompts=None, prompt_ood=None, known_states=None):
         self.assessor = assessor
         self.featurizer = featurizer
         self.reference_ids = list(reference_ids)
@@ -98,15 +98,19 @@ class AssessorModel(PythonModel):
         self.trust_policy = trust_policy  # posterior trust thresholds chosen on validation LLMs (dict)
         self.training_prompts = training_prompts  # relative prompt files + training ids (dict)
         self.prompt_ood = prompt_ood  # kNN distance to the training prompts (assessors.trust.prompt_ood)
-        self.known_posterior = known_posterior
+        self.known_states = None if known_states is None else list(known_states)
+        self.model_format = MODEL_FORMAT  # what assessors.core.saved_model upgrades older models from
 
-    def known_llm_posterior(self, llm: str):
-        """The posterior of known LLM ``llm`` from all its training answers (one row), or None when the
-        model has none (an assessor without a posterior, a model saved before it existed)."""
-        known = getattr(self, "known_posterior", None)
-        if known is None or llm not in self.llms:
+    def __setstate__(self, state):
+        # models saved before the assessor protocol: see assessors.core.saved_model
+        self.__dict__.update(upgrade_state(state))
+
+    def known_llm_state(self, llm: str):
+        """The state of known LLM ``llm`` from all its training answers, or None when the model ships none
+        (then it is described by its reference results)."""
+        if self.known_states is None or llm not in self.llms:
             return None
-        return known.take([self.llms.index(llm)])
+        return self.known_states[self.llms.index(llm)]
 
     def supplied_reference(self, reference_success) -> np.ndarray | None:
         """``reference_success`` as a vector (n_ref,) with NaN = not evaluated; None when nothing
@@ -160,52 +164,58 @@ class AssessorModel(PythonModel):
         Raises
         ------
         AssessorParamError
-            Evidence for an assessor without a posterior (:class:`NoPosteriorParamError`), lists of
-            different lengths, values other than 0/1/-1, no graded answer, or evidence together
+            Lists of different lengths, values other than 0/1/-1, no graded answer, or evidence together
             with ``llm`` or ``reference_success``.
         """
         prompts, success = (_given(params, k, d) for k, d in (("evidence_prompts", NO_EVIDENCE_PROMPTS),
                                                                 ("evidence_success", NO_EVIDENCE_SUCCESS)))
         if prompts is None and success is None:
             return None
-        require_evidence_support(self.assessor, "params evidence_prompts/evidence_success (evidence on any prompts)",
-                                 instead="params={'reference_success': [...]}", error=NoPosteriorParamError)
         y = _evidence_values(prompts, success)
         if params.get("llm") or self.supplied_reference(params.get("reference_success")) is not None:
             raise AssessorParamError("pass exactly one of llm, reference_success or evidence_prompts/evidence_success; "
                                      "evidence is not combined with the others")
         return [str(p) for p in prompts], [None if np.isnan(v) else float(v) for v in y]
 
-    def score_evidence(self, prompts: list[str], evidence_prompts: list[str], answers: list) -> tuple:
-        """``(p, std)``, each of shape (n_prompts,): the posterior predictive of the LLM whose graded
-        ``answers`` (0/1, None = not graded) on ``evidence_prompts`` are given."""
+    def evidence_state(self, evidence_prompts: list[str], answers: list):
+        """The assessor's state of the LLM whose graded ``answers`` (0/1, None = not graded) on
+        ``evidence_prompts`` are given (:meth:`~assessors.core.protocol.Assessor.describe`).
+
+        Raises
+        ------
+        NoPosteriorParamError
+            The assessor cannot use this evidence (the generic assessor without the reference prompts).
+        """
         evidence = evidence_from_answers(self.featurizer.transform(list(evidence_prompts)), answers)
-        post = self.assessor.evidence_posterior(evidence)
-        p, std = self.assessor.predict_posterior(self.featurizer.transform(list(prompts)), post)
-        return p[0], std[0]
+        try:
+            return self.assessor.describe(evidence)
+        except NoPosteriorError as e:
+            raise NoPosteriorParamError(f"params evidence_prompts/evidence_success: {e}: pass "
+                                        "params={'reference_success': [...]} with them") from None
+
+    def state(self, params: dict):
+        """The state of the LLM that ``params`` name: from evidence, a known LLM's training answers, or
+        reference results (checked: :meth:`reference_vector`, :meth:`evidence_answers`)."""
+        evidence = self.evidence_answers(params)
+        if evidence is not None:
+            return self.evidence_state(*evidence)
+        r = self.reference_vector(params.get("llm") or None, params.get("reference_success"))
+        known = self.known_llm_state(params["llm"]) if params.get("llm") else None
+        return known if known is not None else self.assessor.describe_reference(r[None, :])[0]
 
     def score(self, prompts: list[str], reference: np.ndarray) -> np.ndarray:
         """P(success) of shape (n_prompts,) for one LLM's reference vector (n_ref,)."""
-        X = self.featurizer.transform(list(prompts))
-        return self.assessor.predict_proba(X, reference)
+        state = self.assessor.describe_reference(np.asarray(reference)[None, :])[0]
+        return self.assessor.predict_state(self.featurizer.transform(list(prompts)), state)[0]
 
     def predict(self, context, model_input: pd.DataFrame, params: dict | None = None) -> pd.DataFrame:
-        params = params or {}
         prompts = model_input["prompt"].astype(str).tolist()
-        evidence = self.evidence_answers(params)
-        if evidence is not None:
-            p, std = self.score_evidence(prompts, *evidence)
-            return pd.DataFrame({"p_success": p, "p_std": std})
-        r = self.reference_vector(params.get("llm") or None, params.get("reference_success"))  # checks the params
-        post = self.known_llm_posterior(params["llm"]) if params.get("llm") else None
-        if post is not None:
-            p, std = self.assessor.predict_posterior(self.featurizer.transform(prompts), post)
-            return pd.DataFrame({"p_success": p[0], "p_std": std[0]})
-        if capability(self.assessor, "has_posterior"):
-            # assessors with a posterior (assessor=latent) also give the spread of the prediction
-            p, std, _ = self.assessor.predict_distribution(self.featurizer.transform(prompts), r)
-            return pd.DataFrame({"p_success": p, "p_std": std})
-        return pd.DataFrame({"p_success": self.score(prompts, r)})
+        state = self.state(params or {})
+        p, std = self.assessor.predict_state(self.featurizer.transform(prompts), state)
+        out = pd.DataFrame({"p_success": np.asarray(p, np.float32)})
+        if std is not None:  # families with a spread (assessor=latent) give it
+            out["p_std"] = np.asarray(std, np.float32)
+        return out
 
 
 def _evidence_values(prompts: list | None, success: list | None) -> np.ndarray:
@@ -265,9 +275,10 @@ def assessor_signature(model: AssessorModel, example_prompts):
 
 def log_assessor_model(run, assessor, featurizer, reference_ids, reference_success, llms, example_prompts,
                        trust_model=None, trust_policy=None, training_prompts=None, prompt_ood=None,
-                       known_posterior=None):
+                       known_states=None):
     """Log an :class:`AssessorModel` with its signature (:func:`assessor_signature`)."""
     model = AssessorModel(assessor, featurizer, reference_ids, reference_success, llms, trust_model, trust_policy,
-                          training_prompts, prompt_ood, known_posterior)
+                          training_prompts, prompt_ood, known_states)
     signature = assessor_signature(model, example_prompts)
-    return run.log_model(model, "assessor", signature=signature, input_example=None, pip_requirements=PIP_REQUIREMENTS)
+    return run.log_model(model, "assessor", signature=signature, input_example=None, pip_requirements=PIP_REQUIREMENTS,
+                         metadata={"assessors_model_format": MODEL_FORMAT})

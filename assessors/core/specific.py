@@ -1,4 +1,9 @@
-"""The specific assessor: one classifier per LLM, trained on that LLM's graded results."""
+"""The specific assessor: one classifier per LLM, trained on that LLM's graded results.
+
+:class:`SpecificAssessor` is the family (:class:`~assessors.core.protocol.Assessor`): an LLM's state
+is an :class:`LLMClassifier` fitted on its evidence, so "specific" is a classifier fitted on an LLM's
+training answers and "reference only" one fitted on its reference answers.
+"""
 from __future__ import annotations
 
 import logging
@@ -9,6 +14,8 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
+from assessors.core.evidence import Evidence
+from assessors.core.protocol import Assessor
 
 log = logging.getLogger(__name__)
 
@@ -25,8 +32,8 @@ class ConstantClassifier(BaseEstimator):
         return np.stack([1 - p, p], axis=1)
 
 
-class SpecificAssessor(BaseEstimator):
-    """Per-LLM classifier on prompt features; classifier and hyperparameters by validation AUC.
+class LLMClassifier(BaseEstimator):
+    """One LLM's classifier on prompt features; classifier and hyperparameters by validation AUC.
 
     Parameters
     ----------
@@ -59,7 +66,7 @@ class SpecificAssessor(BaseEstimator):
                     est.set_params(n_jobs=int(self.n_jobs))
         return cands
 
-    def fit(self, X: np.ndarray, y: np.ndarray, X_val=None, y_val=None) -> "SpecificAssessor":
+    def fit(self, X: np.ndarray, y: np.ndarray, X_val=None, y_val=None) -> "LLMClassifier":
         """Fit on one LLM's results.
 
         Parameters
@@ -106,8 +113,70 @@ class SpecificAssessor(BaseEstimator):
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """P(success) of shape (n,) for prompts ``X`` (n, d): the positive column only, not (n, 2)."""
-        check_is_fitted(self, "classifier_", msg="SpecificAssessor is not fitted")
+        check_is_fitted(self, "classifier_", msg="LLMClassifier is not fitted")
         return self.classifier_.predict_proba(np.asarray(X, dtype=np.float32))[:, 1].astype(np.float32)
+
+
+class SpecificAssessor(Assessor, BaseEstimator):
+    """The specific family: one :class:`LLMClassifier` per LLM, fitted on that LLM's evidence.
+
+    Parameters
+    ----------
+    classifiers, cv, seed, n_jobs
+        As :class:`LLMClassifier` (each LLM's classifier gets them).
+
+    Attributes
+    ----------
+    reference_features_ : ndarray of shape (n_ref, d)
+        The reference prompts (what :meth:`describe_reference` and :meth:`predict_proba` fit on).
+    n_training_llms_ : int
+        Training LLMs seen by :meth:`fit`. Nothing is shared between LLMs, so ``fit`` learns no model:
+        each LLM, known or new, is described on demand (:meth:`describe_known`, :meth:`describe`).
+    """
+
+    def __init__(self, classifiers, cv: int = 3, seed: int = 0, n_jobs: int | None = None):
+        self.classifiers = classifiers
+        self.cv = cv
+        self.seed = seed
+        self.n_jobs = n_jobs
+
+    def _llm_classifier(self) -> LLMClassifier:
+        return LLMClassifier(self.classifiers, cv=self.cv, seed=self.seed, n_jobs=self.n_jobs)
+
+    def _candidates(self):
+        """The candidate classifiers each LLM's classifier chooses from (``[(name, estimator)]``)."""
+        return self._llm_classifier()._candidates()
+
+    def fit(self, X: np.ndarray, S: np.ndarray, ref_index: np.ndarray, validation=None) -> "SpecificAssessor":
+        """Keep the reference prompts ``X[ref_index]`` (X: (n, d), S: (n_llms, n)); ``validation`` is
+        not used (each LLM's classifier is chosen on its own validation answers, :meth:`describe`)."""
+        self.reference_features_ = np.asarray(X, dtype=np.float32)[np.asarray(ref_index, dtype=int)]
+        self.n_training_llms_ = int(np.atleast_2d(S).shape[0])
+        return self
+
+    def describe(self, evidence: Evidence, validation: Evidence | None = None) -> LLMClassifier:
+        """One LLM's classifier fitted on its ``evidence``; ``validation`` (its answers on other prompts)
+        chooses the classifier, else ``cv``-fold cross-validation on the evidence. Needs no :meth:`fit`:
+        nothing is shared between LLMs (after it, the evidence's feature width is checked)."""
+        X, y = self.check_evidence(evidence).answered()
+        X_val, y_val = self.check_evidence(validation).answered() if validation is not None else (None, None)
+        return self._llm_classifier().fit(X, y, X_val, y_val)
+
+    def describe_reference(self, R: np.ndarray) -> list[LLMClassifier]:
+        """One classifier per row of ``R`` (k, n_ref), fitted on the reference answers ("reference only")."""
+        check_is_fitted(self, "reference_features_", msg="SpecificAssessor is not fitted")
+        return [self.describe(Evidence(self.reference_features_, r)) for r in np.atleast_2d(R)]
+
+    def predict_state(self, X: np.ndarray, state: LLMClassifier) -> tuple[np.ndarray, None]:
+        """``(p (m,), None)`` from the LLM's classifier; no spread."""
+        return state.predict_proba(X), None
+
+    def predict_proba(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:
+        """P(success) (k, m) (or (m,) for one vector) of LLMs with reference answers ``R`` (k, n_ref),
+        each from its own classifier on its reference answers, as :meth:`GenericAssessor.predict_proba`."""
+        R = np.asarray(R, dtype=np.float64)
+        P = self.predict_states(X, self.describe_reference(R))[0]
+        return P[0] if R.ndim == 1 else P
 
 
 def _observed(X, y):

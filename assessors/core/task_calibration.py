@@ -90,7 +90,7 @@ class TaskCalibration(BaseEstimator):
         llm_rows : sequence of int, length k
             Each answering LLM's row among the model's training LLMs (the order ``fit`` saw them).
         theta : ndarray of shape (n_members, k, D), optional
-            Their abilities (e.g. the served model's ``known_posterior.theta`` rows); default their
+            Their abilities (e.g. the served model's ``known_states`` thetas); default their
             training abilities.
         """
         base = self.assessor

@@ -19,9 +19,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from assessors.core.evidence import Evidence
-from assessors.errors import ConfigError, DataError, NoPosteriorError
+from assessors.errors import ConfigError, DataError
 from assessors.onboarding.reference_set import selector_status
-from assessors.tags import capability
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +50,7 @@ class PoolOnboarding:
                  reference_ids: Sequence[str] = (), selector_params: dict | None = None, source: str = ""):
         from assessors.onboarding.adaptive import AdaptiveSelector
 
-        if not (capability(assessor, "has_posterior") and hasattr(assessor, "reference_features_")):
-            raise NoPosteriorError(f"adaptive onboarding over a candidate pool needs an assessor with a posterior over "
-                                   f"abilities (train with assessor=latent); this model holds {type(assessor).__name__}")
+        assessor.require_posterior("adaptive onboarding over a candidate pool")
         self.assessor = assessor
         self.source = source
         self.ids = [str(i) for i in ids]
@@ -108,7 +105,7 @@ class PoolOnboarding:
         """The assessor's posterior from ``evidence`` (the prior without any)."""
         if evidence is None or evidence.n_items == 0:
             return self.selector.posterior([], [])
-        return self.assessor.evidence_posterior(evidence)
+        return self.assessor.describe(evidence)
 
     def history(self, evidence: Evidence | None) -> tuple[list[int], list[float]]:
         """Answered pool positions in posting order and their answers."""
@@ -170,7 +167,7 @@ def load_pool(files: Sequence[str], embed, assessor, reference_ids: Sequence[str
     """
     from assessors.data.prompts import read_prompt_files
 
-    _require_posterior(assessor, "server.onboarding.pool")
+    assessor.require_posterior("server.onboarding.pool (unset it to onboard on the reference set)")
     files = [str(f) for f in files]
     df = read_prompt_files(files, required=())
     if df.empty:
@@ -203,7 +200,7 @@ def load_training_pool(record: dict | None, embed, assessor, reference_ids: Sequ
     """
     from assessors.data.training_prompts import no_pool_reason, read_training_prompts
 
-    _require_posterior(assessor, "server.onboarding.pool=training")
+    assessor.require_posterior("server.onboarding.pool=training (unset it to onboard on the reference set)")
     why = no_pool_reason(record)
     if why:
         raise ConfigError(f"server.onboarding.pool=training: this model records no training prompts ({why}); list "
@@ -212,13 +209,6 @@ def load_training_pool(record: dict | None, embed, assessor, reference_ids: Sequ
                                       instead="list prompt files in server.onboarding.pool")
     return _fit_pool(df, embed, assessor, reference_ids, selector_params,
                      f"the model's training prompts ({record.get('data')}), {len(files)} file(s)")
-
-
-def _require_posterior(assessor, setting: str) -> None:
-    if not capability(assessor, "has_posterior"):
-        raise NoPosteriorError(f"{setting} needs an assessor with a posterior over abilities (train with "
-                               f"assessor=latent); this model holds {type(assessor).__name__}. Unset the pool to "
-                               "onboard on the reference set")
 
 
 def _fit_pool(df, embed, assessor, reference_ids: Sequence[str], selector_params: dict | None,

@@ -17,8 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from assessors.errors import DataError, NoPosteriorError
-from assessors.tags import capability
+from assessors.errors import DataError
 
 
 class ReferenceSetOnboarding:
@@ -36,9 +35,7 @@ class ReferenceSetOnboarding:
     def __init__(self, assessor, reference_ids: Sequence[str], selector_params: dict | None = None):
         from assessors.onboarding.adaptive import AdaptiveSelector
 
-        if not (capability(assessor, "has_posterior") and hasattr(assessor, "reference_features_")):
-            raise NoPosteriorError(f"adaptive onboarding needs an assessor with a posterior over abilities "
-                                   f"(train with assessor=latent); this model holds {type(assessor).__name__}")
+        assessor.require_posterior("adaptive onboarding")
         self.ids = list(reference_ids)
         self.pos = {k: i for i, k in enumerate(self.ids)}
         params = dict(selector_params or {})

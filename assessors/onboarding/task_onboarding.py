@@ -19,8 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from assessors.errors import DataError, NoPosteriorError
-from assessors.tags import capability
+from assessors.errors import DataError
 
 
 @dataclass
@@ -112,13 +111,13 @@ def calibrate_model(model, X: np.ndarray, llm_rows: list[int], Y: np.ndarray, mi
     task's prompt features ``X`` (n, d) and the answers ``Y`` (k, n) of its known LLMs ``llm_rows`` (k,).
 
     The known LLMs' abilities are their posterior from all their training answers when the model ships
-    it (``known_posterior``), else their training abilities. Returns the fitted
+    it (``known_states``), else their training abilities. Returns the fitted
     :class:`~assessors.core.task_calibration.TaskCalibration`.
     """
     from assessors.core.task_calibration import TaskCalibration
 
-    known = getattr(model, "known_posterior", None)
-    theta = None if known is None else known.theta[:, llm_rows]
+    known = getattr(model, "known_states", None)
+    theta = None if known is None else np.concatenate([known[i].theta for i in llm_rows], 1)
     return TaskCalibration(model.assessor, min_answers=int(min_answers)).fit(X, Y, llm_rows, theta)
 
 
@@ -139,9 +138,7 @@ def check_task(model, ids: list[str], texts: list[str], answers: pd.DataFrame, r
     """Every check before featurizing: the prompts (``rows[0]`` names them) and the answers (``rows[1]``);
     with ``require_calibrated``, too few answers are refused too (else the model says "prior only").
     Returns :func:`answer_matrix`'s ``(llm_rows, Y)``."""
-    if not capability(model.assessor, "has_posterior"):
-        raise NoPosteriorError(f"calibrating a task needs a latent assessor (train with assessor=latent); the model holds "
-                          f"{type(model.assessor).__name__}")
+    model.assessor.require_posterior("calibrating a task")
     check_task_prompts(ids, texts, rows[0], where)
     llm_rows, Y = answer_matrix(answers, list(model.llms), ids, rows[1], where)
     if require_calibrated:
@@ -177,7 +174,7 @@ def log_adapted(tracker, model, tc, X: np.ndarray, texts: list[str], items: pd.D
                                  trust_policy=getattr(model, "trust_policy", None),
                                  training_prompts=getattr(model, "training_prompts", None),
                                  prompt_ood=adapted_prompt_ood(getattr(model, "prompt_ood", None), calibrated),
-                                 known_posterior=getattr(model, "known_posterior", None))
+                                 known_states=getattr(model, "known_states", None))
         run.log_table(items.set_index("instance_id"), "task_calibration/items.csv")
         run.log_dict(summary, "task_calibration/report.json")
     if not register_as or not uri:

@@ -17,7 +17,6 @@ from cachetools import LRUCache
 from assessors.errors import ConfigError, DataError
 from assessors.routing.base import Router, Routing
 from assessors.routing.registry import LLMRegistry
-from assessors.tags import capability
 
 log = logging.getLogger(__name__)
 
@@ -50,25 +49,43 @@ def load_assessor_model(uri: str, tracking_uri: str | None = None):
                               "pass the paths.outputs=... that training used, or tracking.tracking_uri=<server>)")
         mlflow.set_tracking_uri(tracking_uri)
     try:
-        model = mlflow.pyfunc.load_model(uri).unwrap_python_model()
+        loaded = mlflow.pyfunc.load_model(uri)
     except MlflowException as e:
         if not tracked:
             raise
         where = tracking_uri or mlflow.get_tracking_uri()
         raise ConfigError(f"model_uri {uri!r} not found in the MLflow store {where}: {e.message} "
                           "(pass the paths.outputs=... or tracking.tracking_uri=... that training used)") from e
+    except (AttributeError, ImportError, TypeError, ValueError, EOFError) as e:
+        # a model pickled by another version: a class or module it names is gone or changed
+        from assessors.core.saved_model import unloadable_model_error
+
+        raise ConfigError(unloadable_model_error(uri, _saved_format(uri), e)) from None
+    model = loaded.unwrap_python_model()
     for attr in ("assessor", "featurizer", "reference_ids"):
         if not hasattr(model, attr):
             raise ConfigError(f"model_uri {uri!r} is not an assessors AssessorModel (no {attr!r})")
     return model
 
 
+def _saved_format(uri: str):
+    """The ``assessors_model_format`` in the MLmodel metadata of ``uri``, or None (older models, unreadable)."""
+    try:
+        from mlflow.models import Model
+        from mlflow.tracking.artifact_utils import _download_artifact_from_uri
+
+        path = Path(_download_artifact_from_uri(uri)) / "MLmodel"
+        return (Model.load(str(path)).metadata or {}).get("assessors_model_format")
+    except Exception:  # the message names the format when it can; it never fails for want of it
+        return None
+
+
 def registry_for(model, trust_fn: Callable | None = None) -> LLMRegistry:
     """An empty registry over ``model``'s reference set with its assessor's checks: reference vectors
-    (``check_reference``) and, for assessors with a posterior, evidence (``evidence_posterior``)."""
+    (``check_reference``) and evidence, described by the assessor (``describe``)."""
     assessor = model.assessor
     return LLMRegistry(model.reference_ids, trust_fn=trust_fn, check=getattr(assessor, "check_reference", None),
-                       posterior_fn=assessor.evidence_posterior if capability(assessor, "has_posterior") else None)
+                       posterior_fn=assessor.describe)
 
 
 class Engine:
@@ -109,14 +126,15 @@ class Engine:
         return list(self.model.reference_ids)
 
     def register_known(self, names: Sequence[str] | None = None, cost=None, source: str = "training") -> list[str]:
-        """Register LLMs whose reference results ship with the model (by name); a model whose assessor has a
-        posterior also ships their posterior from all their training answers, and they are scored from it."""
+        """Register LLMs whose reference results ship with the model (by name); a model that also ships their
+        states from all their training answers (``known_llm_state``) scores them from those."""
         known = list(getattr(self.model, "llms", []))
         names = known if names is None else list(names)
         for n in names:
             if n not in known:
                 raise DataError(f"LLM {n!r} has no reference results in the model (known: {known[:10]}...)")
-            post = self.model.known_llm_posterior(n) if hasattr(self.model, "known_llm_posterior") else None
+            known_state = getattr(self.model, "known_llm_state", None)  # a bare model object ships none
+            post = known_state(n) if known_state is not None else None
             self.registry.register(n, self.model.reference_success[known.index(n)], cost=cost, source=source,
                                    overwrite=True, posterior=post)
         return names
@@ -151,18 +169,17 @@ class Engine:
 
     def predict_with_spread(self, prompts: Sequence[str], llms: Sequence[str] | None = None,
                             X: np.ndarray | None = None, spread: bool = True):
-        """``(names, P, STD)``: P(success) (k, m) and its posterior-predictive spread (k, m).
+        """``(names, P, STD)``: P(success) (k, m) and its spread (k, m).
 
-        ``STD`` is None when the assessor gives no spread (``predict_distribution``) or ``spread`` is False.
+        ``STD`` is None when the assessor gives no spread (``predict_states``) or ``spread`` is False.
         """
         entries = self.resolve(llms)
-        has_spread = spread and hasattr(self.model.assessor, "predict_distribution")
         if len(prompts) == 0:
             empty = np.zeros((len(entries), 0), np.float32)
-            return [e.name for e in entries], empty, (empty if has_spread else None)
+            return [e.name for e in entries], empty, None
         X = self.embed(prompts) if X is None else X
-        P, STD = self.score_with_spread(X, entries) if has_spread else (self.score(X, entries), None)
-        return [e.name for e in entries], P, STD
+        P, STD = self._score(X, entries)
+        return [e.name for e in entries], P, (STD if spread else None)
 
     def resolve(self, llms: Sequence[str] | None = None) -> list:
         """Registered entries for ``llms`` (all when None); an error when none is registered."""
@@ -173,52 +190,25 @@ class Engine:
 
     def score(self, X: np.ndarray, entries: Sequence) -> np.ndarray:
         """P(success) of shape (k, m) from features X (m, d) for resolved registry ``entries``."""
-        return self._score(X, entries, spread=False)[0]
+        return self._score(X, entries)[0]
 
     def score_with_spread(self, X: np.ndarray, entries: Sequence) -> tuple[np.ndarray, np.ndarray | None]:
         """``(P, STD)`` of shape (k, m) each; STD is None when the assessor gives no spread."""
-        if not hasattr(self.model.assessor, "predict_distribution"):
-            return self.score(X, entries), None
-        return self._score(X, entries, spread=True)
+        return self._score(X, entries)
 
-    def _score(self, X: np.ndarray, entries: Sequence, spread: bool):
-        """``(P, STD or None)``: LLMs described by reference results through the assessor's reference
-        conditioning, LLMs with a posterior (from evidence, or a known LLM's training answers) through it."""
-        ev = [i for i, e in enumerate(entries) if e.posterior is not None]
-        if not ev:
-            P, STD = self._score_reference(X, entries, spread)
-            return self._replaced(X, entries, P, STD)
-        ref = [i for i, e in enumerate(entries) if e.posterior is None]
-        P = np.empty((len(entries), len(X)), np.float32)
-        STD = np.empty_like(P) if spread else None
-        parts = [(ev, self._score_evidence(X, [entries[i] for i in ev]))]
-        if ref:
-            parts.append((ref, self._score_reference(X, [entries[i] for i in ref], spread)))
-        for rows, (p, std) in parts:
-            P[rows] = p
-            if STD is not None:
-                STD[rows] = std
-        return self._replaced(X, entries, P, STD)
-
-    def _score_reference(self, X: np.ndarray, entries: Sequence, spread: bool):
-        """``(P, STD or None)`` of LLMs described by reference results, conditioned on them."""
-        R = self.registry.reference_matrix(entries)
-        if spread:
-            P, STD, _ = self.model.assessor.predict_distribution(X, R)
-            return np.atleast_2d(P), np.atleast_2d(STD)
-        return np.atleast_2d(self.model.assessor.predict_proba(X, R)), None
-
-    def _score_evidence(self, X: np.ndarray, entries: Sequence) -> tuple[np.ndarray, np.ndarray]:
-        """``(P, STD)`` (k, m) of LLMs with a posterior (evidence, or a known LLM's training answers): the
-        prompts' parts once, and the posteriors in one call when the assessor's posterior type can ``concat``."""
+    def _score(self, X: np.ndarray, entries: Sequence):
+        """``(P, STD or None)`` through the assessor protocol: each LLM's state (from evidence or a known
+        LLM's training answers, stored at registration; else from its reference results), all predicted
+        in one call."""
         assessor = self.model.assessor
-        parts = assessor.prompt_parts(X)
-        posts = [e.posterior for e in entries]
-        concat = getattr(type(posts[0]), "concat", None)
-        if concat is not None and len(posts) > 1:  # one call for all of them: many known LLMs are the common case
-            return assessor.predict_parts(parts, concat(posts))
-        out = [assessor.predict_parts(parts, p) for p in posts]
-        return np.concatenate([p for p, _ in out]), np.concatenate([s for _, s in out])
+        states = [e.posterior for e in entries]
+        ref = [i for i, s in enumerate(states) if s is None]
+        if ref:
+            R = self.registry.reference_matrix([entries[i] for i in ref])
+            for i, s in zip(ref, assessor.describe_reference(R)):
+                states[i] = s
+        P, STD = assessor.predict_states(X, states)
+        return self._replaced(X, entries, np.atleast_2d(P), None if STD is None else np.atleast_2d(STD))
 
     @staticmethod
     def _replaced(X, entries, P, STD):

@@ -25,7 +25,7 @@ from sklearn.base import clone
 
 from assessors.routing.base import realised
 from assessors.routing.costs import CostModel
-from assessors.tags import capability
+from assessors.errors import NoPosteriorError
 from assessors.trust.posterior_policy import PosteriorTrustPolicy
 
 log = logging.getLogger(__name__)
@@ -88,26 +88,33 @@ def _generic(assessor, X_fit, S_fit, X_val, S_val, ref_index):
 
 
 def _served_new_llm(gen, X_ref, r, X_target):
-    """The held-out LLM as a served latent model scores it: its posterior trust report (stated
-    defaults) about ``X_target`` (features only, as ``predict.py mode=route`` reports about the prompts
-    it is given), and the fallback its verdict asks for; a callable X -> P (m,)."""
+    """The held-out LLM as a served model scores it, a callable X -> P (m,): with a posterior, its posterior
+    trust report (stated defaults) about ``X_target`` (features only, as ``predict.py mode=route`` reports
+    about the prompts it is given) and the fallback its verdict asks for; else the assessor from its
+    reference answers."""
+    state = gen.describe_reference(np.asarray(r)[None, :])[0]
+    own = lambda X_: gen.predict_state(X_, state)[0]  # noqa: E731
+    try:
+        gen.require_posterior("the held-out LLM's posterior trust report")
+    except NoPosteriorError:
+        return own
     report, predictor = PosteriorTrustPolicy().assess(gen, X_ref, r, X_target, llm="held out")
     log.info("held-out LLM: trust verdict %r, served by %s", report["verdict"], report["fallback"]["predictor"])
-    if predictor is not None:
-        return predictor
-    post = gen.reference_posterior(r)
-    return lambda X_: gen.predict_posterior(X_, post)[0][0]
+    return predictor if predictor is not None else own
 
 
-def _from_all_answers(gen, X: dict, S_fit, seen: list[int], holdout: int | None, ref_index) -> dict:
-    """P(success) on val and test (n_llms, m) from an assessor with a posterior: each seen LLM described
-    by all its answers on the fit prompts, the held-out one by its reference answers only, as served
-    (its trust report's verdict may switch it to a fallback)."""
-    post = gen.posterior(X["fit"], S_fit[seen])
+def _predictions(gen, X: dict, S_fit, seen: list[int], holdout: int | None, ref_index, seen_llms: str) -> dict:
+    """P(success) on val and test (n_llms, m). ``seen_llms="all_answers"``: each seen LLM described by all
+    its answers on the fit prompts, the held-out one by its reference answers as served (its trust verdict
+    may switch it to a fallback); ``"reference"`` (the paper's protocol): every LLM by its reference answers."""
+    if seen_llms == "reference":
+        states = gen.describe_reference(S_fit[:, ref_index])  # the held-out row included
+        return {p: gen.predict_states(X[p], states)[0] for p in ("val", "test")}
+    states = gen.describe_known(X["fit"], S_fit[seen], ref_index)
     new = None if holdout is None else _served_new_llm(gen, X["fit"][ref_index], S_fit[holdout, ref_index], X["test"])
     out = {}
     for p in ("val", "test"):
-        P = gen.predict_posterior(X[p], post)[0]
+        P = gen.predict_states(X[p], states)[0]
         if new is not None:
             P = np.insert(P, holdout, new(X[p]), axis=0)
         out[p] = P
@@ -120,9 +127,9 @@ def predict_all(assessor, knn, mf, X: dict, S_fit, S_val, ref_index, holdout: in
 
     ``assessor`` (the generic assessor), ``knn`` and ``mf`` (the baselines) are unfitted estimators,
     cloned for each fit; ``X`` holds the ``fit``/``val``/``test`` features. ``seen_llms``: how the
-    assessor describes the LLMs it was trained on. ``all_answers`` (an assessor with a posterior, such
-    as the latent one): by all their answers on the fit prompts, as kNN and matrix factorisation do;
-    ``reference`` (and any assessor without a posterior, as in the paper): by their reference results.
+    assessor describes the LLMs it was trained on (``describe_known``). ``all_answers``: by all their
+    answers on the fit prompts, as kNN and matrix factorisation do (the paper's generic assessor still
+    reads only their reference answers); ``reference`` (the paper's protocol): by their reference results.
     """
     if seen_llms not in ("all_answers", "reference"):
         raise ValueError(f"seen_llms must be 'all_answers' or 'reference', got {seen_llms!r}")
@@ -131,11 +138,7 @@ def predict_all(assessor, knn, mf, X: dict, S_fit, S_val, ref_index, holdout: in
     preds = {}
     t0 = time.perf_counter()
     gen = _generic(assessor, X["fit"], S_fit[seen], X["val"], S_val[seen], ref_index)
-    if seen_llms == "all_answers" and capability(gen, "has_posterior"):
-        preds["generic assessor"] = _from_all_answers(gen, X, S_fit, seen, holdout, ref_index)
-    else:
-        R = S_fit[:, ref_index]  # every LLM's reference vector, the held-out one included
-        preds["generic assessor"] = {p: gen.predict_proba(X[p], R) for p in ("val", "test")}
+    preds["generic assessor"] = _predictions(gen, X, S_fit, seen, holdout, ref_index, seen_llms)
     log.info("generic assessor fitted in %.1fs (classifier %s)", time.perf_counter() - t0, gen.classifier_name_)
     X_ref = X["fit"][ref_index]
     knn_proto = knn

@@ -2,8 +2,9 @@
 
 Registering an LLM stores what describes it, with no retraining: either its success vector on the
 assessor's reference set (every assessor conditions on that), or its
-:class:`~assessors.core.evidence.Evidence`, graded answers on any prompts, which an assessor with a
-posterior over abilities (``assessor=latent``) turns into a posterior once, at registration.
+:class:`~assessors.core.evidence.Evidence`, graded answers on any prompts, which the assessor turns
+into its state of the LLM once, at registration (``describe``: a posterior for ``assessor=latent``; the
+paper's generic assessor reads the reference answers out of it).
 """
 from __future__ import annotations
 
@@ -54,10 +55,10 @@ class RegisteredLLM:
         ``predictor(X (m, d)) -> P(success) (m,)`` that replaces the assessor for this LLM (the
         fallback its trust verdict asked for), None to use the assessor.
     evidence : Evidence or None
-        Graded answers on any prompts (instead of ``reference``; assessors with a posterior only).
+        Graded answers on any prompts (instead of ``reference``).
     posterior : object or None
-        The assessor's posterior from ``evidence`` (``evidence_posterior``), computed at registration, or
-        a known LLM's posterior from all its training answers (shipped with the model); it is scored from it.
+        The assessor's state of the LLM from ``evidence`` (``describe``), computed at registration, or a
+        known LLM's state from all its training answers (shipped with the model); it is scored from it.
     """
 
     name: str
@@ -147,8 +148,8 @@ class LLMRegistry:
         ``check(reference (n_ref,))`` raising :class:`DataError` for vectors the assessor cannot use
         (e.g. ``LatentAssessor.check_reference``: answers must be 0/1), so they fail at registration.
     posterior_fn : callable or None
-        ``posterior_fn(evidence) -> posterior`` (``LatentAssessor.evidence_posterior``): LLMs may be
-        registered from :class:`Evidence` only with one. A ``trust_fn`` with a true ``accepts_evidence``
+        ``posterior_fn(evidence) -> state`` (the assessor's ``describe``): LLMs may be registered from
+        :class:`Evidence` only with one. A ``trust_fn`` with a true ``accepts_evidence``
         attribute is called with the :class:`Evidence` of such an LLM; any other trust report is
         replaced by :data:`TRUST_NEEDS_REFERENCE`.
     """

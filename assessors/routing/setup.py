@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
-from assessors.core.evidence import Evidence, require_evidence_support
+from assessors.core.evidence import Evidence
 from assessors.data.evidence_files import read_answer_prompts, read_onboarded
 from assessors.data.prompt_files import read_reference
 from assessors.errors import ConfigError
@@ -88,11 +88,11 @@ def register_evidence(engine: Engine, name: str, spec: Mapping, cost: Mapping):
     onboarding ``out_dir``: its ``answers.csv`` and the pool files recorded in ``adaptive.json``).
 
     The answered prompts are featurized by :meth:`Engine.embed`, as the prompts being scored are.
-    A model whose assessor has no posterior is a :class:`~assessors.errors.NoPosteriorError`
-    (``assessor=latent``), raised before any file is read.
+    The assessor describes the LLM from it (:meth:`~assessors.core.protocol.Assessor.describe`): the paper's
+    generic assessor needs the reference prompts among the answered ones, else a
+    :class:`~assessors.errors.NoPosteriorError` names them and ``assessor=latent``.
     """
     source = str(spec.get("answers") or spec.get("onboarded"))
-    require_evidence_support(engine.model.assessor, f"llms entry {name!r} ({source}): evidence on any prompts")
     if spec.get("onboarded") is not None:
         ids, texts, y, _ = read_onboarded(spec["onboarded"])
     else:

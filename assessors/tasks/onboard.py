@@ -19,12 +19,11 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 
 from assessors.data.prompt_files import read_prompts, read_reference, write_table
-from assessors.errors import ConfigError, DataError
+from assessors.errors import ConfigError, DataError, NoPosteriorError
 from assessors.data.prompts import read_prompt_files as read_prompt_table
 from assessors.routing.engine import load_assessor_model, registry_for
 from assessors.routing.setup import trust_hook
 from assessors.tasks.config import built, plain
-from assessors.tags import capability
 from assessors.tasks.predict_common import report, tracking_uri_from_cfg
 
 log = logging.getLogger("assessors.predict")
@@ -42,10 +41,14 @@ def run(cfg: DictConfig, model=None) -> dict:
     strategy = ob.get("strategy", "reference")
     if strategy not in ("auto", "adaptive", "reference"):
         raise ConfigError(f"onboard.strategy must be auto, adaptive or reference, got {strategy!r}")
-    adaptive_ok = capability(model.assessor, "has_posterior")
-    if strategy == "adaptive" and not adaptive_ok:
-        raise ConfigError(f"onboard.strategy=adaptive needs a latent assessor (train with assessor=latent); "
-                          f"{model_uri_name(cfg)} holds {type(model.assessor).__name__}. Use onboard.strategy=reference")
+    try:  # the assessor says whether it can onboard adaptively (auto falls back to the reference set)
+        model.assessor.require_posterior(f"onboard.strategy=adaptive with {model_uri_name(cfg)} "
+                                         "(or use onboard.strategy=reference)")
+        adaptive_ok = True
+    except NoPosteriorError:
+        if strategy == "adaptive":
+            raise
+        adaptive_ok = False
     if strategy == "adaptive" or (strategy == "auto" and adaptive_ok):
         return report(onboard_adaptive(cfg, model), cfg)
     return report(onboard_reference(cfg, model), cfg)

@@ -16,6 +16,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 from tqdm.auto import tqdm
 
+from assessors.core.evidence import Evidence
 from assessors.core.generic import GenericAssessor
 from assessors.errors import ConfigError
 from assessors.metrics import evaluate
@@ -103,10 +104,11 @@ def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np
         spec = instantiate(spec_cfg, n_jobs=threads)
         row = prep.results.success[prep.results.llm_index([llm])[0]]
         if method == "specific":
-            spec.fit(prep.X["train"], row[inst["train"]], prep.X["val"], row[inst["val"]])
+            state = spec.describe(Evidence(prep.X["train"], row[inst["train"]]),
+                                  Evidence(prep.X["val"], row[inst["val"]]))
         else:
-            spec.fit(X_ref, row[ref_pos])
-        return spec.predict_proba(prep.X["test"])
+            state = spec.describe(Evidence(X_ref, row[ref_pos]))
+        return spec.predict_state(prep.X["test"], state)[0]
 
     llms = prep.llms["test"]
     out = np.zeros((len(llms), len(prep.X["test"])), dtype=np.float32)
@@ -233,18 +235,17 @@ def log_model(cfg, run, prep: Prepared, fitted: dict) -> str | None:
 
     ref_ids = fitted["reference_ids"]
     assessor = fitted["generic"]
-    known = None
-    if capability(assessor, "has_posterior"):
-        # served, the model scores the LLMs it knows from all their training answers
-        t0 = time.perf_counter()
-        known = assessor.posterior(prep.X["train"], prep.S("train", "train"))
-        run.log_metrics({"time/known_posterior_s": time.perf_counter() - t0})
+    # served, the model scores the LLMs it knows from all their training answers
+    t0 = time.perf_counter()
+    known = assessor.describe_known(prep.X["train"], prep.S("train", "train"),
+                                    [prep.inst["train"].index(i) for i in ref_ids])
+    run.log_metrics({"time/known_posterior_s": time.perf_counter() - t0})
     uri = log_assessor_model(run, assessor, prep.featurizer, ref_ids,
                              prep.results.matrix(prep.llms["train"], ref_ids), prep.llms["train"],
                              example_prompts=prep.results.prompts(prep.inst["test"][:2]),
                              trust_model=fitted.get("trust_model"), trust_policy=fitted.get("trust_policy"),
                              training_prompts=training_prompts(prep, run), prompt_ood=fitted.get("prompt_ood"),
-                             known_posterior=known)
+                             known_states=known)
     if not uri:
         return None
     run.set_tags({"model_uri": uri})

@@ -12,7 +12,7 @@ import numpy as np
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from assessors.tags import capability
+from assessors.errors import NoPosteriorError
 from assessors.tasks.prepare import Prepared
 from assessors.threads import budgeted, fit_threads
 
@@ -42,7 +42,7 @@ def fit_prompt_ood(cfg, prep: Prepared, assessor, run=None):
     ``trust.prompt_ood=null``.
     """
     node = (cfg.get("trust") or {}).get("prompt_ood")
-    if node is None or not capability(assessor, "has_posterior") or not len(prep.inst.get("val") or []):
+    if node is None or not _posterior_trust(assessor) or not len(prep.inst.get("val") or []):
         return None
     # the training LLMs' success fits the population model (the prompt-side fallback) when one is configured
     ood = instantiate(node).fit(prep.X["train"], prep.X["val"], prep.S("train", "train"))
@@ -67,7 +67,7 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
 
     tcfg = cfg.get("trust") or {}
     node = tcfg.get("validated_policy")
-    if not capability(assessor, "has_posterior"):
+    if not _posterior_trust(assessor):
         return None
     off = not tcfg.get("fit_policy", True) or node is None
     if off or not prep.llms["val"]:
@@ -133,3 +133,12 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
         run.log_metrics({f"trust_ood_fallback.auc_{c}": v for c, v in rec["mean_auc"].items() if v is not None})
         run.log_dict(rec, "trust/ood_fallback.json")
     return record
+
+
+def _posterior_trust(assessor) -> bool:
+    """Whether the posterior trust report applies: the assessor raises :class:`NoPosteriorError` without one."""
+    try:
+        assessor.require_posterior("the posterior trust report")
+    except NoPosteriorError:
+        return False
+    return True

@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression
 
 from assessors.classifiers.grid import ParamGrid
 from assessors.core.generic import GenericAssessor
-from assessors.core.specific import SpecificAssessor
+from assessors.core.specific import LLMClassifier
 
 
 def _data(seed=0):
@@ -37,7 +37,7 @@ def test_specific_warns_when_no_candidate_can_be_scored(caplog):
     X, _ = _data()
     y = np.zeros(80, np.float32)
     y[:1] = 1  # one positive: no stratified CV, and the validation labels are constant
-    spec = SpecificAssessor({"lr": ParamGrid(LogisticRegression(max_iter=500), {"C": [0.1, 1.0]})})
+    spec = LLMClassifier({"lr": ParamGrid(LogisticRegression(max_iter=500), {"C": [0.1, 1.0]})})
     with caplog.at_level(logging.WARNING):
         spec.fit(X, y, X[:10], np.zeros(10, np.float32))
     assert np.isnan(spec.val_auc_) and "fell back to the first candidate" in caplog.text

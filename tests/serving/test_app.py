@@ -183,7 +183,7 @@ def test_unhandled_error_is_500_without_trace(client, engine, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr(engine, "score", boom)
+    monkeypatch.setattr(engine, "score_with_spread", boom)  # what /v1/predict calls
     r = client.post("/v1/predict", json={"prompts": ["a"]})
     assert r.status_code == 500
     assert "secret" not in r.text and "Traceback" not in r.text
@@ -199,7 +199,7 @@ def test_timeout_is_504(engine, monkeypatch):
     app = create_app({"host": "127.0.0.1", "auth": {"enabled": False}, "limits": {"request_timeout_s": 0.2}}, engine=engine)
     with TestClient(app) as c:
         wait_ready(c)  # warm-up done before the slow-down
-        monkeypatch.setattr(engine, "score", lambda *a, **k: time.sleep(2))
+        monkeypatch.setattr(engine, "score_with_spread", lambda *a, **k: time.sleep(2))
         r = c.post("/v1/predict", json={"prompts": ["a"]})
     assert r.status_code == 504 and r.json()["error"]["type"] == "timeout"
 

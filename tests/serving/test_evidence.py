@@ -82,7 +82,7 @@ def test_a_known_llm_is_scored_from_all_its_training_answers(tiny_latent, case):
     X_t = model.featurizer.transform(res.prompts(case["target"]))
     names, P, STD = engine.predict_with_spread(res.prompts(case["target"]), model.llms)
     for i, name in enumerate(model.llms):
-        p, std = model.assessor.predict_posterior(X_t, model.known_llm_posterior(name))
+        p, std = model.assessor.predict_posterior(X_t, model.known_llm_state(name))
         np.testing.assert_allclose(P[i], p[0], atol=1e-6)
         np.testing.assert_allclose(STD[i], std[0], atol=1e-6)
     out = model.predict(None, pd.DataFrame({"prompt": res.prompts(case["target"])}), {"llm": model.llms[3]})
@@ -95,7 +95,7 @@ def test_a_known_llm_is_scored_from_all_its_training_answers(tiny_latent, case):
 def test_registry_evidence_errors_and_trust_that_needs_reference_answers(tiny, tiny_latent, case):
     from assessors.routing.engine import registry_for
 
-    X = np.zeros((3, 5), np.float32)
+    X = np.zeros((3, tiny["model"].assessor.reference_features_.shape[1]), np.float32)  # no reference prompt
     with pytest.raises(NoPosteriorError, match="assessor=latent"):
         registry_for(tiny["model"]).register("g", evidence=Evidence(X, [0, 1, 1]))
     reg = registry_for(tiny_latent["model"], trust_fn=lambda r: {"accuracy": float(np.nanmean(r))})

@@ -50,7 +50,7 @@ def case(data_dir, shared_cache):
                             num_threads=1, seed=0).fit(X, S, ref)
     ood = PromptOOD().fit(X, feat.transform(res.prompts(val_ids)))
     model = AssessorModel(latent, feat, [train_ids[i] for i in ref], S[:, ref], known,
-                          known_posterior=latent.posterior(X, S), prompt_ood=ood)
+                          known_states=latent.describe_known(X, S), prompt_ood=ood)
     cal = np.sort(rng.choice(len(task_ids), N_CAL, replace=False))
     rest = np.setdiff1d(np.arange(len(task_ids)), cal)
     ask, target = rest[:N_ASK], rest[N_ASK:]
@@ -91,7 +91,7 @@ def test_new_llms_on_a_calibrated_task_get_usable_predictions(case):
     tc = calibrate_model(model, X, list(range(len(case["known"]))), Y)
     assert tc.report()["calibrated"] == N_CAL
     adapted = AssessorModel(tc.model_, model.featurizer, model.reference_ids, model.reference_success, model.llms,
-                            known_posterior=model.known_posterior, prompt_ood=adapted_prompt_ood(model.prompt_ood, X[cal]))
+                            known_states=model.known_states, prompt_ood=adapted_prompt_ood(model.prompt_ood, X[cal]))
     before, auc_before, _ = served(model, model.assessor, case)
     after, auc_after, residual = served(adapted, tc.model_, case)
     # trained: the task is unlike every training prompt, so every report sends the LLM to the OOD fallback

@@ -40,9 +40,9 @@ def fit_tiny(data_dir, featurizer=None, assessor=None):
         assessor = GenericAssessor(ParamGrid(XGBClassifier(n_estimators=40, max_depth=3, n_jobs=1, tree_method="hist",
                                                            random_state=0)))
     gen = assessor.fit(X, S, ref_index)
-    # as train.py logs it: an assessor with a posterior ships the known LLMs' posterior from all their answers
-    known = gen.posterior(X, S) if hasattr(gen, "posterior") else None
-    model = AssessorModel(gen, feat, ref_ids, res.matrix(train_llms, ref_ids), train_llms, known_posterior=known)
+    # as train.py logs it: the known LLMs' states from all their answers
+    model = AssessorModel(gen, feat, ref_ids, res.matrix(train_llms, ref_ids), train_llms,
+                          known_states=gen.describe_known(X, S, ref_index))
     return {"model": model, "results": res, "train_llms": train_llms, "test_llms": test_llms,
             "test_ids": test_ids, "reference_ids": ref_ids}
 

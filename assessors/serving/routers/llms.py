@@ -8,7 +8,7 @@ from __future__ import annotations
 import anyio
 from fastapi import APIRouter, Depends, Request
 
-from assessors.core.evidence import Evidence, evidence_from_answers, require_evidence_support
+from assessors.core.evidence import Evidence, evidence_from_answers
 from assessors.routing.registry import DuplicateLLMError
 from assessors.serving import deps
 from assessors.serving import schemas as S
@@ -67,7 +67,6 @@ async def register(req: S.RegisterRequest, request: Request, engine=Depends(deps
 async def _evidence(items: list[S.EvidenceItem], request: Request, engine, settings) -> Evidence:
     """The request's evidence, its prompts embedded through the scoring endpoints' batcher (off the
     event loop, in the same fair and bounded queue, with their limits)."""
-    require_evidence_support(engine.model.assessor, "registering an LLM from evidence")
     prompts = [it.prompt for it in items]
     deps.check_batch(prompts, None, settings.limits)
     try:

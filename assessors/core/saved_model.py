@@ -1,0 +1,62 @@
+"""Saved pyfunc models across versions: what an older model lacks, and the one-line error when it cannot load.
+
+:data:`MODEL_FORMAT` is stored with every :class:`~assessors.core.pyfunc.AssessorModel` (in the object
+and in the MLmodel file's metadata). A model saved before it existed (format 1) loads: the known LLMs'
+posterior it may ship is turned into one state per LLM, and what it lacks is listed in a note
+(:func:`missing_parts`) that loading logs. A model that cannot be unpickled at all (a class it names
+no longer exists) is a :class:`~assessors.errors.ConfigError` naming its format and how to retrain
+(:func:`unloadable_model_error`).
+"""
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+#: The saved-model format this version writes: 2 = the assessor protocol (known LLMs as states).
+MODEL_FORMAT = 2
+
+#: What retraining a model takes (the training task logs the pyfunc model with tracking on).
+RETRAIN = "retrain it with `python train.py` (tracking.log_model=true) and pass the new model_uri"
+
+#: Optional parts of a saved model: attribute -> what using the model without it means.
+OPTIONAL_PARTS = {
+    "trust_model": "no expected-AUC model: trust reports carry no expected-AUC band",
+    "trust_policy": "no stored trust policy: the posterior trust report uses its stated defaults",
+    "training_prompts": "no record of the training prompts: adaptive onboarding needs prompt files named",
+    "prompt_ood": "no prompt-side trust signal: target prompts unlike the training prompts are not flagged",
+    "known_states": "no known LLMs' states: known LLMs are scored from their reference results only",
+}
+
+
+def upgrade_state(state: dict) -> dict:
+    """The pickled state of an :class:`AssessorModel` in the current format (a copy; ``state`` is kept).
+
+    Format 1 shipped a latent assessor's known LLMs as one batched posterior (``known_posterior``); it
+    becomes one state per LLM. Missing optional parts are None (see :func:`missing_parts`).
+    """
+    state = dict(state)
+    old = state.pop("known_posterior", None)
+    if "known_states" not in state:
+        state["known_states"] = None if old is None else [old.take([i]) for i in range(len(old))]
+    for name in OPTIONAL_PARTS:
+        state.setdefault(name, None)
+    fmt = state.setdefault("model_format", 1)
+    if fmt < MODEL_FORMAT:
+        missing = missing_parts(state)
+        log.warning("this model was saved in format %d (this version writes %d)%s", fmt, MODEL_FORMAT,
+                    f"; it lacks: {'; '.join(missing)} ({RETRAIN} to get them)" if missing else "; nothing is missing")
+    return state
+
+
+def missing_parts(state: dict) -> list[str]:
+    """What a model with this state lacks, one sentence per missing optional part."""
+    return [why for name, why in OPTIONAL_PARTS.items() if state.get(name) is None]
+
+
+def unloadable_model_error(uri: str, model_format, exc: BaseException) -> str:
+    """One line for a model that cannot be loaded: its format (``model_format``, None when unknown), this
+    version's, the error, and how to retrain."""
+    saved = f"format {model_format}" if model_format is not None else "an older format (before format 2)"
+    return (f"model_uri {uri!r} was saved in {saved} and cannot be loaded by assessors with format {MODEL_FORMAT} "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); {RETRAIN}")
