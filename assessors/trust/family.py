@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from assessors.core.evidence import require_evidence_support
 from assessors.irt_math import sigmoid
 from assessors.memo import ArrayMemo
 
@@ -115,7 +114,7 @@ class ReferenceFamily:
         where = {row.tobytes(): i for i, row in enumerate(X_ref)}
         idx = [where.get(row.tobytes()) for row in np.asarray(X_answered, dtype=np.float32)]
         if any(i is None for i in idx):
-            require_evidence_support(self.assessor)  # raises: answers outside the reference set
+            self.assessor.require_posterior("evidence on prompts outside the reference set")  # raises
         return np.asarray(idx, dtype=int)
 
     def describe(self, X_answered, y) -> np.ndarray:
