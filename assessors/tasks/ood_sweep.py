@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from assessors.grid.resume import TAG_HASH, config_hash, end_stale_runs, finished_run, job_tags
+from assessors.grid.resume import TAG_HASH, config_hash, finished_run, job_tags
+from assessors.tasks.grid_callback import GridReportCallback
 from assessors.tasks.ood_sweep_cell import (COLUMNS, evaluate_split, held_out_groups, in_distribution_by_group,
                                             leave_one_llm_out)
 from assessors.tasks.wrapper import task_wrapper
@@ -71,8 +71,9 @@ def _cell_rows(cfg: DictConfig) -> tuple[pd.DataFrame, dict]:
     inner = cell_config(cfg)
     budgets, baselines = list(sw.budgets), dict(sw.baselines)
     if sw.preset in sw.in_distribution:
-        # the same assessor in distribution, scored on each subtask hold-out's prompts
-        groups = {p: held_out_groups(cell_config(cfg, p)) for p in sw.presets}
+        # the same assessor in distribution, scored on each subtask hold-out's prompts (the presets'
+        # own overrides say which; ood_sweep.overrides may not apply to every preset's data)
+        groups = {p: held_out_groups(compose_train(list(sw.presets[p]))) for p in sw.presets}
         return in_distribution_by_group(inner, {p: g for p, g in groups.items() if g})
     if sw.preset in sw.leave_one_llm_out:
         return leave_one_llm_out(inner, budgets, baselines)
@@ -177,19 +178,13 @@ def ood_sweep_report(cfg: DictConfig) -> dict:
     return {}
 
 
-class OodSweepReportCallback(Callback):
+class OodSweepReportCallback(GridReportCallback):
     """``hydra.callbacks.ood_sweep_report`` of ``experiment=ood_sweep``: end stale runs when the sweep
-    starts, write the report into ``<sweep dir>/report`` when it ends (``enabled: false``: no report)."""
+    starts (as the grid's), write the report into ``<sweep dir>/report`` when it ends (``enabled: false``:
+    no report)."""
 
     def __init__(self, enabled: bool = True) -> None:
-        self.enabled = enabled
-
-    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
-        from assessors.tasks.config import tracker_from_cfg
-
-        n = end_stale_runs(tracker_from_cfg(config))
-        if n:
-            log.warning("marked %d RUNNING runs of dead processes as KILLED", n)
+        super().__init__(baselines=False, enabled=enabled)
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         if self.enabled:

@@ -61,7 +61,7 @@ def band_coverage(model, X: np.ndarray, post, S: np.ndarray) -> float:
     return float(((band["low"] <= real) & (real <= band["high"])).mean())
 
 
-def _all_train_data(cfg, prep: Prepared, X: np.ndarray, S: np.ndarray):
+def fit_all_train_data(cfg, prep: Prepared, X: np.ndarray, S: np.ndarray):
     """The "all train data" baseline fitted on prompts ``X`` (n, d) with the training LLMs' answers ``S``."""
     base = all_train_data_assessor(cfg, fit_threads(threads=cfg.get("threads")))
     val = None
@@ -135,7 +135,7 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
             t1 = time.perf_counter()
             X_fit = np.vstack([prep.X["train"], X_te[cal]])
             S_fit = np.hstack([prep.S("train", "train"), S_known[:, cal]])
-            base = _all_train_data(cfg, prep, X_fit, S_fit)
+            base = fit_all_train_data(cfg, prep, X_fit, S_fit)
             P = base.predict_proba(X_sc, np.zeros((len(prep.llms["test"]), 0), np.float32))
             t[f"all_train_data_k{k}_fit_s"] = time.perf_counter() - t1
             rows.append({"method": "all_train_data", "k": k, **scores(S_sc, P), "band": np.nan, **common})

@@ -97,7 +97,7 @@ def test_small_sweep_on_dask_writes_the_report_and_a_rerun_skips_every_cell(tmp_
     out = tmp_path / "outputs"
     cmd = [sys.executable, str(ROOT / "train.py"), "-m", "experiment=ood_sweep_small", f"paths.data_dir={data_dir}",
            f"paths.cache_dir={shared_cache}", f"paths.outputs={out}", "hydra.launcher.n_workers=2"]
-    first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
     assert first.returncode == 0, first.stderr[-3000:]
     assert "OOD sweep: mean test AUC" in first.stdout and "Next: python train.py experiment=ood_sweep_report" in first.stdout
     runs = _cell_runs(out / "mlflow.db")
@@ -109,9 +109,10 @@ def test_small_sweep_on_dask_writes_the_report_and_a_rerun_skips_every_cell(tmp_
     logic = cells[(cells["preset"] == "ood_logic") & (cells["method"] == "latent")].set_index("k")
     assert sorted(logic.index) == [0, 30]
     assert ((logic["auc"] > 0) & (logic["auc"] < 1)).all() and logic["band"].between(0, 1).all()
-    assert set(cells.loc[cells["preset"] == "in_distribution", "group"].dropna()) == {"ood_logic"}
+    # scored on each hold-out's subtasks among the five (bbh_snarks is one of ood_language's too)
+    assert {"ood_logic", "ood_language"} <= set(cells.loc[cells["preset"] == "in_distribution", "group"].dropna())
 
-    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
     assert again.returncode == 0, again.stderr[-3000:]
     assert sorted(_cell_runs(out / "mlflow.db")) == sorted(runs)  # no cell ran again
     assert "OOD sweep: mean test AUC" in again.stdout
