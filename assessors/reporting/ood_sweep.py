@@ -98,7 +98,8 @@ def build_report(cells: pd.DataFrame, out_dir: str | Path, presets: list[str], c
     cells.to_csv(out / "cells.csv", index=False)
     seeds = sorted(cells["seed"].unique())
     lines = ["# OOD sweep report", "",
-             f"{cells[['preset', 'seed']].drop_duplicates().shape[0]} cells: presets {', '.join(presets)}; "
+             f"{cells[['preset', 'seed']].drop_duplicates().shape[0]} cells: presets "
+             f"{', '.join(p for p in presets if p in set(cells['preset']))}; "
              f"seeds {', '.join(map(str, seeds))}" + (f"; commit {commit}" if commit else "") + ".",
              "Mean over seeds; `k`: prompts of the held-out task answered by the training LLMs (the latent "
              "assessor is calibrated on them, `all_train_data` refitted with them; the other baselines do "
@@ -126,8 +127,10 @@ def build_report(cells: pd.DataFrame, out_dir: str | Path, presets: list[str], c
     return path
 
 
-def console_summary(cells: pd.DataFrame, path: Path, where: str, next_command: str) -> str:
-    """The console's summary: the AUC table, where the report is, the next command."""
-    table = metric_table(cells, "auc", list(dict.fromkeys(cells["preset"])))
+def console_summary(cells: pd.DataFrame, path: Path, where: str, next_command: str,
+                    presets: list[str] | None = None) -> str:
+    """The console's summary: the AUC table (rows in the order of ``presets``), where the report is,
+    the next command."""
+    table = metric_table(cells, "auc", presets)
     return "\n".join([format_console(table, title="OOD sweep: mean test AUC over test LLMs (mean over seeds)"),
                       f"\nReport: {path}", f"Logged: {where} (artifacts ood_sweep_report/)", f"Next: {next_command}"])

@@ -168,7 +168,8 @@ def write_report(cfg: DictConfig, out_dir: Path) -> Path:
             run.log_artifact(str(f), "ood_sweep_report")
         where = run.location
     print(console_summary(cells, path, where,
-                          next_command="python train.py experiment=ood_sweep_report   # rebuild this report"))
+                          next_command="python train.py experiment=ood_sweep_report   # rebuild this report",
+                          presets=list(cfg.ood_sweep.presets)))
     return path
 
 
