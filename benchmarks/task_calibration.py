@@ -20,7 +20,6 @@ Nothing here looks at the test LLMs' answers except to score.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import os
 import sys
@@ -42,24 +41,13 @@ def mean_auc(S, P) -> float:
     return round(float(np.nanmean(per_llm_auc(S, P))), 4)
 
 
-def band_coverage(model, X, post, S) -> float:
-    """Share of test LLMs whose realised accuracy on prompts ``X`` lies in their 90% band."""
-    band = model.predictive_accuracy(X, post, level=0.9)
-    real = np.nanmean(S, axis=1)
-    return round(float(((band["low"] <= real) & (real <= band["high"])).mean()), 3)
-
-
 def in_distribution(seed: int, groups, overrides) -> float:
     """The latent model on a random split, mean test AUC on its test prompts of the subtasks ``groups``."""
-    from assessors.tasks.prepare import fit_generic, prepare
+    from assessors.tasks.ood_sweep_cell import in_distribution_by_group
 
     cfg = compose([f"seed={seed}", "assessor=latent", "tracking=none", "plots=false", "split=random", *overrides])
-    prep = prepare(cfg)
-    model, ref_ids = fit_generic(cfg, prep)
-    sub = prep.results.instances["subgroup"].astype(str).to_numpy()[prep.results.instance_index(prep.inst["test"])]
-    keep = np.array([any(fnmatch.fnmatch(g, pat) for pat in groups) for g in sub])
-    P = model.predict_proba(prep.X["test"][keep], prep.results.matrix(prep.llms["test"], ref_ids))
-    return mean_auc(prep.S("test", "test")[:, keep], P)
+    rows, _ = in_distribution_by_group(cfg, {"task": list(groups)})
+    return round(float(rows.loc[rows["group"] == "task", "auc"].iloc[0]), 4)
 
 
 def budget_cells(model, X_te, S_known, S_test, R_test, budgets, seed: int, draws: int = 3) -> list[dict]:
@@ -99,7 +87,8 @@ def run_cell(split: str, seed: int, ks: list[int], overrides: list[str], specifi
 
     from assessors.core.task_calibration import TaskCalibration
     from assessors.tasks.prepare import fit_selector, prepare
-    from assessors.tasks.train import _all_train_data_node, fit_per_llm
+    from assessors.tasks.ood_sweep_cell import band_coverage, fit_all_train_data
+    from assessors.tasks.train import fit_per_llm
 
     cfg = compose([f"seed={seed}", "assessor=latent", "tracking=none", "plots=false", f"split={split}", *overrides])
     prep = prepare(cfg)
@@ -124,7 +113,7 @@ def run_cell(split: str, seed: int, ks: list[int], overrides: list[str], specifi
         S_rest, X_rest = S_test[:, rest], X_te[rest]
         cell = {"k": k, "k0": mean_auc(S_rest, model.predict_proba(X_rest, R_test)),
                 "reference_only": mean_auc(S_rest, ref_only[:, rest]),
-                "band_k0": band_coverage(model, X_rest, post, S_rest)}
+                "band_k0": round(band_coverage(model, X_rest, post, S_rest), 3)}
         if spec is not None:
             cell["specific"] = mean_auc(S_rest, spec[:, rest])
         Y = np.full(S_te_all.shape, np.nan)
@@ -138,7 +127,8 @@ def run_cell(split: str, seed: int, ks: list[int], overrides: list[str], specifi
             cell[name] = mean_auc(S_rest, tc.model_.predict_proba(X_rest, R_test))
             if name == "calibrated":
                 cell["calibrate_s"] = round(dt, 3)
-                cell["band_calibrated"] = band_coverage(tc.model_, X_rest, tc.model_.reference_posterior(R_test), S_rest)
+                cell["band_calibrated"] = round(band_coverage(tc.model_, X_rest, tc.model_.reference_posterior(R_test),
+                                                              S_rest), 3)
                 cell["chosen"] = tc.chosen_[0]
         # appending: the k prompts and the training LLMs' answers join the training set
         X_app, S_app = np.vstack([X_tr, X_te[cal]]), np.hstack([S_tr, S_te_all[:, cal]])
@@ -146,9 +136,7 @@ def run_cell(split: str, seed: int, ks: list[int], overrides: list[str], specifi
         appended = instantiate(cfg.assessor).fit(X_app, S_app, ref_idx, validation=val)
         cell["append_fit_s"] = round(time.perf_counter() - t0, 1)
         cell["appended"] = mean_auc(S_rest, appended.predict_proba(X_rest, R_test))
-        base = instantiate(_all_train_data_node(cfg), use_reference=False, instance_features="embedding")
-        base_val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
-        base.fit(X_app, S_app, np.array([], dtype=int), validation=base_val if prep.llms["val"] else None)
+        base = fit_all_train_data(cfg, prep, X_app, S_app)
         cell["all_train_data_appended"] = mean_auc(
             S_rest, base.predict_proba(X_rest, np.zeros((len(prep.llms["test"]), 0), np.float32)))
         best = ["reference_only", "all_train_data_appended"] + (["specific"] if spec is not None else [])

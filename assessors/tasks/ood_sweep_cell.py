@@ -1,0 +1,186 @@
+"""One cell of the OOD sweep: a split preset at one seed, every method at every calibration budget.
+
+The cell fits the latent assessor (``assessor=latent``) and the baselines once on the preset's split.
+When the preset holds out a task (its ``split`` names ``test_groups``), ``k`` random prompts of the
+held-out task are answered by the training LLMs (their real answers) for each budget ``k``; the
+calibration sets are nested (the first ``k`` of one seeded permutation) and every budget is scored on
+the same prompts, the held-out prompts outside the largest set, so that AUC against ``k`` is a curve.
+Methods given the calibration answers:
+
+* ``latent``: :class:`~assessors.core.task_calibration.TaskCalibration` on the ``k`` prompts (``k = 0``:
+  the model as trained);
+* ``all_train_data``: the "all train data" baseline refitted with the ``k`` prompts appended;
+* ``reference_only``, ``specific``, ``paper_generic``: unchanged by calibration answers (the test LLMs
+  never answer them), scored on the same prompts at every budget.
+
+A preset that holds out LLMs (frontier, KindsOfReasoning, RouterBench leave-one-LLM-out) has no new
+task: only ``k = 0``. Test LLMs enter by their reference answers; nothing reads their answers on the
+scored prompts except to score.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import pandas as pd
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from assessors.metrics import ece, per_llm_auc
+from assessors.tasks.prepare import Prepared, fit_generic, prepare
+from assessors.tasks.train import all_train_data_assessor, fit_per_llm
+from assessors.threads import fit_threads
+
+log = logging.getLogger(__name__)
+
+#: The columns of a cell's long table (one row per method and budget; ``group`` is set on the
+#: in-distribution preset's rows scored on one hold-out's subtasks).
+COLUMNS = ["method", "k", "group", "auc", "ece", "band", "n_llms", "n_prompts", "below_chance"]
+
+
+def held_out_groups(cfg) -> list[str] | None:
+    """The subtask globs a split preset holds out (None for a preset that holds out LLMs)."""
+    groups = OmegaConf.select(cfg, "split.test_groups", default=None)
+    return list(groups) if groups else None
+
+
+def scores(S: np.ndarray, P: np.ndarray) -> dict[str, float]:
+    """Mean per-LLM AUC and ECE of predictions ``P`` for successes ``S``, both (n_llms, n_prompts);
+    ``below_chance``: the share of LLMs whose AUC is below 0.5."""
+    auc = per_llm_auc(S, P)
+    eces = [ece(s[np.isfinite(s)], p[np.isfinite(s)]) for s, p in zip(S, P)]
+    return {"auc": float(np.nanmean(auc)), "ece": float(np.nanmean(eces)),
+            "below_chance": float(np.mean(auc[np.isfinite(auc)] < 0.5)) if np.isfinite(auc).any() else np.nan}
+
+
+def band_coverage(model, X: np.ndarray, post, S: np.ndarray) -> float:
+    """Share of LLMs whose realised accuracy on prompts ``X`` (n, d) lies in their 90% band."""
+    band = model.predictive_accuracy(X, post, level=0.9)
+    real = np.nanmean(S, axis=1)
+    return float(((band["low"] <= real) & (real <= band["high"])).mean())
+
+
+def fit_all_train_data(cfg, prep: Prepared, X: np.ndarray, S: np.ndarray):
+    """The "all train data" baseline fitted on prompts ``X`` (n, d) with the training LLMs' answers ``S``."""
+    base = all_train_data_assessor(cfg, fit_threads(threads=cfg.get("threads")))
+    val = None
+    if prep.llms["val"]:
+        val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
+    return base.fit(X, S, np.array([], dtype=int), validation=val)
+
+
+def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
+    """Every method at every budget on the split ``cfg`` describes.
+
+    Parameters
+    ----------
+    cfg : DictConfig
+        A composed ``train`` config with ``assessor=latent`` and the preset's overrides.
+    budgets : sequence of int
+        Calibration budgets ``k`` (prompts of the held-out task); ignored without a held-out task.
+    baselines : Mapping[str, bool]
+        Which of ``reference_only``, ``all_train_data``, ``specific``, ``paper_generic`` to fit.
+
+    Returns
+    -------
+    (DataFrame with :data:`COLUMNS` but ``group``, dict of wall times in s)
+    """
+    from assessors.core.task_calibration import TaskCalibration
+
+    t = {}
+    t0 = time.perf_counter()
+    prep = prepare(cfg)
+    t["prepare_s"] = time.perf_counter() - t0
+    model, ref_ids = fit_generic(cfg, prep)
+    t["latent_fit_s"] = time.perf_counter() - t0 - t["prepare_s"]
+    X_te, S_test = prep.X["test"], prep.S("test", "test")
+    R_test = prep.results.matrix(prep.llms["test"], ref_ids)
+    n = len(X_te)
+    ks = sorted({int(k) for k in budgets} | {0}) if held_out_groups(cfg) else [0]
+    ks = [k for k in ks if k <= n // 2]  # at least half of the task stays to be scored
+    perm = np.random.default_rng(1000 + int(cfg.seed)).permutation(n)
+    scored = np.sort(perm[max(ks):])
+    S_sc, X_sc = S_test[:, scored], X_te[scored]
+
+    fixed = {}  # methods the calibration answers do not change: predictions on the scored prompts
+    ref_pos = prep.results.instance_index(ref_ids)
+    X_ref = prep.X["train"][pd.Index(prep.inst["train"]).get_indexer(ref_ids)]
+    for method in ("reference_only", "specific"):
+        if baselines.get(method):
+            t1 = time.perf_counter()
+            fixed[method] = fit_per_llm(cfg, prep, method, X_ref, ref_pos)[:, scored]
+            t[f"{method}_fit_s"] = time.perf_counter() - t1
+    if baselines.get("paper_generic"):
+        t1 = time.perf_counter()
+        generic, gen_ref = fit_generic(cfg, prep, assessor_cfg=cfg.ood_baselines.paper_generic)
+        fixed["paper_generic"] = generic.predict_proba(X_sc, prep.results.matrix(prep.llms["test"], gen_ref))
+        t["paper_generic_fit_s"] = time.perf_counter() - t1
+
+    S_known = prep.S("train", "test")  # the training LLMs' answers on the held-out prompts
+    rows, common = [], {"n_llms": len(prep.llms["test"]), "n_prompts": len(scored)}
+    for k in ks:
+        cal = np.sort(perm[:k])
+        latent = model
+        if k:
+            Y = np.full(S_known.shape, np.nan)
+            Y[:, cal] = S_known[:, cal]
+            t1 = time.perf_counter()
+            latent = TaskCalibration(model).fit(X_te, Y, np.arange(len(prep.llms["train"]))).model_
+            t[f"calibrate_k{k}_s"] = time.perf_counter() - t1
+        P = latent.predict_proba(X_sc, R_test)
+        band = band_coverage(latent, X_sc, latent.reference_posterior(R_test), S_sc)
+        rows.append({"method": "latent", "k": k, **scores(S_sc, P), "band": band, **common})
+        if baselines.get("all_train_data"):
+            t1 = time.perf_counter()
+            X_fit = np.vstack([prep.X["train"], X_te[cal]])
+            S_fit = np.hstack([prep.S("train", "train"), S_known[:, cal]])
+            base = fit_all_train_data(cfg, prep, X_fit, S_fit)
+            P = base.predict_proba(X_sc, np.zeros((len(prep.llms["test"]), 0), np.float32))
+            t[f"all_train_data_k{k}_fit_s"] = time.perf_counter() - t1
+            rows.append({"method": "all_train_data", "k": k, **scores(S_sc, P), "band": np.nan, **common})
+        for method, P in fixed.items():
+            rows.append({"method": method, "k": k, **scores(S_sc, P), "band": np.nan, **common})
+    return pd.DataFrame(rows), t
+
+
+def in_distribution_by_group(cfg, groups: dict[str, list[str]]) -> tuple[pd.DataFrame, dict]:
+    """The latent assessor on the split ``cfg`` (a random split) scored on its test prompts of each
+    hold-out's subtasks: ``groups`` maps a hold-out preset to its subtask globs."""
+    import fnmatch
+
+    t0 = time.perf_counter()
+    prep = prepare(cfg)
+    model, ref_ids = fit_generic(cfg, prep)
+    t = {"latent_fit_s": time.perf_counter() - t0}
+    sub = prep.results.instances["subgroup"].astype(str).to_numpy()[prep.results.instance_index(prep.inst["test"])]
+    R_test = prep.results.matrix(prep.llms["test"], ref_ids)
+    post = model.reference_posterior(R_test)
+    rows = []
+    for name, pats in [(None, ["*"]), *groups.items()]:
+        keep = np.array([any(fnmatch.fnmatch(g, p) for p in pats) for g in sub])
+        if not keep.any():
+            continue
+        X, S = prep.X["test"][keep], prep.S("test", "test")[:, keep]
+        rows.append({"method": "latent", "k": 0, "group": name, **scores(S, model.predict_proba(X, R_test)),
+                     "band": band_coverage(model, X, post, S), "n_llms": len(S), "n_prompts": int(keep.sum())})
+    return pd.DataFrame(rows), t
+
+
+def leave_one_llm_out(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
+    """Each LLM of the data in turn is the test LLM (the next one in name order validates, the rest
+    train); the folds' rows pooled by LLM-weighted means, as one split with every LLM tested once."""
+    llms = sorted(instantiate(cfg.data).llms)
+    folds, t = [], {}
+    for i, llm in enumerate(llms):
+        fold = OmegaConf.merge(cfg, {"llm_split": {"train": None, "val": [llms[(i + 1) % len(llms)]], "test": [llm]}})
+        df, ti = evaluate_split(fold, budgets, baselines)
+        folds.append(df)
+        for key, v in ti.items():
+            t[key] = t.get(key, 0.0) + v
+        log.info("leave-one-LLM-out fold %d/%d (%s) done", i + 1, len(llms), llm)
+    long = pd.concat(folds, ignore_index=True)
+    agg = long.groupby(["method", "k"], as_index=False).agg(
+        auc=("auc", "mean"), ece=("ece", "mean"), band=("band", "mean"), n_llms=("n_llms", "sum"),
+        n_prompts=("n_prompts", "mean"), below_chance=("below_chance", "mean"))
+    return agg, t

@@ -1,0 +1,118 @@
+"""The OOD sweep preset: its cells compose; its report's tables; a real sweep end to end, then resumed."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.conftest import ROOT
+
+PRESETS = ["in_distribution", "ood_logic", "ood_language", "ood_algorithmic", "ood_musr", "llm_frontier",
+           "kor_llm_split", "routerbench_loo"]
+
+
+def test_every_preset_of_the_sweep_composes_into_its_own_cell(compose):
+    from assessors.grid.resume import config_hash
+    from assessors.tasks.ood_sweep import cell_config, held_out_groups
+
+    cfg = compose(["experiment=ood_sweep"])
+    params = cfg.hydra.sweeper.params if "hydra" in cfg else None
+    assert cfg.task._target_ == "assessors.tasks.ood_sweep.run_cell"
+    assert sorted(cfg.ood_sweep.presets) == sorted(PRESETS)
+    hashes = set()
+    for preset in PRESETS:
+        inner = cell_config(cfg, preset)
+        assert inner.assessor._target_ == "assessors.core.latent.LatentAssessor"
+        assert inner.paths == cfg.paths and inner.grid.split_name == preset
+        hashes.add(config_hash(inner))
+        # exactly the subtask hold-outs are task hold-outs (budgets apply)
+        assert bool(held_out_groups(inner)) == preset.startswith("ood_"), preset
+    assert len(hashes) == len(PRESETS)
+    other_seed = compose(["experiment=ood_sweep", "seed=1"])
+    assert config_hash(cell_config(other_seed, "ood_logic")) != config_hash(cell_config(cfg, "ood_logic"))
+    assert params is None or params  # the sweeper's params compose too
+
+
+def test_an_unknown_preset_names_the_known_ones(compose):
+    from assessors.errors import ConfigError
+    from assessors.tasks.ood_sweep import cell_config
+
+    cfg = compose(["experiment=ood_sweep", "ood_sweep.preset=ood_nothing"])
+    with pytest.raises(ConfigError, match="ood_logic"):
+        cell_config(cfg)
+
+
+def _cells() -> pd.DataFrame:
+    rows = []
+    for seed in (0, 1):
+        for k, lat, base in ((0, 0.45, 0.55), (30, 0.62, 0.60), (100, 0.70, 0.61)):
+            rows.append({"preset": "ood_logic", "seed": seed, "method": "latent", "k": k, "group": None,
+                         "auc": lat + 0.01 * seed, "ece": 0.1, "band": 0.5 + k / 400, "cell_s": 100.0})
+            rows.append({"preset": "ood_logic", "seed": seed, "method": "all_train_data", "k": k, "group": None,
+                         "auc": base, "ece": 0.05, "band": np.nan, "cell_s": 100.0})
+            rows.append({"preset": "ood_logic", "seed": seed, "method": "reference_only", "k": k, "group": None,
+                         "auc": 0.58, "ece": 0.2, "band": np.nan, "cell_s": 100.0})
+        rows.append({"preset": "in_distribution", "seed": seed, "method": "latent", "k": 0, "group": None,
+                     "auc": 0.73, "ece": 0.04, "band": 0.9, "cell_s": 50.0})
+        rows.append({"preset": "in_distribution", "seed": seed, "method": "latent", "k": 0, "group": "ood_logic",
+                     "auc": 0.71, "ece": 0.04, "band": 0.9, "cell_s": 50.0})
+    return pd.DataFrame(rows)
+
+
+def test_report_tables_compare_each_budget_with_the_best_baseline_at_that_budget(tmp_path):
+    from assessors.reporting.ood_sweep import build_report, goals_table, metric_table
+
+    cells = _cells()
+    auc = metric_table(cells, "auc", ["in_distribution", "ood_logic"])
+    assert list(auc.index) == ["in_distribution", "ood_logic"]
+    assert auc.loc["ood_logic", "latent k=30"] == pytest.approx(0.625)  # mean over the two seeds
+    assert np.isnan(auc.loc["in_distribution", "latent k=30"])
+    goals = goals_table(cells)
+    assert list(goals.index) == [("ood_logic", 0), ("ood_logic", 1)]
+    row = goals.loc[("ood_logic", 0)]
+    assert row["best baseline k=0"] == 0.58 and row["(which) k=0"] == "reference_only"
+    assert row["best baseline k=100"] == 0.61 and row["(which) k=100"] == "all_train_data"
+    assert row["in distribution"] == 0.71
+    path = build_report(cells, tmp_path / "report", ["in_distribution", "ood_logic"], commit="abc1234")
+    text = path.read_text()
+    assert "abc1234" in text and "| ood_logic" in text
+    for name in ("auc_by_budget.png", "ece_by_budget.png", "band_by_budget.png", "cells.csv", "holdouts.csv"):
+        assert (tmp_path / "report" / name).stat().st_size > 0, name
+
+
+def _cell_runs(db):
+    with sqlite3.connect(db, timeout=30) as con:
+        return con.execute("SELECT r.run_uuid, r.status FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
+                           "WHERE t.key = 'ood_sweep.preset'").fetchall()
+
+
+@pytest.mark.slow
+def test_small_sweep_on_dask_writes_the_report_and_a_rerun_skips_every_cell(tmp_path, data_dir, shared_cache):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "outputs"
+    cmd = [sys.executable, str(ROOT / "train.py"), "-m", "experiment=ood_sweep_small", f"paths.data_dir={data_dir}",
+           f"paths.cache_dir={shared_cache}", f"paths.outputs={out}", "hydra.launcher.n_workers=2"]
+    first = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "OOD sweep: mean test AUC" in first.stdout and "Next: python train.py experiment=ood_sweep_report" in first.stdout
+    runs = _cell_runs(out / "mlflow.db")
+    assert sorted(s for _, s in runs) == ["FINISHED", "FINISHED"]
+    reports = list((out / "multirun").glob("*/*/report/ood_sweep_report.md")) + \
+        list((out / "multirun").glob("*/report/ood_sweep_report.md"))
+    assert len(reports) == 1
+    cells = pd.read_csv(reports[0].parent / "cells.csv")
+    logic = cells[(cells["preset"] == "ood_logic") & (cells["method"] == "latent")].set_index("k")
+    assert sorted(logic.index) == [0, 30]
+    assert ((logic["auc"] > 0) & (logic["auc"] < 1)).all() and logic["band"].between(0, 1).all()
+    # scored on each hold-out's subtasks among the five (bbh_snarks is one of ood_language's too)
+    assert {"ood_logic", "ood_language"} <= set(cells.loc[cells["preset"] == "in_distribution", "group"].dropna())
+
+    again = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert sorted(_cell_runs(out / "mlflow.db")) == sorted(runs)  # no cell ran again
+    assert "OOD sweep: mean test AUC" in again.stdout
