@@ -80,25 +80,33 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
     for split, trial in units:
         if (split, trial) in frames:
             continue
-        src, tgt = model_split(acc, split, trial, target_fraction)
-        rows = []
-        for size in sizes:
-            core = np.sort(np.random.default_rng(10_000 + trial).choice(n_items, size=size, replace=False))
-            for mname, proto in estimators.items():
-                if trials_per_method and trial >= int(trials_per_method.get(mname, trials)):
-                    continue
-                est, out, fit_s, estimate_s = _fit_and_estimate(proto, S, llms, src, tgt, core, size, trial, features)
-                lo = out.ci_low if out.ci_low is not None else np.full(tgt.size, np.nan)
-                hi = out.ci_high if out.ci_high is not None else np.full(tgt.size, np.nan)
-                rows += [(name, split, size, trial, mname, llms[ti], acc[ti], out.point[j], lo[j], hi[j],
-                          est.core_index_.size, fit_s, estimate_s, out.evidence[j]) for j, ti in enumerate(tgt)]
-        frames[(split, trial)] = df = pd.DataFrame(rows, columns=COLUMNS)
+        frames[(split, trial)] = df = _one_unit(name, S, acc, llms, estimators, split, trial, sizes, trials,
+                                                target_fraction, trials_per_method, features)
         if folder is not None:
             atomic_write(_part(folder, split, trial), lambda tmp: df.to_parquet(tmp, index=False))
         bar.update()
     bar.close()
     parts = [frames[u] for u in units if not frames[u].empty]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
+
+
+def _one_unit(name, S, acc, llms, estimators, split, trial, sizes, trials, target_fraction, trials_per_method,
+              features) -> pd.DataFrame:
+    """The records of one (split, trial): every size and method (see :func:`evaluate_benchmark`)."""
+    src, tgt = model_split(acc, split, trial, target_fraction)
+    n_items = S.shape[1]
+    rows = []
+    for size in sizes:
+        core = np.sort(np.random.default_rng(10_000 + trial).choice(n_items, size=size, replace=False))
+        for mname, proto in estimators.items():
+            if trials_per_method and trial >= int(trials_per_method.get(mname, trials)):
+                continue
+            est, out, fit_s, estimate_s = _fit_and_estimate(proto, S, llms, src, tgt, core, size, trial, features)
+            lo = out.ci_low if out.ci_low is not None else np.full(tgt.size, np.nan)
+            hi = out.ci_high if out.ci_high is not None else np.full(tgt.size, np.nan)
+            rows += [(name, split, size, trial, mname, llms[ti], acc[ti], out.point[j], lo[j], hi[j],
+                      est.core_index_.size, fit_s, estimate_s, out.evidence[j]) for j, ti in enumerate(tgt)]
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def _part(folder: Path, split: str, trial: int) -> Path:

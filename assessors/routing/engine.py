@@ -35,19 +35,8 @@ def load_assessor_model(uri: str, tracking_uri: str | None = None):
 
     if not uri:
         raise ConfigError("model_uri is not set: pass model_uri=<MLflow model URI or directory of a logged assessor>")
-    local = Path(uri)
     tracked = uri.startswith(("runs:", "models:"))
-    if "://" not in uri and not tracked:
-        if not (local / "MLmodel").exists():
-            raise ConfigError(f"model_uri {uri!r}: no MLmodel file in that directory (expected a logged 'assessor' model)")
-        uri = str(local.resolve())
-    if tracked and tracking_uri:
-        db = tracking_uri[len("sqlite:///"):] if tracking_uri.startswith("sqlite:///") else None
-        if db is not None and not Path(db).exists():
-            # connecting would create an empty store and then report the run as missing
-            raise ConfigError(f"model_uri {uri!r}: no MLflow store at {db} (train.py logs to <paths.outputs>/mlflow.db; "
-                              "pass the paths.outputs=... that training used, or tracking.tracking_uri=<server>)")
-        mlflow.set_tracking_uri(tracking_uri)
+    uri = _checked_uri(uri, tracked, tracking_uri)
     try:
         loaded = mlflow.pyfunc.load_model(uri)
     except MlflowException as e:
@@ -78,6 +67,27 @@ def _saved_format(uri: str):
         return (Model.load(str(path)).metadata or {}).get("assessors_model_format")
     except Exception:  # the message names the format when it can; it never fails for want of it
         return None
+
+
+def _checked_uri(uri: str, tracked: bool, tracking_uri: str | None) -> str:
+    """``uri`` resolved (a local model directory made absolute), with one-line errors naming the fix for a
+    directory without a model or a ``runs:``/``models:`` URI whose SQLite store does not exist; points
+    MLflow at ``tracking_uri``."""
+    import mlflow
+
+    local = Path(uri)
+    if "://" not in uri and not tracked:
+        if not (local / "MLmodel").exists():
+            raise ConfigError(f"model_uri {uri!r}: no MLmodel file in that directory (expected a logged 'assessor' model)")
+        return str(local.resolve())
+    if tracked and tracking_uri:
+        db = tracking_uri[len("sqlite:///"):] if tracking_uri.startswith("sqlite:///") else None
+        if db is not None and not Path(db).exists():
+            # connecting would create an empty store and then report the run as missing
+            raise ConfigError(f"model_uri {uri!r}: no MLflow store at {db} (train.py logs to <paths.outputs>/mlflow.db; "
+                              "pass the paths.outputs=... that training used, or tracking.tracking_uri=<server>)")
+        mlflow.set_tracking_uri(tracking_uri)
+    return uri
 
 
 def registry_for(model, trust_fn: Callable | None = None) -> LLMRegistry:

@@ -130,9 +130,7 @@ class MultidimIRT(BaseEstimator):
             prior = (0.5 * (th ** 2).sum() / self.prior_ability ** 2
                      + 0.5 * (a ** 2).sum() / self.prior_discrimination ** 2
                      + 0.5 * (b ** 2).sum() / self.prior_difficulty ** 2)
-            # The summed log-posterior, not its mean over cells: with the mean, a large matrix's
-            # gradient is so small that L-BFGS's first step changes nothing and it stops there.
-            loss = nll + prior
+            loss = nll + prior  # summed, not a mean over cells: a mean stops L-BFGS after one step on large matrices
             loss.backward()
             state["loss"] = loss.item() / n_obs
             return loss
