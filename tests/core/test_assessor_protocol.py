@@ -40,7 +40,7 @@ def _families():
         "generic": GenericAssessor(ParamGrid(XGBClassifier(n_estimators=30, max_depth=3, n_jobs=1,
                                                            tree_method="hist", random_state=0))),
         # one candidate: no choice to make, so no cross-validation (its choosing is tested elsewhere)
-        "specific": SpecificAssessor({"lr": ParamGrid(LogisticRegression(C=0.3, max_iter=1000))}),
+        "specific": SpecificAssessor({"lr": ParamGrid(LogisticRegression(C=0.3, solver="liblinear"))}),
         "latent": LatentAssessor(**latent),
         "latent_stream": StreamingLatentAssessor(**latent),
     }

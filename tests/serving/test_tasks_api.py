@@ -128,7 +128,7 @@ def test_a_model_without_a_posterior_or_a_store_is_a_409(tiny, tiny_latent, task
     with make_client(tiny["model"], tmp_path, monkeypatch) as c:
         wait_ready(c)
         r = c.post("/v1/tasks/calibrate", json=body)
-        assert "needs a latent assessor" in error(r, 409) and r.json()["error"]["type"] == "no_posterior"
+        assert "assessor=latent" in error(r, 409) and r.json()["error"]["type"] == "no_posterior"
     with make_client(tiny_latent["model"], tmp_path, monkeypatch, tracking=False) as c:
         wait_ready(c)
         r = c.post("/v1/tasks/calibrate", json=body)

@@ -85,6 +85,7 @@ def test_the_latent_assessor_is_the_default_and_the_paper_one_is_a_column(compos
     assert method_name(cfg) == "latent" and cfg.compare.paper_generic
     assert method_name(OmegaConf.create({"assessor": cfg.paper_generic})) == "paper_generic"
     # the paper's presets train the paper's assessor
-    for preset in ("paper_in_distribution", "llm_frontier", "llm_random", "kor_llm_split", "ood_musr",
-                   "trust_frontier"):
+    for preset in ("paper_in_distribution", "llm_frontier", "llm_random", "kor_llm_split", "ood_musr"):
         assert method_name(compose([f"experiment={preset}"])) == "paper_generic", preset
+    # the trust evaluation judges the assessor that is served: the default one
+    assert method_name(compose(["experiment=trust_frontier"])) == "latent"
