@@ -15,7 +15,7 @@ def test_generic_assessor_on_a_local_cluster_matches_in_process_validation_auc(c
     from assessors.tasks.grid import per_llm_auc
     from assessors.tasks.prepare import prepare
 
-    base = ["data=score_matrix_musr", "features=success_pattern", "tracking=none", "~validate",
+    base = ["data=score_matrix_musr", "assessor=paper_generic", "features=success_pattern", "tracking=none", "~validate",
             "llm_split.n_train=150", "llm_split.n_val=40", "llm_split.n_test=40", "selector.size=30",
             "classifier.param_grid.max_depth=[3]"]
     cfg = compose(base)

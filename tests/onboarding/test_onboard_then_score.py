@@ -54,8 +54,9 @@ def test_onboard_smollm2_then_score(llama_base_url, llama_model, data_dir, tmp_p
     p_direct = np.atleast_2d(model.assessor.predict_proba(model.featurizer.transform(test_prompts), vec[None, :]))
     assert p_direct.shape == (1, N_SCORE)
 
-    # 3b) and through the predict path: engine + registry with the built-in trust report
-    engine = build_engine(None, model=model, trust={"enabled": True})
+    # 3b) and through the predict path: engine + registry with the built-in trust report; its fallback off, so
+    # that what is served is the model's own prediction (the served fallback is tested in tests/trust)
+    engine = build_engine(None, model=model, trust={"enabled": True, "fallback": False})
     assert engine.registry.trust_fn is not None and trust_hook(model, {"enabled": True}) is not None
     entry = engine.registry.register(LLM, vec, source=str(tmp_path / "onboard"))
     names, P = engine.predict(test_prompts)

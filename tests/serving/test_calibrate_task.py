@@ -79,7 +79,7 @@ def test_bad_calibration_answers_name_the_rows_and_the_fix(compose, tiny, tiny_l
         attempt(bad)
     with pytest.raises(DataError, match=r"data rows \[361\].*repeat an \(llm, instance_id\) pair"):
         attempt(pd.concat([good, good.iloc[:1]]))
-    with pytest.raises(ConfigError, match="needs a latent assessor"):
+    with pytest.raises(ConfigError, match="assessor=latent"):
         attempt(good, model=tiny["model"])
     # too few answers per prompt: the adapted model says "prior only" for every prompt
     few = good[good["llm"].isin(task["llms"][:3])]
