@@ -5,6 +5,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from assessors.features.base import unit_rows
+
 
 class KNNSuccess(BaseEstimator):
     """Per-LLM success rate over the ``k`` nearest training prompts (cosine similarity).
@@ -24,7 +26,7 @@ class KNNSuccess(BaseEstimator):
 
     def fit(self, X: np.ndarray, S: np.ndarray) -> "KNNSuccess":
         """X: (n, d) training prompt features; S: (n_llms, n) success with NaN = not evaluated."""
-        self.X_ = _unit(X)
+        self.X_ = unit_rows(X)
         self.S_ = np.asarray(S, dtype=np.float64)
         self.acc_ = np.nanmean(self.S_, axis=1)
         return self
@@ -32,7 +34,7 @@ class KNNSuccess(BaseEstimator):
     def predict_success(self, X: np.ndarray) -> np.ndarray:
         """P(success) of shape (n_llms, m)."""
         check_is_fitted(self, "X_", msg="KNNSuccess is not fitted")
-        sim = _unit(X) @ self.X_.T  # (m, n)
+        sim = unit_rows(X) @ self.X_.T  # (m, n)
         k = int(min(self.k, self.X_.shape[0]))
         nn = np.argpartition(-sim, k - 1, axis=1)[:, :k]  # (m, k)
         out = np.empty((self.S_.shape[0], len(sim)))
@@ -41,9 +43,3 @@ class KNNSuccess(BaseEstimator):
             obs = np.isfinite(v)
             out[i] = (np.where(obs, v, 0).sum(1) + self.prior * self.acc_[i]) / (obs.sum(1) + self.prior)
         return out.astype(np.float32)
-
-
-def _unit(X) -> np.ndarray:
-    X = np.asarray(X, dtype=np.float32)
-    n = np.linalg.norm(X, axis=1, keepdims=True)
-    return X / np.where(n > 0, n, 1)
