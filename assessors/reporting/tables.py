@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from tabulate import tabulate
 
+from assessors.data.names import check_unique
 from assessors.errors import DataError
 
 LONG_COLUMNS = ("llm", "method", "metric", "value")
@@ -39,13 +40,8 @@ def per_llm_table(metrics: pd.DataFrame, metric: str | None = None, mean_row: bo
         df = df[df["metric"] == metric]
         if df.empty:
             raise DataError(f"per_llm_table: no rows with metric {metric!r}; metrics present: {sorted(metrics['metric'].unique())}")
-    dup = df.duplicated(["llm", "method", "metric"], keep=False)
-    if dup.any():
-        first = df[dup].iloc[0]
-        raise DataError(
-            f"per_llm_table: {int(dup.sum())} duplicated (llm, method, metric) rows, e.g. "
-            f"({first['llm']!r}, {first['method']!r}, {first['metric']!r}) at row {df.index[dup][0]!r}"
-        )
+    check_unique(pd.MultiIndex.from_frame(df[["llm", "method", "metric"]]), "per_llm_table",
+                 what="(llm, method, metric) row", where=lambda i: f"row {df.index[i]!r}")
     columns = "method" if metric is not None else ["metric", "method"]
     wide = df.pivot(index="llm", columns=columns, values="value").astype(float)
     # pivot sorts labels; restore order of first appearance (e.g. the main method first)

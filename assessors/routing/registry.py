@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from assessors.core.evidence import Evidence
+from assessors.data.names import check_unique
 from assessors.errors import DataError, NoPosteriorError
 from assessors.routing.costs import CostModel
 
@@ -256,8 +257,7 @@ class LLMRegistry:
         """Entries for ``names`` (all registered, in registration order, when None)."""
         if names is None:
             return list(self._llms.values())
-        if len(set(names)) != len(names):
-            raise DataError(f"duplicated LLM names in {list(names)}")
+        check_unique(names, "llms", what="LLM name")
         return [self.get(n) for n in names]
 
     def names(self) -> list[str]:
