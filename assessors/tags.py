@@ -4,7 +4,7 @@ A component declares what the pipeline may ask of it by overriding ``__sklearn_t
 (scikit-learn >= 1.6) and extending the tags its parent returns::
 
     def __sklearn_tags__(self):
-        return with_capabilities(super().__sklearn_tags__(), uses_results=True)
+        return with_capabilities(super().__sklearn_tags__(), accepts_row_source=True)
 
 and the pipeline reads one flag with :func:`capability`. The standard scikit-learn tags stay
 where scikit-learn puts them (e.g. ``get_tags(est).input_tags.allow_nan`` for an estimator that
@@ -21,16 +21,12 @@ from sklearn.utils import Tags, get_tags
 class Capabilities:
     """The project's own capability flags (all False unless a component sets them).
 
+    What every member of a role has is not a capability but part of the role's protocol (a
+    featurizer's ``reads``, a selector's ``fit(..., validation=None)``); flags are only for what
+    a caller may hand some members of a role and not others.
+
     Attributes
     ----------
-    uses_results : bool
-        A featurizer whose features are computed from LLM results, not from the prompt text
-        (``fit``/``transform`` take a success matrix of shape (n_llms, n_instances)).
-    learns_from_texts : bool
-        A featurizer whose ``fit`` learns from the training prompts (its identity then
-        includes their hash, and it must be fitted before ``transform``).
-    uses_validation : bool
-        A selector whose ``fit`` takes ``validation=(X_val, S_val, S_val_candidates)``.
     accepts_row_source : bool
         A classifier that consumes lazy row sources (:class:`~assessors.core.rows.PairRows`)
         instead of a materialised matrix.
@@ -40,9 +36,6 @@ class Capabilities:
         ``require_posterior`` raises the typed error; the trust layer's report dispatch still reads it.
     """
 
-    uses_results: bool = False
-    learns_from_texts: bool = False
-    uses_validation: bool = False
     accepts_row_source: bool = False
     has_posterior: bool = False
 

@@ -12,11 +12,6 @@ from assessors.classifiers.pair_logreg import PairLogisticRegression
 from assessors.core.generic import GenericAssessor
 from assessors.core.latent import LatentAssessor
 from assessors.core.latent_stream import StreamingLatentAssessor
-from assessors.features.dask_fanout import DaskFanoutFeaturizer
-from assessors.features.ngrams import UnigramFeaturizer
-from assessors.features.success_pattern import SuccessPatternFeaturizer
-from assessors.selection.base import RandomSelector
-from assessors.selection.random_best_of_n import RandomBestOfNSelector
 from assessors.tags import capability
 
 
@@ -25,14 +20,7 @@ from assessors.tags import capability
     (PairLogisticRegression(), "accepts_row_source", True),
     (LogisticRegression(), "accepts_row_source", False),
     (xgboost.XGBClassifier(), "accepts_row_source", False),
-    (SuccessPatternFeaturizer(), "uses_results", True),
-    (UnigramFeaturizer(), "uses_results", False),
-    (UnigramFeaturizer(), "learns_from_texts", True),
-    (DaskFanoutFeaturizer(SuccessPatternFeaturizer()), "uses_results", True),
-    (DaskFanoutFeaturizer(UnigramFeaturizer()), "learns_from_texts", True),
-    (RandomBestOfNSelector(), "uses_validation", True),
-    (RandomSelector(), "uses_validation", False),
-    (object(), "uses_validation", False),
+    (object(), "accepts_row_source", False),
     (LatentAssessor(), "has_posterior", True),
     (StreamingLatentAssessor(), "has_posterior", True),
     (GenericAssessor(LogisticRegression()), "has_posterior", False),

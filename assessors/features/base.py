@@ -8,8 +8,6 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from assessors.tags import capability
-
 
 def unit_rows(X: np.ndarray) -> np.ndarray:
     """Rows of ``X`` (n, d) scaled to unit Euclidean norm, float32 (n, d): dot products are cosines.
@@ -21,12 +19,16 @@ def unit_rows(X: np.ndarray) -> np.ndarray:
 
 
 class Featurizer(BaseEstimator, abc.ABC):
-    """Turns prompts into a float32 feature matrix.
+    """Turns instances into a float32 feature matrix.
 
     Subclasses implement :meth:`_transform` (and :meth:`_fit` when they learn from the
-    training prompts, e.g. Word2Vec or unigram frequencies). ``transform`` consults the
-    on-disk cache (``cache_dir``) keyed by :meth:`identity` and the text hash, so a
-    second run re-embeds nothing.
+    training prompts, e.g. Word2Vec or unigram frequencies, setting :attr:`learns_from_texts`).
+    ``transform`` consults the on-disk cache (``cache_dir``) keyed by :meth:`identity` and the
+    text hash, so a second run re-embeds nothing.
+
+    What ``fit`` and ``transform`` take is the featurizer's to say: :attr:`reads` names it and
+    :meth:`inputs` builds it from the results, so callers featurize any featurizer the same way
+    (``featurizer.transform(featurizer.inputs(results, ids, train_llms))``).
 
     Parameters
     ----------
@@ -40,6 +42,13 @@ class Featurizer(BaseEstimator, abc.ABC):
     #: Private attributes rebuilt on first use (a loaded model, a client holding a key and a
     #: connection pool, one-time warnings): kept out of pickles.
     transient_attrs: tuple[str, ...] = ()
+    #: What ``fit``/``transform`` take: ``"prompts"`` (prompt texts) or ``"results"`` (the training
+    #: LLMs' success matrix). A featurizer that reads results needs no prompt text, and a model
+    #: built on it cannot score new prompts.
+    reads: str = "prompts"
+    #: Whether ``fit`` learns from the training prompts: its identity then includes their hash, and
+    #: it must be fitted before ``transform``.
+    learns_from_texts: bool = False
 
     def __init__(self, cache_dir: str | None = None):
         self.cache_dir = cache_dir
@@ -50,12 +59,29 @@ class Featurizer(BaseEstimator, abc.ABC):
             state.pop(name, None)
         return state
 
+    def inputs(self, results, ids: Sequence[str], train_llms: Sequence[str] | None = None) -> list[str]:
+        """What :meth:`fit` and :meth:`transform` take for the instances ``ids``: their prompts.
+
+        Parameters
+        ----------
+        results : Results
+        ids : sequence of str
+            Instance ids.
+        train_llms : sequence of str, optional
+            The training LLMs (read by featurizers whose :attr:`reads` is ``"results"``).
+
+        Returns
+        -------
+        list of str, length len(ids)
+        """
+        return results.prompts(list(ids))  # names the data sets without prompt text, if any
+
     def fit(self, texts: Sequence[str], y=None) -> "Featurizer":
         """Learn from the training prompts (no-op for pretrained models)."""
         from assessors.features.cache import texts_hash
 
         texts = list(texts)
-        self.fit_hash_ = texts_hash(texts) if capability(self, "learns_from_texts") else ""
+        self.fit_hash_ = texts_hash(texts) if self.learns_from_texts else ""
         self._fit(texts)
         return self
 
@@ -66,7 +92,7 @@ class Featurizer(BaseEstimator, abc.ABC):
         """Features of shape (n_texts, dim), float32."""
         from assessors.features.cache import EmbeddingCache
 
-        if capability(self, "learns_from_texts"):
+        if self.learns_from_texts:
             # Without this, an unfitted featurizer could hit a cache entry keyed by an empty fit hash.
             check_is_fitted(self, "fit_hash_",
                             msg=f"{type(self).__name__} learns from the training prompts: call fit(texts) first")

@@ -15,7 +15,6 @@ from typing import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
-from assessors.tags import capability, with_capabilities
 from assessors.dask_cluster import dask_client
 
 log = logging.getLogger(__name__)
@@ -52,9 +51,19 @@ class DaskFanoutFeaturizer(BaseEstimator):
         self.chunk_size = chunk_size
         self.min_texts = min_texts
 
-    def __sklearn_tags__(self):  # the wrapped featurizer's capabilities
-        return with_capabilities(super().__sklearn_tags__(),
-                                 **{k: capability(self.featurizer, k) for k in ("uses_results", "learns_from_texts")})
+    @property
+    def reads(self) -> str:
+        """The wrapped featurizer's input (:attr:`Featurizer.reads`)."""
+        return self.featurizer.reads
+
+    @property
+    def learns_from_texts(self) -> bool:
+        """Whether the wrapped featurizer learns from the training prompts."""
+        return self.featurizer.learns_from_texts
+
+    def inputs(self, results, ids: Sequence[str], train_llms: Sequence[str] | None = None):
+        """The wrapped featurizer's inputs for ``ids`` (:meth:`Featurizer.inputs`)."""
+        return self.featurizer.inputs(results, ids, train_llms)
 
     def fit(self, texts: Sequence[str], y=None) -> "DaskFanoutFeaturizer":
         self.featurizer.fit(texts, y)
@@ -65,14 +74,14 @@ class DaskFanoutFeaturizer(BaseEstimator):
 
     def transform(self, texts: Sequence[str]) -> np.ndarray:
         """Features of shape (n_texts, dim), float32, the wrapped featurizer's."""
-        # success-pattern features take no texts
-        if capability(self.featurizer, "uses_results") or len(texts) < self.min_texts:
+        # a featurizer that reads results takes no texts: nothing to fan out
+        if self.reads != "prompts" or len(texts) < self.min_texts:
             return self.featurizer.transform(texts)
         texts = list(texts)
         cached = bool(getattr(self.featurizer, "cache_dir", None))
         # a pretrained model ships as its parameters (each worker loads it once); one that learned
         # from the training texts ships fitted
-        remote = self.featurizer if capability(self.featurizer, "learns_from_texts") else clone(self.featurizer)
+        remote = self.featurizer if self.learns_from_texts else clone(self.featurizer)
         unique = list(dict.fromkeys(texts))
         chunks = [unique[i:i + self.chunk_size] for i in range(0, len(unique), self.chunk_size)]
         with dask_client(self.address, self.n_workers) as client:

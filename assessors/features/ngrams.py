@@ -6,7 +6,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import ConfigError
 from assessors.features.base import Featurizer
-from assessors.tags import with_capabilities
 
 
 class UnigramFeaturizer(Featurizer):
@@ -41,8 +40,7 @@ class UnigramFeaturizer(Featurizer):
         Embedding cache directory; None disables caching.
     """
 
-    def __sklearn_tags__(self):
-        return with_capabilities(super().__sklearn_tags__(), learns_from_texts=True)
+    learns_from_texts = True
 
     def __init__(self, max_features: int = 1000, lowercase: bool = True,
                  token_pattern: str = r"(?u)\b\w+\b", cache_dir: str | None = None):

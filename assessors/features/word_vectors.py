@@ -11,7 +11,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import ConfigError, DataError
 from assessors.features.base import Featurizer
-from assessors.tags import with_capabilities
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +45,7 @@ class _WordVectorFeaturizer(Featurizer):
 
     runtime_params = Featurizer.runtime_params + ("workers",)
 
-    def __sklearn_tags__(self):
-        return with_capabilities(super().__sklearn_tags__(), learns_from_texts=True)
+    learns_from_texts = True
 
     def __init__(self, vectors_path: str | None = None, vector_size: int = 100, window: int = 5,
                  min_count: int = 2, epochs: int = 10, seed: int = 0, workers: int = 1,

@@ -97,7 +97,7 @@ class FactorAnalysisSelector(Selector):
         self.max_factors = max_factors
         self.cache_dir = cache_dir
 
-    def _select(self, success, features):
+    def _select(self, success, features, validation):
         if self.space is None:
             raise ConfigError("FactorAnalysisSelector needs a feature space (selector.space)")
         Z = self.space.transform(success, features)  # (n_candidates, d)

@@ -37,7 +37,7 @@ class KMeansSelector(Selector):
         self.n_init = n_init
         self.max_iter = max_iter
 
-    def _select(self, success, features):
+    def _select(self, success, features, validation):
         if self.space is None:
             raise ConfigError("KMeansSelector needs a feature space (selector.space)")
         Z = self.space.transform(success, features)

@@ -10,7 +10,6 @@ from tqdm.auto import tqdm
 
 from assessors.errors import ConfigError, DataError, InfeasibleError
 from assessors.selection.base import Selector
-from assessors.tags import with_capabilities
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +46,6 @@ class RandomBestOfNSelector(Selector):
     best_draw_ : int
     """
 
-    def __sklearn_tags__(self):  # the pipeline passes ``validation=`` to ``fit``
-        return with_capabilities(super().__sklearn_tags__(), uses_validation=True)
-
     def __init__(self, size: int = 100, seed: int = 0, n_draws: int = 20, assessor=None,
                  holdout_fraction: float = 0.2):
         super().__init__(size=size, seed=seed)
@@ -57,23 +53,7 @@ class RandomBestOfNSelector(Selector):
         self.assessor = assessor
         self.holdout_fraction = holdout_fraction
 
-    def fit(self, success, ids, features=None, validation=None) -> "RandomBestOfNSelector":
-        """As :meth:`Selector.fit`, plus optional validation data.
-
-        Parameters
-        ----------
-        validation : tuple (X_val (m, dim), S_val (k, m), S_val_candidates (k, n_candidates)), optional
-            Validation instances' features, validation LLMs' results on them, and the
-            validation LLMs' results on the candidate pool (their reference vectors are
-            read from it for each draw).
-        """
-        self._validation = validation
-        try:
-            return super().fit(success, ids, features)
-        finally:
-            del self._validation
-
-    def _select(self, success, features):
+    def _select(self, success, features, validation):
         if self.assessor is None:
             raise ConfigError("RandomBestOfNSelector needs an assessor (selector.assessor)")
         if features is None:
@@ -85,8 +65,8 @@ class RandomBestOfNSelector(Selector):
         X = np.asarray(features, dtype=np.float32)
         rng = np.random.default_rng(self.seed)
         n_llms, n_cand = success.shape
-        if self._validation is not None:
-            X_val, S_val, S_val_cand = (np.asarray(a, dtype=np.float32) for a in self._validation)
+        if validation is not None:  # the validation LLMs' reference vectors are read from S_val_cand per draw
+            X_val, S_val, S_val_cand = (np.asarray(a, dtype=np.float32) for a in validation)
             if S_val_cand.shape[1] != n_cand:
                 raise DataError(f"validation results on candidates have {S_val_cand.shape[1]} columns, expected {n_cand}")
             fit_llms, fit_cols, pool = np.arange(n_llms), np.arange(n_cand), np.arange(n_cand)

@@ -20,7 +20,6 @@ from omegaconf import DictConfig, OmegaConf
 from assessors.errors import ConfigError, DataError, InfeasibleError
 from assessors.grid.resume import TAG_INFEASIBLE, config_hash, finished_run, job_tags
 from assessors.selection.cache import array_digest, memo
-from assessors.tags import capability
 from assessors.tasks.prepare import fit_assessor, prepare
 from assessors.tasks.wrapper import task_wrapper
 from assessors.threads import fit_threads, thread_limits
@@ -68,11 +67,7 @@ def select_reference(cfg: DictConfig, S_tr: np.ndarray, ids: list[str], X_tr: np
     key = array_digest(params, list(ids), S_tr, X_tr, val_digest)
 
     def fit():
-        selector = instantiate(cfg.selector)
-        if capability(selector, "uses_validation"):
-            selector.fit(S_tr, ids, X_tr, validation=validation)
-        else:
-            selector.fit(S_tr, ids, X_tr)
+        selector = instantiate(cfg.selector).fit(S_tr, ids, X_tr, validation=validation)
         return {"index": np.asarray(selector.reference_index_, dtype=np.int64)}
 
     return memo(cfg.paths.cache_dir + "/selection", "reference_ids", key, fit)["index"]

@@ -20,7 +20,6 @@ from assessors.errors import ConfigError
 from assessors.features.parts import featurize_parts
 from assessors.tasks.config import plain
 from assessors.threads import budgeted, fit_threads
-from assessors.tags import capability
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +60,7 @@ def prepare(cfg: DictConfig) -> Prepared:
 
         # before splitting: degenerate data fails here, not after minutes of fitting; flagged
         # blocks (grading failures, too few cells, no prompt text) are left out unless configured
-        needs_text = not capability(instantiate(cfg.features), "uses_results")  # __init__ only stores params
+        needs_text = instantiate(cfg.features).reads == "prompts"  # __init__ only stores params
         options = plain(cfg.validate)
         report = run_validation(results, options, needs_text=needs_text)
         results = exclude_flagged(results, report, options)
@@ -113,12 +112,10 @@ def fit_assessor(cfg, prep: Prepared, ref_idx: np.ndarray, ref_ids: list[str], a
 
 
 def fit_selector(selector, prep: Prepared):
-    """Fit a reference-set selector on the training LLMs x training instances; a selector that
-    ``uses_validation`` (random_best_of_n) also sees the validation LLMs' results on the candidates."""
-    S_tr = prep.S("train", "train")
-    if capability(selector, "uses_validation") and prep.llms["val"]:
-        return selector.fit(S_tr, prep.inst["train"], prep.X["train"], validation=prep.validation(prep.inst["train"]))
-    return selector.fit(S_tr, prep.inst["train"], prep.X["train"])
+    """Fit a reference-set selector on the training LLMs x training instances, with the validation
+    LLMs' results on the candidates (None without validation LLMs; most selectors ignore them)."""
+    return selector.fit(prep.S("train", "train"), prep.inst["train"], prep.X["train"],
+                        validation=prep.validation(prep.inst["train"]))
 
 
 def fit_generic(cfg, prep: Prepared, selector=None, assessor_cfg=None):

@@ -27,7 +27,6 @@ from assessors.tasks.train_trust import fit_trust_parts
 from assessors.tasks.served import Served, serve_llms, served_table, serving_model
 from assessors.tasks.wrapper import PAPER, method_name, task_wrapper
 from assessors.threads import budgeted, fit_threads, thread_limits
-from assessors.tags import capability
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +160,7 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
             # adds the split-size and train/test leakage checks, logs the report
             validate_split(prep.results, prep.inst, prep.llms, prep.X, plain(cfg.validate), run,
                            reference_size=cfg.selector.get("size"),
-                           text_features=not capability(prep.featurizer, "uses_results"))
+                           text_features=prep.featurizer.reads == "prompts")
         print(data_line(prep, cfg))
         preds, fitted = predict_methods(cfg, prep)
         fitted.update(fit_trust_parts(cfg, prep, fitted["generic"], fitted["reference_ids"], run))
@@ -228,7 +227,7 @@ def data_line(prep: Prepared, cfg) -> str:
 def log_model(cfg, run, prep: Prepared, fitted: dict) -> str | None:
     """Log the generic assessor as an MLflow pyfunc model; returns the ``predict.py`` command that
     scores held-out prompts with it (None when no model is logged)."""
-    if not getattr(getattr(cfg, "tracking", None), "log_model", False) or capability(prep.featurizer, "uses_results"):
+    if not getattr(getattr(cfg, "tracking", None), "log_model", False) or prep.featurizer.reads != "prompts":
         return None
     from assessors.core.pyfunc import log_assessor_model
     from assessors.tasks.commands import example_prompts, predict_command

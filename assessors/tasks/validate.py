@@ -9,7 +9,6 @@ from assessors.data.validate import _opts, check_results, enforce, leakage_issue
 from assessors.tasks.prepare import featurize
 from assessors.tasks.config import plain
 from assessors.tasks.wrapper import task_wrapper
-from assessors.tags import capability
 
 
 @task_wrapper("validate")
@@ -24,7 +23,7 @@ def run(cfg, run) -> dict[str, float]:
         inst = instantiate(cfg.split).split(results)
         llms = instantiate(cfg.llm_split).split(results)
         featurizer, X = featurize(cfg, results, inst, llms["train"])
-        issue, leaks = leakage_issue(results, inst, X, _opts(vcfg), not capability(featurizer, "uses_results"))
+        issue, leaks = leakage_issue(results, inst, X, _opts(vcfg), featurizer.reads == "prompts")
         report.issues += [issue] if issue is not None else []
     print(report)
     log_validation(run, report, leaks)

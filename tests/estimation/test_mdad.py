@@ -68,7 +68,7 @@ def test_evaluate_with_a_fitted_selector_uses_its_reference_set():
     class Hardest(Selector):
         """Constructed known answer: picks the items the sources fail most (all-fail core)."""
 
-        def _select(self, success, features):
+        def _select(self, success, features, validation):
             # stable: among tied means the lowest column index comes first, so the core (columns
             # 0-39) fills the micro-benchmark before any other item that happens to tie on the
             # training sources (quicksort tie order differs between numpy releases)

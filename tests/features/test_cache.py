@@ -7,7 +7,6 @@ from sklearn.exceptions import NotFittedError
 
 from assessors.features.base import Featurizer
 from assessors.features.cache import EmbeddingCache
-from assessors.tags import with_capabilities
 
 
 class Counting(Featurizer):
@@ -25,8 +24,7 @@ class Counting(Featurizer):
 
 
 class Learning(Counting):
-    def __sklearn_tags__(self):
-        return with_capabilities(super().__sklearn_tags__(), learns_from_texts=True)
+    learns_from_texts = True
 
     def _fit(self, texts):
         self.n_train_ = len(texts)

@@ -36,6 +36,19 @@ def test_selector_config_contract_and_determinism(compose, synth, name):
 
 
 @pytest.mark.parametrize("name", SELECTORS)
+def test_every_selector_takes_the_validation_results(compose, synth, name):
+    """One ``fit`` for every selector: callers pass the validation LLMs' results to all of them;
+    those that judge candidate sets on them (random best-of-N) use them, the others ignore them."""
+    success, ids, X = synth
+    val = (X[:50], success[:5, :50], success[:5])
+    with_val = _build(compose, name, 12).fit(success[5:], ids, X, validation=val)
+    without = _build(compose, name, 12).fit(success[5:], ids, X)
+    assert len(set(with_val.reference_ids_)) == 12 and set(with_val.reference_ids_) <= set(ids)
+    if name != "random_best_of_n":
+        assert with_val.reference_ids_ == without.reference_ids_
+
+
+@pytest.mark.parametrize("name", SELECTORS)
 def test_selector_size_larger_than_pool_is_a_clear_error(compose, synth, name):
     success, ids, X = synth
     with pytest.raises(ConfigError, match="larger than the candidate pool"):
