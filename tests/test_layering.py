@@ -4,8 +4,10 @@ Every module under ``assessors/`` is parsed with :mod:`ast`; every ``import`` co
 ones inside functions (a function-local import is still a dependency, only a later one). The
 layers, lowest first, are the ones docs/architecture.md draws.
 
-Only the task layer reads the config: below ``assessors/tasks/`` no module imports Hydra or
-OmegaConf, and no function takes a parameter annotated as a config node (``DictConfig``).
+Only the task layer (and the ``train.py``/``predict.py`` entry points, outside the package) reads
+the config: below ``assessors/tasks/`` no module imports Hydra or OmegaConf, names a config type in
+code (``OmegaConf``, ``DictConfig``, ``ListConfig``, however it got hold of it), or has a function
+that takes a parameter annotated as a config node.
 """
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ RANK = {unit: i for i, layer in enumerate(LAYERS) for unit in layer}
 CONFIG_LAYER = "tasks"
 CONFIG_PACKAGES = ("hydra", "omegaconf")
 CONFIG_NODES = ("DictConfig", "ListConfig")
+#: Names of the config's types: code that uses them reads the config, imported or not.
+CONFIG_TYPES = ("OmegaConf", *CONFIG_NODES)
 
 
 def module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -134,10 +138,18 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def config_uses(source: str) -> list[str]:
-    """What in ``source`` reads the config: imports of :data:`CONFIG_PACKAGES` (at any depth) and
-    function parameters annotated with a config node (``DictConfig``, ``omegaconf.DictConfig | None``, ...)."""
+    """What in ``source`` reads the config: imports of :data:`CONFIG_PACKAGES` (at any depth),
+    function parameters annotated with a config node (``DictConfig``, ``omegaconf.DictConfig | None``, ...)
+    and other code naming a config type (:data:`CONFIG_TYPES`; strings and comments do not count)."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    in_annotation = {id(n) for a in ast.walk(tree) if isinstance(a, ast.arg) and a.annotation is not None
+                     for n in ast.walk(a.annotation)}  # reported once, as the parameter that takes it
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name in CONFIG_TYPES and id(node) not in in_annotation:
+            found.append(f"line {node.lineno}: uses {name}")
+            continue
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -231,10 +243,12 @@ def test_config_reads_below_the_tasks_are_seen(tmp_path):
         "core/a.py": "import hydra.utils\n",
         "core/b.py": "def f():\n    from omegaconf import OmegaConf\n",
         "core/c.py": "def g(x, cfg: 'DictConfig | None' = None, *, n: int = 1):\n    pass\n",
-        "core/d.py": "from typing import Mapping\ndef h(cfg: Mapping, hydra_dir: str):\n    pass\n",
+        "core/d.py": "from typing import Mapping\ndef h(cfg: Mapping, hydra_dir: str):\n    pass  # OmegaConf\n",
+        "core/e.py": "import sys\ndef k(node):\n    return sys.modules['omegaconf'].OmegaConf.to_container(node)\n",
         "tasks/t.py": "from omegaconf import DictConfig\ndef run(cfg: DictConfig):\n    pass\n"})
     assert config_readers(pkg) == {
         "assessors.core.a": ["line 1: import hydra.utils"],
         "assessors.core.b": ["line 2: import omegaconf"],
         "assessors.core.c": ["line 1: g(cfg: 'DictConfig | None')"],
+        "assessors.core.e": ["line 3: uses OmegaConf"],
     }

@@ -18,8 +18,9 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from assessors.errors import ConfigError, DataError, InfeasibleError
-from assessors.grid.resume import TAG_INFEASIBLE, config_hash, finished_run, job_tags
+from assessors.grid.resume import RESULT_KEYS, TAG_INFEASIBLE, config_hash, finished_run, job_tags
 from assessors.selection.cache import array_digest, memo
+from assessors.tasks.config import plain_part, tracker_from_cfg
 from assessors.tasks.prepare import fit_assessor, prepare
 from assessors.tasks.wrapper import task_wrapper
 from assessors.threads import fit_threads, thread_limits
@@ -88,9 +89,7 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
     dict with ``val_auc_mean`` (mean validation AUC over validation LLMs, what sweeps optimise),
     ``test_auc_mean``, ``skipped`` (1.0 when the result came from an earlier run) and ``infeasible``.
     """
-    from assessors.tasks.config import tracker_from_cfg
-
-    done = finished_run(tracker_from_cfg(cfg), config_hash(cfg))
+    done = finished_run(tracker_from_cfg(cfg), config_hash(plain_part(cfg, RESULT_KEYS)))
     if done is not None:
         log.info("grid combination %s already finished in run %s: skipping", combination(cfg), done.info.run_id)
         m = done.data.metrics
@@ -101,7 +100,8 @@ def run_grid(cfg: DictConfig) -> dict[str, float]:
 
 
 def _tags(cfg: DictConfig) -> dict[str, str]:
-    return {**job_tags(config_hash(cfg)), **{f"grid.{k}": v for k, v in combination(cfg).items()}}
+    return {**job_tags(config_hash(plain_part(cfg, RESULT_KEYS))),
+            **{f"grid.{k}": v for k, v in combination(cfg).items()}}
 
 
 @task_wrapper("grid", tags=_tags)
@@ -172,8 +172,6 @@ def grid_report(cfg: DictConfig) -> dict[str, float]:
     """Rebuild the report of the grid sweep logged to MLflow experiment ``cfg.tracking.experiment``
     (``python train.py experiment=grid_report tracking.experiment=<name>``)."""
     from assessors.grid.report import build_report
-    from assessors.tasks.config import tracker_from_cfg
-
     gr = cfg.grid_report
     path = build_report(tracker_from_cfg(cfg), gr.out, baselines=winner_vs_baselines if gr.baselines else None,
                         splits=list(gr.splits) if gr.get("splits") else None)
