@@ -30,14 +30,9 @@ class Capabilities:
     accepts_row_source : bool
         A classifier that consumes lazy row sources (:class:`~assessors.core.rows.PairRows`)
         instead of a materialised matrix.
-    has_posterior : bool
-        An assessor with a posterior over an LLM's abilities (``posterior``, ``evidence_posterior``). Callers
-        do not branch on it: they call the assessor protocol (:mod:`assessors.core.protocol`), whose
-        ``require_posterior`` raises the typed error; the trust layer's report dispatch still reads it.
     """
 
     accepts_row_source: bool = False
-    has_posterior: bool = False
 
 
 @dataclass(slots=True)

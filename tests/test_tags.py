@@ -9,9 +9,6 @@ from sklearn.utils import get_tags
 
 from assessors.classifiers.mlp import MLPClassifier
 from assessors.classifiers.pair_logreg import PairLogisticRegression
-from assessors.core.generic import GenericAssessor
-from assessors.core.latent import LatentAssessor
-from assessors.core.latent_stream import StreamingLatentAssessor
 from assessors.tags import capability
 
 
@@ -21,9 +18,6 @@ from assessors.tags import capability
     (LogisticRegression(), "accepts_row_source", False),
     (xgboost.XGBClassifier(), "accepts_row_source", False),
     (object(), "accepts_row_source", False),
-    (LatentAssessor(), "has_posterior", True),
-    (StreamingLatentAssessor(), "has_posterior", True),
-    (GenericAssessor(LogisticRegression()), "has_posterior", False),
 ])
 def test_capability_reads_the_declared_tag(est, name, expected):
     assert capability(est, name) is expected
@@ -44,3 +38,11 @@ def test_scikit_learn_tags_are_kept_and_unknown_names_refused():
     assert tags.estimator_type == "classifier" and tags.classifier_tags is not None
     with pytest.raises(ValueError, match="unknown capability"):
         capability(MLPClassifier(), "accepts_row_sources")
+
+
+@pytest.mark.parametrize("name", ["has_posterior", "uses_results", "learns_from_texts", "uses_validation"])
+def test_what_a_whole_role_has_is_protocol_not_a_flag(name):
+    """Assessor families, featurizers and selectors answer through their protocols (the assessor
+    protocol, ``Featurizer.reads``, ``Selector.fit(..., validation)``): no flag to branch on."""
+    with pytest.raises(ValueError, match="unknown capability"):
+        capability(MLPClassifier(), name)

@@ -33,7 +33,6 @@ from assessors.core.posterior import GaussianPrior, check_answers, sigmoid
 from assessors.core.protocol import Assessor
 from assessors.core.residual import FeatureProjection, fit_residual
 from assessors.errors import DataError
-from assessors.tags import with_capabilities
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +121,6 @@ class LatentAssessor(Assessor, BaseEstimator):
         self.seed = seed
         self.num_threads = num_threads
         self.progress = progress
-
-    def __sklearn_tags__(self):  # a posterior from any answers: evidence, adaptive onboarding, trust v2
-        return with_capabilities(super().__sklearn_tags__(), has_posterior=True)
 
     # ---------------------------------------------------------------------- fit
     def fit(self, X: np.ndarray, S: np.ndarray, ref_index: np.ndarray, validation=None) -> "LatentAssessor":
