@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from assessors.errors import ConfigError, OfflineError
-from assessors.features.base import Featurizer
+from assessors.features.base import Featurizer, unit_rows
 
 log = logging.getLogger(__name__)
 
@@ -173,9 +173,7 @@ class OpenAIEmbeddingFeaturizer(Featurizer):
         if emb.shape[1] < self.dimensions:
             raise ConfigError(f"model {self.model!r} returns {emb.shape[1]}-dim vectors; "
                               f"dimensions={self.dimensions} is larger")
-        emb = emb[:, : int(self.dimensions)]
-        norms = np.linalg.norm(emb, axis=1, keepdims=True)
-        return emb / np.where(norms > 0, norms, 1.0)
+        return unit_rows(emb[:, : int(self.dimensions)])  # truncated vectors are no longer unit length
 
     def _transform(self, texts: list[str]) -> np.ndarray:
         import openai
