@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "assessors"
 #: Lowest first. A unit is a subpackage (``assessors/data/``) or a top-level module (``assessors/io.py``).
 #: A unit may import units of its own layer or of lower ones, never of a higher one.
 LAYERS: list[set[str]] = [
-    {"errors", "io", "irt_math", "threads", "secrets", "metrics", "tags", "dask_cluster", "memo"},  # foundation: no assessors imports but each other
+    {"errors", "io", "irt_math", "linalg", "threads", "secrets", "metrics", "tags", "dask_cluster", "memo"},  # foundation: no assessors imports but each other
     {"data"},
     {"features"},
     {"selection", "classifiers"},

@@ -42,6 +42,7 @@ from assessors.data.result_checks import (case_variant_check, constant_checks, d
                                           duplicate_prompt_check, missing_checks)
 from assessors.data.results import Results
 from assessors.errors import DataError
+from assessors.linalg import unit_rows
 
 log = logging.getLogger(__name__)
 
@@ -191,8 +192,7 @@ def check_leakage(X_train, X_test, train_ids: Sequence[str], test_ids: Sequence[
     if A.shape[0] != len(train_ids) or B.shape[0] != len(test_ids):
         raise DataError(f"check_leakage: {A.shape[0]} train rows for {len(train_ids)} ids, "
                         f"{B.shape[0]} test rows for {len(test_ids)} ids")
-    norm = lambda M: M / np.maximum(np.linalg.norm(M, axis=1, keepdims=True), 1e-12)  # noqa: E731
-    A, B = norm(A), norm(B)
+    A, B = unit_rows(A), unit_rows(B)
     rows = []
     for s in range(0, len(B), batch):  # chunks keep memory at batch x n_train
         sim = B[s:s + batch] @ A.T
