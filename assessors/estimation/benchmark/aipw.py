@@ -34,11 +34,23 @@ the unseen items' accuracy.
 Cross-fitting (``folds > 1``): the proxy's prediction on a core item never uses that item's own
 result (each fold is predicted with that fold hidden), which keeps the rectifier unbiased; the
 paper's formulation fits and evaluates the proxy on the same core items (``folds=1``).
+
+Several proxies (``proxy`` a list, e.g. the latent posterior and the ridge regression): the
+difference estimator's covariate is then their combination ``f = sum_p w_p f_p``, with the weights
+``w >= 0`` a non-negative least-squares fit (with intercept) of each target's core answers on the
+proxies' out-of-fold predictions (a regression, GREG, estimator). The weights are a function of the
+core like ``lam``, so the estimate stays design-consistent whatever the proxies; the t quantile
+loses one degree of freedom per proxy. Non-negativity keeps two strongly correlated proxies from
+cancelling each other with large weights that would fit the core's noise.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+from scipy.optimize import nnls
 from scipy.stats import t as t_dist
+from sklearn.base import clone
 from sklearn.utils import get_tags
 
 from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate
@@ -50,8 +62,9 @@ class AIPW(BenchmarkEstimator):
 
     Parameters
     ----------
-    proxy : ItemProxy, optional
-        Per-item predictor (default: ``RidgeProxy(alpha=10)``, the paper's).
+    proxy : ItemProxy or list of ItemProxy, optional
+        Per-item predictor (default: ``RidgeProxy(alpha=10)``, the paper's); a list is combined per
+        target by a non-negative regression on the core (see the module docstring).
     folds : int
         Cross-fitting folds over the core set (1: no cross-fitting, as in the paper).
     power_tuning : bool
@@ -60,6 +73,11 @@ class AIPW(BenchmarkEstimator):
     pseudo_counts : float
         Pseudo successes and as many pseudo failures added to the variance estimate only
         (finite-population mode; see the module docstring). 0: plain Wald interval.
+
+    Attributes
+    ----------
+    proxies_ : list of ItemProxy
+        The fitted proxies; ``proxy_`` is the first.
     """
 
     has_ci = True
@@ -75,16 +93,15 @@ class AIPW(BenchmarkEstimator):
         self.pseudo_counts = pseudo_counts
 
     def _fit(self, S, filled, features, rng):
-        from sklearn.base import clone
-
         if self.inference not in ("finite_population", "ppi_py"):
             from assessors.errors import ConfigError
 
             raise ConfigError(f"AIPW: inference must be 'finite_population' or 'ppi_py', got {self.inference!r}")
-        proxy = self._default_proxy() if self.proxy is None else clone(self.proxy)
         # a proxy that handles missing cells itself gets the raw 0/1/NaN matrix: the imputed
         # one holds column means, which are not labels
-        self.proxy_ = proxy.fit(S if get_tags(proxy).input_tags.allow_nan else filled, features, self.core_index_)
+        self.proxies_ = [p.fit(S if get_tags(p).input_tags.allow_nan else filled, features, self.core_index_)
+                         for p in self._proxy_list()]
+        self.proxy_ = self.proxies_[0]
         n = self.core_index_.size
         k = max(1, min(int(self.folds), n))
         self.fold_ = rng.permutation(np.arange(n) % k)
@@ -93,22 +110,34 @@ class AIPW(BenchmarkEstimator):
         """The proxy used when ``proxy`` is None."""
         return RidgeProxy()
 
+    def _proxy_list(self) -> list:
+        """Unfitted clones of the configured proxies (one or several)."""
+        if self.proxy is None:
+            return [self._default_proxy()]
+        # a Sequence, not only a list: Hydra passes a YAML list of proxies as a ListConfig
+        return [clone(p) for p in (self.proxy if isinstance(self.proxy, Sequence) else [self.proxy])]
+
     def proxy_predictions(self, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Out-of-fold predictions on core cells (k, n_core) and fold-averaged predictions (k, n_items)."""
+        """Out-of-fold predictions on core cells (k, n_core) and fold-averaged predictions (k, n_items);
+        with several proxies, their per-target combination (see the module docstring)."""
         k_folds = int(self.fold_.max()) + 1
-        if k_folds == 1:
-            f_all = self.proxy_.predict(Y)
-            return f_all[:, self.core_index_], f_all
-        f_lab = np.empty_like(Y)
-        f_all = np.zeros((Y.shape[0], self.n_items_))
+        P = len(self.proxies_)
+        f_lab = np.empty((P,) + Y.shape)
+        f_all = np.zeros((P, Y.shape[0], self.n_items_))
         for j in range(k_folds):
-            hide = self.fold_ == j
+            hide = self.fold_ == j if k_folds > 1 else np.ones(Y.shape[1], dtype=bool)
             Yj = Y.copy()
-            Yj[:, hide] = np.nan
-            pred = self.proxy_.predict(Yj)
-            f_lab[:, hide] = pred[:, self.core_index_[hide]]
-            f_all += pred
-        return f_lab, f_all / k_folds
+            if k_folds > 1:
+                Yj[:, hide] = np.nan
+            for p, proxy in enumerate(self.proxies_):
+                pred = proxy.predict(Yj)
+                f_lab[p][:, hide] = pred[:, self.core_index_[hide]]
+                f_all[p] += pred
+        f_all /= k_folds
+        if P == 1:
+            return f_lab[0], f_all[0]
+        w = combination_weights(Y, f_lab)  # (k, P)
+        return np.einsum("kp,pkn->kn", w, f_lab), np.einsum("kp,pkn->kn", w, f_all)
 
     def _estimate(self, Y: np.ndarray) -> Estimate:
         f_lab, f_all = self.proxy_predictions(Y)
@@ -138,7 +167,7 @@ class AIPW(BenchmarkEstimator):
         point = (n * ybar + n_rest * theta_rest) / N
         var_r = self._residual_variance(r, rbar, obs, n, lam, fbar)
         se = np.sqrt(var_r * np.clip(1 - n / N, 0, 1) / n)
-        z = t_dist.ppf(1 - self.alpha / 2, np.maximum(n - 1, 1))
+        z = t_dist.ppf(1 - self.alpha / 2, np.maximum(n - len(self.proxies_), 1))
         return Estimate(point, *self._one_class_hull(Y, point - z * se, point + z * se))
 
     def _one_class_hull(self, Y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -159,23 +188,24 @@ class AIPW(BenchmarkEstimator):
         hi = np.where(pos == 0, np.maximum(hi, (N - n) * (1 - q) / N), hi)
         return lo, hi
 
-    def _residual_variance(self, r, rbar, obs, n, lam, fbar, k=None):
-        """Sample variance of the core residuals, with ``k`` (default ``pseudo_counts``) pseudo items
-        of each outcome.
+    def _residual_variance(self, r, rbar, obs, n, lam, fbar, k=None, share=0.5):
+        """Sample variance of the core residuals, with ``2 k`` (default ``k = pseudo_counts``) pseudo items.
 
-        A pseudo item has proxy value ``fbar`` and result 1 or 0, so its residual is ``1 - lam fbar``
-        or ``-lam fbar``; with ``k`` of each, the pooled variance over ``n + 2k`` values is
-        computed from the core's sum of squares and the pseudo residuals' (exact pooling).
+        A pseudo item has proxy value ``fbar`` and result 1 (a ``share`` of the pseudo items) or 0,
+        so its residual is ``1 - lam fbar`` or ``-lam fbar``; the pooled variance over ``n + 2k``
+        values is computed from the core's sum of squares and the pseudo residuals' (exact pooling).
+        ``share = 0.5`` is Agresti-Coull's choice, the largest variance; the stratified estimator
+        passes the stratum's proxy mean, what the proxy expects of the stratum's items.
         """
         ss = (((r - rbar[:, None]) ** 2) * obs).sum(1)
         k = np.asarray(float(self.pseudo_counts) if k is None else k, dtype=np.float64)
         if np.all(k <= 0):
             return ss / np.maximum(n - 1, 1)
         m = n + 2 * k
-        pseudo_mean = 0.5 - lam * fbar
+        pseudo_mean = share - lam * fbar
         grand = (n * rbar + 2 * k * pseudo_mean) / m
-        # within-group sums of squares plus between-group terms (pseudo residuals are mean +- 0.5)
-        ss_all = ss + n * (rbar - grand) ** 2 + 2 * k * 0.25 + 2 * k * (pseudo_mean - grand) ** 2
+        # within-group sums of squares plus between-group terms (pseudo residuals are 1 or 0 minus lam fbar)
+        ss_all = ss + n * (rbar - grand) ** 2 + 2 * k * share * (1 - share) + 2 * k * (pseudo_mean - grand) ** 2
         return ss_all / (m - 1)
 
     def _estimate_ppi_py(self, Y, f_lab, f_all) -> Estimate:
@@ -195,3 +225,29 @@ class AIPW(BenchmarkEstimator):
             lo.append(float(np.squeeze(l_)))
             hi.append(float(np.squeeze(h_)))
         return Estimate(np.array(pts), np.array(lo), np.array(hi))
+
+
+def combination_weights(Y: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """Per-target non-negative least-squares weights, with intercept, of core answers on proxies.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (k, n_core)
+        Core answers, NaN where not observed (left out of the fit).
+    F : ndarray of shape (P, k, n_core)
+        The proxies' out-of-fold predictions on the core cells.
+
+    Returns
+    -------
+    ndarray of shape (k, P)
+        Zero for a target whose observed answers are all equal (nothing to regress).
+    """
+    W = np.zeros((Y.shape[0], F.shape[0]))
+    for i in range(Y.shape[0]):
+        o = ~np.isnan(Y[i])
+        X = F[:, i, o].T  # (n_obs, P)
+        y = Y[i, o]
+        if o.sum() < 2 or np.ptp(y) == 0:
+            continue
+        W[i] = nnls(X - X.mean(0), y - y.mean())[0]  # the intercept by centring
+    return W

@@ -15,16 +15,25 @@ residual ``y - lam f`` of the stratum; summed over strata and divided by ``N``. 
 within-stratum uniform draws, each stratum's term is unbiased for the stratum total whatever the
 proxy, as in :class:`~assessors.estimation.benchmark.aipw.AIPW` (the proxy is cross-fitted the
 same way). The variance is ``sum_h (N_h / N)^2 (1 - n_h / N_h) s_h^2 / n_h``, where ``s_h^2`` is
-the stratum's residual variance with ``pseudo_counts * n_h / n`` pseudo items of each outcome (the
-unstratified estimator's pseudo mass, shared out over the strata), and the quantile is Student's t
-with ``n - H`` degrees of freedom. ``lam`` minimises that variance (pooled within-stratum
-covariances), clipped to [0, 1].
+the stratum's residual variance with ``2 pseudo_counts n_h / n`` pseudo items (the unstratified
+estimator's pseudo mass, shared out over the strata), and the quantile is Student's t with
+Satterthwaite's degrees of freedom ``(sum_h v_h)^2 / sum_h v_h^2 / (n_h - 1)`` for the strata's
+variance terms ``v_h``, at most ``n - H`` (one fewer per extra proxy): Neyman allocation gives the
+strata it expects to be easy to predict two or three answers, and a variance term resting on so few
+answers is itself uncertain. ``lam`` minimises that variance (pooled
+within-stratum covariances), clipped to [0, 1].
+
+Pseudo items. With ``pseudo_share="proxy"`` a stratum's pseudo items succeed in the share the
+proxy predicts for its core items (kept within [0.05, 0.95], so no stratum's variance is 0), so they
+add the variance ``fbar_h (1 - fbar_h)`` the model expects there; ``"half"`` (Agresti-Coull's 50/50) adds the largest variance, 0.25, to every stratum.
+The stratification puts the easiest and hardest items in strata of their own, where the residuals
+are near 0 and a 50/50 pseudo item dominates the variance estimate: on the harness's score matrices
+``"half"`` over-covered (0.985-0.988 at n = 50).
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy.stats import t as t_dist
-from sklearn.base import clone
 
 from assessors.errors import ConfigError
 from assessors.estimation.benchmark.aipw import AIPW
@@ -50,13 +59,16 @@ class StratifiedAIPW(AIPW):
 
     Parameters
     ----------
-    proxy : LatentProxy, optional
-        Proxy and design model (default ``LatentProxy()``).
+    proxy : LatentProxy or list of ItemProxy, optional
+        Proxy and design model (default ``LatentProxy()``); with a list, the first proxy that has
+        ``population_moments`` is the design model and all of them are combined as in AIPW.
     strata : int
         Number of strata H (fewer when ``core_size < strata * min_per_stratum``).
     allocation : {"neyman", "proportional"}
     min_per_stratum : int
         Draws per stratum at least (2: a within-stratum variance needs two answers).
+    pseudo_share : {"proxy", "half"}
+        Success share of a stratum's variance-only pseudo items (see the module docstring).
 
     Attributes
     ----------
@@ -69,11 +81,12 @@ class StratifiedAIPW(AIPW):
 
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, proxy: LatentProxy | None = None,
                  folds: int = 5, power_tuning: bool = True, pseudo_counts: float = 2.0, strata: int = 5,
-                 allocation: str = "neyman", min_per_stratum: int = 2):
+                 allocation: str = "neyman", min_per_stratum: int = 2, pseudo_share: str = "proxy"):
         super().__init__(core_size, seed, alpha, proxy, folds, power_tuning, "finite_population", pseudo_counts)
         self.strata = strata
         self.allocation = allocation
         self.min_per_stratum = min_per_stratum
+        self.pseudo_share = pseudo_share
 
     def _default_proxy(self):
         return LatentProxy()
@@ -81,7 +94,12 @@ class StratifiedAIPW(AIPW):
     def _select_core(self, S, features, rng):
         if self.allocation not in ("neyman", "proportional"):
             raise ConfigError(f"StratifiedAIPW: allocation must be 'neyman' or 'proportional', got {self.allocation!r}")
-        model = clone(self.proxy if self.proxy is not None else self._default_proxy()).fit(S, features, [])
+        if self.pseudo_share not in ("proxy", "half"):
+            raise ConfigError(f"StratifiedAIPW: pseudo_share must be 'proxy' or 'half', got {self.pseudo_share!r}")
+        model = next((p for p in self._proxy_list() if hasattr(p, "population_moments")), None)
+        if model is None:
+            raise ConfigError("StratifiedAIPW: the design needs a LatentProxy among its proxies (proxy=...)")
+        model = model.fit(S, features, [])
         pbar, var = model.population_moments()
         H = max(1, min(int(self.strata), self.core_size // max(int(self.min_per_stratum), 1), S.shape[1]))
         groups = np.array_split(np.argsort(pbar, kind="stable"), H)
@@ -120,7 +138,7 @@ class StratifiedAIPW(AIPW):
             lam = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 1e-12), 0.0, 1.0)
         else:
             lam = np.ones(Y.shape[0])
-        point, var = np.zeros(Y.shape[0]), np.zeros(Y.shape[0])
+        point, var, var2_dof = np.zeros(Y.shape[0]), np.zeros(Y.shape[0]), np.zeros(Y.shape[0])
         for h, (c, o, n, n1, ybar, fbar, _, _, N_h, w) in enumerate(parts):
             items = self.stratum_ == h
             seen_f = np.where(o, f_all[:, self.core_index_[c]], 0.0).sum(1)
@@ -130,8 +148,13 @@ class StratifiedAIPW(AIPW):
             rbar = r.sum(1) / n1
             point += (y[:, c].sum(1) + rest * (lam * rest_mean + rbar)) / N
             k = float(self.pseudo_counts) * n / np.maximum(n_total, 1)
-            s2 = np.where(n > 0, self._residual_variance(r, rbar, o, n, lam, fbar, k), 0.25)
+            share = np.clip(fbar, 0.05, 0.95) if self.pseudo_share == "proxy" else 0.5
+            s2 = np.where(n > 0, self._residual_variance(r, rbar, o, n, lam, fbar, k, share), 0.25)
             var += w * s2
-        z = t_dist.ppf(1 - self.alpha / 2, np.maximum(n_total - H, 1))
+            var2_dof += (w * s2) ** 2 / np.maximum(n - 1, 1)
+        # Satterthwaite's degrees of freedom: few when the variance rests on strata with few answers
+        dof = np.divide(var ** 2, var2_dof, out=np.ones_like(var), where=var2_dof > 0)
+        dof = np.clip(dof, 1, np.maximum(n_total - H - len(self.proxies_) + 1, 1))
+        z = t_dist.ppf(1 - self.alpha / 2, dof)
         se = np.sqrt(var)
         return Estimate(point, *self._one_class_hull(Y, point - z * se, point + z * se))
