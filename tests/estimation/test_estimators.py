@@ -130,6 +130,12 @@ def test_anchor_search_on_an_item_sample_assigns_every_item():
     assert not np.array_equal(a.core_index_, b.core_index_)  # the sample follows the seed
     Y = S[30:, a.core_index_]
     np.testing.assert_allclose(a.estimate(Y).point, Y @ a.weights_)
+    from assessors.estimation.benchmark.anchor_points import item_correlations
+
+    corr = item_correlations(S[:30])
+    raw = AnchorPoints(core_size=20, seed=0, max_items=100, refine_iter=0).fit(S[:30])
+    loss = {e: (1 - corr[e.core_index_]).min(0).sum() for e in (a, raw)}
+    assert loss[a] <= loss[raw] + 1e-3  # the steps over all items never raise the k-medoids loss
     p = AnchorPoints(core_size=20, seed=0, variant="predictor", max_items=100).fit(S[:30])
     assert p.floaters_.size == 300 - p.core_index_.size
     with pytest.raises(ConfigError, match="max_items"):
