@@ -3,7 +3,8 @@
 A trial = fit on the source LLMs + estimate for all target LLMs, one split, one core size.
 Per-source-split work (IRT fits, item correlations) is cached, so the first size of a split pays
 for it; we time both the first (cold) and the later sizes (warm) to give the cache effect, and
-report each method's error (EG: mean absolute error in accuracy points over targets, trials, sizes).
+report each method's error (EG: mean absolute error in accuracy points over targets, trials, sizes)
+and, for methods with intervals, their coverage of the true accuracy.
 
     python benchmarks/estimators_per_trial.py [--trials 2] [--benchmarks rte,qnli] [--methods aipw,pca]
         [--splits interpolation,extrapolation] [--variant NAME=METHOD:param=value,...]
@@ -81,7 +82,7 @@ def main() -> None:
             acc = np.nanmean(S, 1)
             row = {"shape": list(S.shape)}
             for m, proto in ests.items():
-                cold, warm, err = [], [], []
+                cold, warm, err, cover = [], [], [], []
                 for split in splits:
                     for t in range(args.trials):
                         base._CACHE.clear()
@@ -91,12 +92,15 @@ def main() -> None:
                             core = np.sort(np.random.default_rng(t).choice(S.shape[1], size, replace=False))
                             t0 = time.perf_counter()
                             est.fit(S[src], core_index=None if est.selects_core else core)
-                            point = est.estimate(S[tgt][:, est.core_index_]).point
+                            out_ = est.estimate(S[tgt][:, est.core_index_])
                             (cold if k == 0 else warm).append(time.perf_counter() - t0)
-                            err.append(np.abs(point - acc[tgt]).mean() * 100)
+                            err.append(np.abs(out_.point - acc[tgt]).mean() * 100)
+                            if out_.ci_low is not None:
+                                cover += list((out_.ci_low <= acc[tgt]) & (acc[tgt] <= out_.ci_high))
                 row[m] = {"cold_s": round(float(np.mean(cold)), 4),
                           "warm_s": round(float(np.mean(warm)), 4) if warm else None,
-                          "eg": round(float(np.mean(err)), 3), "eg_se": round(float(np.std(err) / np.sqrt(len(err))), 3)}
+                          "eg": round(float(np.mean(err)), 3), "eg_se": round(float(np.std(err) / np.sqrt(len(err))), 3),
+                          "coverage": round(float(np.mean(cover)), 3) if cover else None, "n_intervals": len(cover)}
             out["per_benchmark"][name] = row
             print(json.dumps({name: row}), flush=True)
     # projected full harness: 2 splits x 4 sizes x 100 trials; interpolation has a new source
