@@ -114,6 +114,43 @@ def test_anchor_weights_partition_the_benchmark():
     np.testing.assert_allclose(est.estimate(Y).point, Y @ est.weights_)
 
 
+def test_anchor_search_on_an_item_sample_assigns_every_item():
+    # above max_items the medoids come from a seeded item sample; every item still joins one, and a
+    # benchmark within max_items gets the search over all items, exactly as with max_items=None
+    S, _ = simulate(n_llms=40, n_items=300, seed=7)
+    for variant in ("weighted", "predictor"):
+        full = AnchorPoints(core_size=20, seed=0, variant=variant, max_items=None).fit(S[:30])
+        same = AnchorPoints(core_size=20, seed=0, variant=variant, max_items=300).fit(S[:30])
+        np.testing.assert_array_equal(full.core_index_, same.core_index_)
+        np.testing.assert_allclose(full.estimate(S[30:, full.core_index_]).point,
+                                   same.estimate(S[30:, same.core_index_]).point)
+    a = AnchorPoints(core_size=20, seed=0, max_items=100).fit(S[:30])
+    b = AnchorPoints(core_size=20, seed=1, max_items=100).fit(S[:30])
+    assert a.weights_.sum() == pytest.approx(1.0) and np.all(a.weights_ > 0)
+    assert not np.array_equal(a.core_index_, b.core_index_)  # the sample follows the seed
+    Y = S[30:, a.core_index_]
+    np.testing.assert_allclose(a.estimate(Y).point, Y @ a.weights_)
+    from assessors.estimation.benchmark.anchor_points import item_correlations
+
+    corr = item_correlations(S[:30])
+    raw = AnchorPoints(core_size=20, seed=0, max_items=100, refine_iter=0).fit(S[:30])
+    loss = {e: (1 - corr[e.core_index_]).min(0).sum() for e in (a, raw)}
+    assert loss[a] <= loss[raw] + 1e-3  # the steps over all items never raise the k-medoids loss
+    p = AnchorPoints(core_size=20, seed=0, variant="predictor", max_items=100).fit(S[:30])
+    assert p.floaters_.size == 300 - p.core_index_.size
+    with pytest.raises(ConfigError, match="max_items"):
+        AnchorPoints(core_size=20, max_items=10).fit(S[:30])
+
+
+def test_irt_fits_are_shared_by_trials_on_one_source_split():
+    S, _ = simulate(n_llms=40, n_items=120, seed=2)
+    a = TinyBenchmarksIRT(core_size=10, seed=0, dims=2).fit(S[:30])
+    b = TinyBenchmarksIRT(core_size=10, seed=1, dims=2).fit(S[:30])
+    assert a.irt_ is b.irt_ and a.lam_ == b.lam_  # one fit for the split, whatever the trial seed
+    c = TinyBenchmarksIRT(core_size=10, seed=1, dims=2, irt_seed=None).fit(S[:30])
+    assert c.irt_ is not a.irt_ and c.irt_.seed == 1
+
+
 def test_item_correlations_are_pearson_in_single_precision():
     from assessors.estimation.benchmark.anchor_points import item_correlations
 

@@ -21,7 +21,8 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
       items, from a second IRT fit without them) and ``v`` the anchor estimator's variance proxy,
       as in the reference implementation.
 
-    Both IRT fits depend only on the source split and are cached across core sizes.
+    Both IRT fits depend only on the source split and ``irt_seed`` and are cached across core sizes
+    and, where trials share a source split (extrapolation), across trials.
 
     Parameters
     ----------
@@ -30,22 +31,31 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
         IRT dimension (10, as tinyBenchmarks).
     irt_params : dict, optional
         Extra ``MultidimIRT`` parameters.
+    irt_seed : int or None
+        Seed of the IRT fits. A fixed seed makes the fits a function of the source split alone,
+        fitted once for all trials on it; ``None`` uses the trial's ``seed`` (a refit per trial).
+        The anchors' k-means always uses ``seed``.
     """
 
     selects_core = True
     selects_on_raw = True  # the IRT fit handles NaN itself
 
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, variant: str = "gpirt",
-                 dims: int = 10, irt_params: dict | None = None):
+                 dims: int = 10, irt_params: dict | None = None, irt_seed: int | None = 0):
         super().__init__(core_size, seed, alpha)
         self.variant = variant
         self.dims = dims
         self.irt_params = irt_params
+        self.irt_seed = irt_seed
+
+    def _irt_seed(self) -> int:
+        return int(self.seed if self.irt_seed is None else self.irt_seed)
 
     def _irt(self, S: np.ndarray, tag: str) -> MultidimIRT:
         params = dict(self.irt_params or {})
-        key = (self.dims, tuple(sorted(params.items())), self.seed)
-        return cached(tag, S, key, lambda: MultidimIRT(dims=self.dims, seed=self.seed, **params).fit(S))
+        seed = self._irt_seed()
+        key = (self.dims, tuple(sorted(params.items())), seed)
+        return cached(tag, S, key, lambda: MultidimIRT(dims=self.dims, seed=seed, **params).fit(S))
 
     def _select_core(self, S, features, rng):
         if self.variant not in ("gpirt", "pirt"):
@@ -83,7 +93,8 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
             pred = irt.predict_success(th, unseen).mean(1)
             return float(np.abs(pred - np.nanmean(S[val][:, unseen], axis=1)).mean())
 
-        b = cached("gpirt_b", S, (self.dims, self.seed), lam_error)
+        b = cached("gpirt_b", S, (self.dims, tuple(sorted((self.irt_params or {}).items())), self._irt_seed()),
+                   lam_error)
         v = np.nanvar(S, axis=1).mean() / (4 * self.core_index_.size)
         self.lam_ = b ** 2 / (v + b ** 2)
 
