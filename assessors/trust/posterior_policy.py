@@ -32,7 +32,8 @@ _LEVEL = inspect.signature(posterior_trust).parameters["level"].default  # the r
 #: The fallbacks a trust verdict can switch an LLM to.
 FALLBACKS = (RELEVEL_NAME, FALLBACK_NAME, POPULATION_NAME)
 #: Arguments of the report that are the LLM's and the model's, not options.
-_GIVEN = ("assessor", "X_answered", "y", "X_target", "llm", "prompt_ood", "training_answers", "similarity_profile")
+_GIVEN = ("assessor", "X_answered", "y", "X_target", "llm", "prompt_ood", "training_answers", "similarity_profile",
+          "training_accuracy")
 #: Where the thresholds come from when neither the model nor the config gives them.
 STATED_DEFAULTS = "stated defaults"
 #: The report options a validated policy chooses: thresholds, band widening and the muted flags (the rest of
@@ -154,19 +155,16 @@ class PosteriorTrustPolicy:
         return None
 
     def assess(self, assessor, X_answered, y, X_target, llm: str = "new", training_answers=None,
-               similarity_profile=None) -> tuple[dict, Callable | None]:
-        """``(report dict, predictor or None)`` for one LLM.
+               similarity_profile=None, training_accuracy=None) -> tuple[dict, Callable | None]:
+        """``(report dict, predictor or None)`` for one LLM of a fitted ``assessor`` of any family.
 
         The dict is :meth:`PosteriorTrust.to_dict` plus ``fallback``: ``{enabled, triggered, applied,
         predictor}`` (``predictor`` is ``latent`` or one of :data:`FALLBACKS`).
         """
-        from assessors.trust.family import family
-
         y = np.asarray(y, dtype=np.float64).ravel()
-        assessor = family(assessor)
         rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, prompt_ood=self.prompt_ood,
                               training_answers=training_answers, similarity_profile=similarity_profile,
-                              **self.report_options)
+                              training_accuracy=training_accuracy, **self.report_options)
         kind = self.choose(rep)
         predictor = None
         if self.fallback and kind is not None and np.isfinite(y).any():
@@ -176,7 +174,7 @@ class PosteriorTrustPolicy:
         out["version"] = 2
         served = self.served(rep, predictor, X_target, X_answered, y)
         if predictor is None:
-            served["predictor"] = assessor.name  # the family's own predictions
+            served["predictor"] = assessor.family_name  # the family's own predictions
         out["fallback"] = {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
                            **served}
         out["policy"] = self.settings()
@@ -263,9 +261,7 @@ def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None
     n_available : int, optional
         How many prompts ``target`` was already cut from (by :func:`~assessors.trust.target.subsample`).
     """
-    from assessors.trust.family import family
-
-    assessor, fam = model.assessor, family(model)
+    assessor = model.assessor
     policy = policy if policy is not None else PosteriorTrustPolicy(**policy_options(model, options))
     log.info("posterior trust policy (%s): %s", policy.source,
              {k: v for k, v in policy.settings().items() if k != "source"})
@@ -276,6 +272,7 @@ def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None
 
     T = np.asarray(model.reference_success, dtype=np.float64)  # the training LLMs' reference answers
     profile = training_profile(T)
+    train_acc = assessor.population_accuracy(X_target, T)  # the same target prompts for every LLM
 
     def fn(reference, llm: str = "new"):
         if isinstance(reference, Evidence):  # prompts the training LLMs may not have answered: no similarity
@@ -284,8 +281,8 @@ def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None
             r = np.asarray(reference, dtype=np.float64).ravel()
             obs = np.isfinite(r)
             X_answered, y, T_obs = X_ref[obs], r[obs], T[:, obs]
-        report, predictor = policy.assess(fam, X_answered, y, X_target, llm=llm, training_answers=T_obs,
-                                          similarity_profile=profile)
+        report, predictor = policy.assess(assessor, X_answered, y, X_target, llm=llm, training_answers=T_obs,
+                                          similarity_profile=profile, training_accuracy=train_acc)
         return {**report, "target": dict(info)}, predictor
 
     fn.accepts_evidence = True
