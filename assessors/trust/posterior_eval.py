@@ -3,7 +3,7 @@
 :func:`llm_outcome` gives an LLM's report about some target prompts and, on them, its realised accuracy
 and the AUC, Brier score and mean prediction of the model (``latent``, whatever the family) and of each
 fallback; :func:`fit_validated` fits a :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`
-on validation LLMs' outcomes (:func:`fit_on_validation_llms`: from their answers, as ``train.py`` does).
+on validation LLMs' reports and outcomes (:func:`llm_outcomes`).
 """
 from __future__ import annotations
 
@@ -55,19 +55,18 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
                           training_accuracy=training_accuracy)
     seen = np.isfinite(y)
     p_lat = assessor.predict_state(X_target, assessor.describe_answered(Evidence(X_answered[seen], y[seen])))[0]
-    preds = {"latent": p_lat}
     population = fitted_population(prompt_ood)
+    kinds = PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ())
     fitted = {kind: fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd, population=population)
-              for kind in PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ()) if seen.any()}
-    preds.update({kind: f(X_target) for kind, f in fitted.items()})
+              for kind in kinds if seen.any()}
+    # without answers a fallback is the latent prediction
+    preds = {"latent": p_lat, **{kind: fitted[kind](X_target) if kind in fitted else p_lat for kind in kinds}}
     s = np.asarray(s_target, dtype=np.float64)
     obs = np.isfinite(s)
     out = {"llm": llm, "realised_accuracy": float(s[obs].mean()) if obs.any() else np.nan,
            "n_answered": int(seen.sum()), "answered_successes": float(y[seen].sum())}
     # what a served fallback's accuracy band is built on: its mean prediction on the answered prompts
     out.update({f"mean_answered_{kind}": float(np.mean(f(X_answered[seen]))) for kind, f in fitted.items()})
-    for kind in PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ()):
-        preds.setdefault(kind, p_lat)  # without answers a fallback is the latent prediction
     for kind, p in preds.items():
         out[f"auc_{kind}"] = masked_auc(s, p)
         out[f"brier_{kind}"] = brier(s[obs], np.asarray(p)[obs]) if obs.any() else np.nan
@@ -109,19 +108,6 @@ def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_oo
         reps.append(r)
         outs.append(o)
     return reps, outs
-
-
-def fit_on_validation_llms(policy, assessor, X_answered, Y, X_target, S_target, llms, *, prompt_ood=None,
-                           seed: int = 0, training_answers=None):
-    """Fit ``policy`` (a ValidatedTrustPolicy) on validation LLMs from their answers (see :func:`llm_outcomes`).
-
-    ``Y`` (k, n): the validation LLMs' answers on ``X_answered`` (n, d), the reference prompts;
-    ``X_target`` (m, d) / ``S_target`` (k, m): the *validation* prompts and what happened on them.
-    Returns the fitted ``policy``.
-    """
-    reps, outs = llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, prompt_ood=prompt_ood, seed=seed,
-                              training_answers=training_answers)
-    return fit_validated(policy, reps, outs)
 
 
 def fit_validated(policy, reports, outcomes):
