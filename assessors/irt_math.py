@@ -1,4 +1,4 @@
-"""The logistic link, the graded-answer check and the 2PL ability posterior, once for every layer.
+"""The logistic link and its inverse, the graded-answer check and the 2PL ability posterior, once for every layer.
 
 Model: ``P(success | theta, item) = sigmoid(theta . a - b)`` with item parameters ``a`` (D,) and
 ``b`` known, and a Gaussian prior ``theta ~ N(mu, Sigma)``. The log posterior is strictly concave,
@@ -28,6 +28,17 @@ def sigmoid(z):
     """The logistic function ``1 / (1 + exp(-z))`` of an array of any shape, logits clipped to
     ``[-LOGIT_CLIP, LOGIT_CLIP]`` (results in ``[9e-14, 1 - 9e-14]``)."""
     return 1.0 / (1.0 + np.exp(-np.clip(z, -LOGIT_CLIP, LOGIT_CLIP)))
+
+
+#: Probabilities are kept this far from 0 and 1 before their logit is taken (``|logit| <= 20.8``).
+P_CLIP = 1e-9
+
+
+def logit(p):
+    """The inverse of :func:`sigmoid`, ``log(p / (1 - p))``, of an array of any shape, ``p`` clipped to
+    ``[P_CLIP, 1 - P_CLIP]`` (finite results; float32 input is computed in float64, where the clip holds)."""
+    p = np.clip(np.asarray(p, dtype=np.result_type(p, np.float64)), P_CLIP, 1 - P_CLIP)
+    return np.log(p) - np.log1p(-p)
 
 
 def check_answers(Y, what: str = "answers") -> np.ndarray:

@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import has_fit_parameter
 from sklearn.utils.validation import check_is_fitted
 
-from assessors.core.evidence import Evidence, reference_answers, reference_positions
+from assessors.core.evidence import Evidence, MissingReferenceError, reference_answers, reference_positions
 from assessors.core.protocol import Assessor
 from assessors.core.rows import PairRows, collapse_pairs, cosine_similarity, observed_pairs
 from assessors.errors import DataError
@@ -40,6 +40,8 @@ class GenericAssessor(Assessor, BaseEstimator):
         False gives the "all train data" baseline: one classifier on pooled training
         LLMs, with no reference vector (so the same prediction for every LLM).
     """
+
+    family_name = "generic"
 
     def __init__(self, classifier, instance_features: str = "embedding", use_reference: bool = True):
         self.classifier = classifier
@@ -238,6 +240,30 @@ class GenericAssessor(Assessor, BaseEstimator):
     def predict_states(self, X: np.ndarray, states) -> tuple[np.ndarray, None]:
         """``(P (k, m), None)``: the reference vectors scored in one call."""
         return np.atleast_2d(self.predict_proba(X, np.stack([np.asarray(s, np.float32) for s in states]))), None
+
+    def describe_answered(self, evidence: Evidence) -> np.ndarray:
+        """The reference vector (n_ref,) holding the answers of ``evidence`` where its items are reference
+        prompts and NaN (not evaluated) elsewhere; items off the reference set raise :class:`NoPosteriorError`."""
+        check_is_fitted(self, "classifier_", msg="GenericAssessor is not fitted")
+        r = np.full(len(self.reference_features_), np.nan)
+        r[self._reference_slots(self.check_evidence(evidence).X)] = evidence.y
+        return r
+
+    def held_out_predictions(self, evidence: Evidence) -> np.ndarray:
+        """P(success) (n_answered,) of each answered item from the reference vector without its own
+        answer, all in one call."""
+        X, y = evidence.answered()
+        slots = self._reference_slots(X)
+        R = np.tile(self.describe_answered(Evidence(X, y)), (len(slots), 1))
+        R[np.arange(len(slots)), slots] = np.nan
+        return np.diagonal(self.predict_proba(X, R)).astype(np.float64)
+
+    def _reference_slots(self, X: np.ndarray) -> np.ndarray:
+        """Reference-set position (n,) of each item with features ``X`` (n, d)."""
+        try:
+            return reference_positions(self.reference_features_, X, type(self).__name__)
+        except MissingReferenceError:
+            self.require_posterior("evidence on prompts outside the reference set")  # raises
 
     def _predict_rows(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:
         rows, _ = self._rows(X, R)

@@ -30,9 +30,10 @@ from assessors.core.latent_validation import HeldOutScores, ValidationLLMScores
 from assessors.core.latent_predictive import (LatentPosterior, ability_posterior, latent_predictive,
                                                posterior_predictive)
 from assessors.core.posterior import GaussianPrior, check_answers, sigmoid
-from assessors.core.protocol import Assessor
+from assessors.core.protocol import Assessor, TrustStatistics
 from assessors.core.residual import FeatureProjection, fit_residual
 from assessors.errors import DataError
+from assessors.irt_math import logit
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,8 @@ class LatentAssessor(Assessor, BaseEstimator):
     classifier_name_ : str
         Short description (what run reports show for the generic assessor's selected classifier).
     """
+
+    family_name = "latent"
 
     def __init__(self, dims: int = 4, hidden_sizes=(128,), dropout: float = 0.1, lr: float = 3e-3,
                  weight_decay: float = 1e-3, prior_var: float = 1.0, n_members: int = 3, batch_prompts: int = 64,
@@ -330,7 +333,7 @@ class LatentAssessor(Assessor, BaseEstimator):
         post = ability_posterior(self.priors_, params, Y)
         if self.residual and params is not None and (post.evidence == "ok").any():
             p, _ = latent_predictive(post, params)
-            offset = np.log(p) - np.log1p(-p)
+            offset = logit(p)
             post.residual = fit_residual(phi, Y, offset, taus=tuple(self.residual_taus),
                                          allowed=post.evidence == "ok", min_gain=float(self.residual_min_gain))
         return post
@@ -408,6 +411,47 @@ class LatentAssessor(Assessor, BaseEstimator):
         self._check_fitted()
         return list(self.priors_)
 
+    def trust_statistics(self, evidence, X_target: np.ndarray, *, level: float = 0.9, n_samples: int = 300,
+                         rng=None, seed: int = 0) -> TrustStatistics:
+        """What the trust report is computed from (:class:`~assessors.core.protocol.TrustStatistics`): the
+        posterior predictive and accuracy band on ``X_target`` (m, d); true success probabilities from
+        ``n_samples`` ability draws of ``rng`` (the same number per member; the LLM's residual at its mean);
+        the Mahalanobis distance of the MAP ability from the prior, and the largest training LLM's."""
+        rng = np.random.default_rng(seed) if rng is None else rng
+        X_answered, y = evidence.X, evidence.y
+        X_target = np.asarray(X_target, dtype=np.float32)
+        post = self.describe_answered(evidence)
+        acc = self.predictive_accuracy(X_target, post, level=level, seed=seed)
+        p, _ = self.predict_state(X_target, post)
+        members = post.theta.shape[0]
+        thetas = []
+        for m in range(members):
+            L = np.linalg.cholesky(post.cov[m, 0])
+            thetas.append(post.theta[m, 0] + rng.standard_normal((max(1, n_samples // members), L.shape[0])) @ L.T)
+        res_t = res_a = None
+        if post.residual is not None and post.residual.tau.any():  # the LLM's own logit shift per prompt
+            res_t = post.residual.w[0] @ self.project(X_target).T
+            res_a = post.residual.w[0] @ self.project(X_answered).T if len(X_answered) else None
+        obs = np.isfinite(y)
+        P_answered = None
+        if obs.any():
+            P_answered = _drawn(self.item_parameters(X_answered[obs]), thetas, None if res_a is None else res_a[obs])
+        maha, maha_max = [], []
+        for m, (th_tr, prior) in enumerate(zip(self.training_abilities(), self.ability_priors())):
+            d = th_tr - prior.mean
+            maha_max.append(float(np.sqrt(np.einsum("nd,de,ne->n", d, prior.precision, d)).max()))
+            dn = post.theta[m, 0] - prior.mean
+            maha.append(float(np.sqrt(dn @ prior.precision @ dn)))
+        return TrustStatistics(p, float(acc["mean"][0]), (float(acc["low"][0]), float(acc["high"][0])),
+                               _drawn(self.item_parameters(X_target), thetas, res_t), P_answered,
+                               float(np.mean(maha)), float(np.mean(maha_max)))
+
+    def population_accuracy(self, X_target: np.ndarray, training_reference=None) -> np.ndarray:
+        """The training LLMs' expected accuracy (n_train_llms,) on ``X_target`` (m, d) at their MAP abilities,
+        averaged over members (``training_reference`` is not needed)."""
+        a, b = self.item_parameters(np.asarray(X_target, dtype=np.float32))
+        return np.mean([sigmoid(th @ a_m.T - b_m).mean(1) for th, a_m, b_m in zip(self.training_abilities(), a, b)], 0)
+
     def check_reference(self, r) -> None:
         """Raise :class:`DataError` unless ``r`` (n_ref,) holds 0/1/NaN answers on the reference set."""
         r = np.asarray(r, dtype=np.float64)
@@ -482,3 +526,10 @@ class LatentAssessor(Assessor, BaseEstimator):
         state.pop("_ref", None)
         state.pop("_ref_phi", None)
         return state
+
+
+def _drawn(params, thetas, res=None) -> np.ndarray:
+    """P(success) (n_draws_total, n_items) of every member's ability draws ``thetas`` under item parameters
+    ``params`` (a (members, n, D), b (members, n)), plus the residual logits ``res`` (n_items,)."""
+    z = np.concatenate([th @ a.T - b for th, a, b in zip(thetas, *params)])
+    return sigmoid(z if res is None else z + res[None, :])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from assessors.core.posterior import sigmoid
+from assessors.irt_math import logit, sigmoid
 
 #: No recalibration: ``(slope, intercept)`` of the identity on the logit scale.
 IDENTITY = (1.0, 0.0)
@@ -26,7 +26,7 @@ def fit_platt(p: np.ndarray, S_val: np.ndarray) -> tuple[float, float]:
     from sklearn.linear_model import LogisticRegression
 
     obs = np.isfinite(S_val)
-    z = np.log(p[obs]) - np.log1p(-p[obs])
+    z = logit(p[obs])
     y = S_val[obs]
     if len(np.unique(y)) == 2:
         lr = LogisticRegression(C=1e4).fit(z[:, None].astype(np.float64), y)
@@ -68,7 +68,7 @@ def apply_calibration(p: np.ndarray, std: np.ndarray, calibration: tuple[float, 
     slope, intercept = calibration
     if (slope, intercept) == IDENTITY:
         return p, std
-    q = sigmoid(slope * (np.log(p) - np.log1p(-p)) + intercept)
+    q = sigmoid(slope * logit(p) + intercept)
     std = std * slope * q * (1 - q) / (p * (1 - p))  # d q / d p
     return np.clip(q, 1e-9, 1 - 1e-9), std
 
@@ -110,11 +110,11 @@ def accuracy_band(params, post, residual_logits=None, calibration: tuple[float, 
         L = np.linalg.cholesky(post.cov[m])
         z = rng.standard_normal((k, per, a.shape[1]))
         th = post.theta[m][:, None, :] + np.einsum("kde,kse->ksd", L, z)
-        logit = th @ a.T - b  # (k, per, n)
+        eta = th @ a.T - b  # (k, per, n)
         if residual_logits is not None:
-            logit = logit + residual_logits[:, None, :]
-        logit = slope * logit + intercept
-        outcomes = rng.random(logit.shape) < sigmoid(logit)
+            eta = eta + residual_logits[:, None, :]
+        eta = slope * eta + intercept
+        outcomes = rng.random(eta.shape) < sigmoid(eta)
         acc[:, m * per:(m + 1) * per] = outcomes.mean(-1)
     if error_sd > 0:
         acc = np.clip(acc + rng.normal(0.0, error_sd, acc.shape), 0.0, 1.0)

@@ -14,6 +14,7 @@ from assessors.core.latent_calibration import apply_calibration
 from assessors.core.posterior import (GaussianPrior, evidence_labels, laplace_posterior, logit_moments,
                                       probit_predictive, sigmoid)
 from assessors.core.residual import Residual
+from assessors.irt_math import logit
 
 
 @dataclass
@@ -116,7 +117,7 @@ def posterior_predictive(post: LatentPosterior, params, phi, calibration) -> tup
     p, std = latent_predictive(post, params)
     if post.residual is not None and post.residual.tau.any():
         rm, rv = post.residual.logit_moments(phi() if callable(phi) else phi)
-        z = np.log(p) - np.log1p(-p) + rm
+        z = logit(p) + rm
         q = sigmoid(z / np.sqrt(1.0 + np.pi * rv / 8.0))
         scale = q * (1 - q) / (p * (1 - p))  # d q / d p at fixed residual
         std = np.sqrt((std * scale) ** 2 + (q * (1 - q)) ** 2 * rv)

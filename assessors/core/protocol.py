@@ -17,11 +17,21 @@ model, the tasks) calls only these methods:
   :class:`~assessors.errors.NoPosteriorError` naming ``what`` and the fix. Callers never test what a
   family can do; a family that cannot do a thing says so with this error.
 
-The trust report and the served predictor are built from these methods by the trust layer.
+What the trust report of one LLM is computed from (the trust layer calls nothing else):
+
+- ``describe_answered(evidence)``: the state from answers on any subset of the items the family
+  conditions on (the paper's assessor: some of its reference prompts, the rest not evaluated);
+- ``trust_statistics(evidence, X_target, level, n_samples, rng, seed)``: :class:`TrustStatistics`,
+  the prediction, the accuracy band and draws of the true success probabilities (a family without a
+  spread has its prediction as the only draw) and the state's distance from the training population;
+- ``population_accuracy(X_target, training_reference)``: the training LLMs' expected accuracy on the
+  target prompts (the range a new LLM is compared with);
+- ``project(X)``: the prompt features a fallback fitted on one LLM's answers works on.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -33,12 +43,44 @@ from assessors.errors import DataError, NoPosteriorError
 LLMState = Any
 
 
+@dataclass
+class TrustStatistics:
+    """What a family gives the trust report of one LLM (``m`` target prompts, ``n`` answered items).
+
+    Attributes
+    ----------
+    p_target : ndarray of shape (m,)
+        The prediction on the target prompts.
+    expected_accuracy : float
+    accuracy_band : tuple of float
+        Central band of the realised accuracy on the target prompts.
+    P_target : ndarray of shape (n_draws, m)
+        Draws of the true success probabilities (the prediction itself where the family has no spread).
+    P_answered : ndarray of shape (n_draws, n) or None
+        The same on the answered items (the misfit check); None without answers.
+    distance, distance_max : float
+        The state's distance from the training population and the largest training LLM's (NaN: the
+        family has no population of states).
+    """
+
+    p_target: np.ndarray
+    expected_accuracy: float
+    accuracy_band: tuple[float, float]
+    P_target: np.ndarray
+    P_answered: np.ndarray | None
+    distance: float = float("nan")
+    distance_max: float = float("nan")
+
+
 class Assessor(ABC):
     """The interface of every assessor family (see the module docstring).
 
     Subclasses implement :meth:`fit`, :meth:`describe`, :meth:`describe_reference` and
     :meth:`predict_state`; the batched methods and :meth:`require_posterior` have defaults.
     """
+
+    #: What reports and outputs call the family's own predictions (e.g. the predictor a trust verdict kept).
+    family_name = "model"
 
     @abstractmethod
     def fit(self, X: np.ndarray, S: np.ndarray, ref_index: np.ndarray, validation=None) -> "Assessor":
@@ -85,6 +127,53 @@ class Assessor(ABC):
         if not out or any(s is None for s in stds):
             return P, None
         return P, np.stack([np.asarray(s, np.float32) for s in stds])
+
+    def describe_answered(self, evidence: Evidence) -> LLMState:
+        """The state of one LLM from answers on any subset of the items the family conditions on
+        (default: :meth:`describe`)."""
+        return self.describe(evidence)
+
+    def trust_statistics(self, evidence: Evidence, X_target: np.ndarray, *, level: float = 0.9,
+                         n_samples: int = 300, rng=None, seed: int = 0) -> TrustStatistics:
+        """What the trust report of the LLM answering ``evidence`` is computed from, about prompts
+        ``X_target`` (m, d) (see :class:`TrustStatistics`).
+
+        This default is a family without a spread: its prediction is the only draw, the accuracy band
+        that of Bernoulli outcomes (``n_samples`` draws, ``seed``), each answered item is predicted from
+        the state without its own answer (:meth:`held_out_predictions`: with it the input would hold the
+        label) and there is no distance. ``rng`` is the report's generator (unused here).
+        """
+        X_target = np.asarray(X_target, dtype=np.float32)
+        p, _ = self.predict_state(X_target, self.describe_answered(evidence))
+        p = np.asarray(p, dtype=np.float64)
+        tail = (1 - level) / 2
+        acc = (np.random.default_rng(seed).random((n_samples, len(p))) < p).mean(1)
+        loo = self.held_out_predictions(evidence) if evidence.n_answered else None
+        return TrustStatistics(p, float(p.mean()), (float(np.quantile(acc, tail)), float(np.quantile(acc, 1 - tail))),
+                               np.broadcast_to(p, (n_samples, len(p))),
+                               None if loo is None else np.broadcast_to(loo, (n_samples, len(loo))))
+
+    def held_out_predictions(self, evidence: Evidence) -> np.ndarray:
+        """P(success) (n_answered,) of each answered item of ``evidence`` from the state described
+        without its answer (in the order of :meth:`Evidence.answered`)."""
+        X, y = evidence.answered()
+        out = np.empty(len(y))
+        for i in range(len(y)):
+            keep = np.arange(len(y)) != i
+            out[i] = self.predict_state(X[i:i + 1], self.describe_answered(Evidence(X[keep], y[keep])))[0][0]
+        return out
+
+    def population_accuracy(self, X_target: np.ndarray, training_reference: np.ndarray | None = None) -> np.ndarray:
+        """The training LLMs' expected accuracy (n_train_llms,) on prompts ``X_target`` (m, d), from their
+        reference answers ``training_reference`` (n_train_llms, n_ref); ``[nan]`` without them."""
+        if training_reference is None:
+            return np.array([np.nan])
+        P, _ = self.predict_states(np.asarray(X_target, dtype=np.float32), self.describe_reference(training_reference))
+        return np.asarray(P, dtype=np.float64).mean(1)
+
+    def project(self, X: np.ndarray) -> np.ndarray:
+        """The prompt features (m, c) a fallback fitted on one LLM's answers works on (default: ``X``)."""
+        return np.asarray(X, dtype=np.float32)
 
     def check_evidence(self, evidence: Evidence) -> Evidence:
         """``evidence`` if its features have the width of the model's prompt features (``reference_features_``,

@@ -66,8 +66,9 @@ class AssessorModel(PythonModel):
     reference_success : ndarray of shape (n_llms, n_ref)
         Known LLMs' reference results, so they can be scored by name.
     llms : list of str, length n_llms
-    trust_model : assessors.trust.expected.TrustModel, optional
-        Fitted on validation LLMs; gives trust reports an expected-AUC band.
+    trust_model : optional
+        The retired expected-AUC model of older models (a :class:`~assessors.core.saved_model.RetiredPart`);
+        not used.
     trust_policy : dict, optional
         Thresholds and fallback of the posterior trust report chosen on the validation LLMs
         (latent assessors; :meth:`ValidatedTrustPolicy.record`: ``source``, ``options``,

@@ -5,11 +5,14 @@ and in the MLmodel file's metadata). A model saved before it existed (format 1) 
 posterior it may ship is turned into one state per LLM, and what it lacks is listed in a note
 (:func:`missing_parts`) that loading logs. A model that cannot be unpickled at all (a class it names
 no longer exists) is a :class:`~assessors.errors.ConfigError` naming its format and how to retrain
-(:func:`unloadable_model_error`).
+(:func:`unloadable_model_error`). A part whose class was retired (:data:`RETIRED_CLASSES`) loads as a
+:class:`RetiredPart` and is not used.
 """
 from __future__ import annotations
 
 import logging
+import sys
+import types
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +30,27 @@ OPTIONAL_PARTS = {
     "prompt_ood": "no prompt-side trust signal: target prompts unlike the training prompts are not flagged",
     "known_states": "no known LLMs' states: known LLMs are scored from their reference results only",
 }
+
+
+#: Classes that older models pickled and this version no longer has: module -> class names.
+RETIRED_CLASSES = {"assessors.trust.expected": ("TrustModel",)}  # the retired expected-AUC trust model
+
+
+class RetiredPart:
+    """What an instance of a retired class (:data:`RETIRED_CLASSES`) in an older model loads as: its
+    pickled attributes, never used (the model's note says what it lacks)."""
+
+
+def _register_retired() -> None:
+    """Make every retired class importable under its old name, as :class:`RetiredPart` (pickle finds a
+    class by its module and name)."""
+    for module, names in RETIRED_CLASSES.items():
+        stand_in = types.ModuleType(module, "Classes older saved models name; they load as RetiredPart.")
+        stand_in.__dict__.update(dict.fromkeys(names, RetiredPart))
+        sys.modules.setdefault(module, stand_in)
+
+
+_register_retired()
 
 
 def upgrade_state(state: dict) -> dict:

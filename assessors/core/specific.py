@@ -134,6 +134,8 @@ class SpecificAssessor(Assessor, BaseEstimator):
         each LLM, known or new, is described on demand (:meth:`describe_known`, :meth:`describe`).
     """
 
+    family_name = "specific"
+
     def __init__(self, classifiers, cv: int = 3, seed: int = 0, n_jobs: int | None = None):
         self.classifiers = classifiers
         self.cv = cv

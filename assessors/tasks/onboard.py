@@ -190,12 +190,21 @@ def adaptive_trust(cfg: DictConfig, model, runner, llm: str) -> dict | None:
 
 
 def log_onboarding_trust(cfg: DictConfig, llm: str, report: dict) -> None:
-    """Log an onboarded LLM's trust report to the configured tracker (``tracking=none`` turns it off)."""
+    """Log an onboarded LLM's trust report to the configured tracker (``tracking=none`` turns it off):
+    ``trust/report_v2.json``, ``trust.*`` verdict tags and numeric metrics."""
     from assessors.tasks.config import tracker_from_cfg
-    from assessors.trust.posterior_policy import log_posterior_trust
+    from assessors.trust.posterior_report import OUT
 
+    fb = report.get("fallback") or {}
+    metrics = {k: report.get(k) for k in ("expected_accuracy", "expected_auc", "misfit_pvalue", "mahalanobis",
+                                          "n_answered", "more_questions", "similarity_pvalue")}
+    bands = {"accuracy": report.get("accuracy_band"), "auc": report.get("auc_band"), "served_auc": fb.get("auc_band"),
+             "served_accuracy": fb.get("accuracy_band")}
+    metrics.update({f"{k}_{end}": (b or [None, None])[i] for k, b in bands.items() for i, end in enumerate(("low", "high"))})
+    metrics.update(served_expected_accuracy=fb.get("expected_accuracy"), out_of_population=float(report.get("verdict") == OUT),
+                   fallback_applied=float(bool(fb.get("applied"))))
     with tracker_from_cfg(cfg).start_run(f"onboard {llm}", tags={"mode": "onboard", "llm": llm}) as run:
-        if report.get("version") == 2:
-            log_posterior_trust(run, report)
-        else:
-            run.log_dict(report, "trust/report.json")
+        run.set_tags({"trust.verdict": str(report.get("verdict")), "trust.message": str(report.get("message")),
+                      "trust.predictor": str(fb.get("predictor", "latent")), "trust.llm": str(report.get("llm"))})
+        run.log_metrics({f"trust.{k}": float(v) for k, v in metrics.items() if v is not None and np.isfinite(v)})
+        run.log_dict(report, "trust/report_v2.json")

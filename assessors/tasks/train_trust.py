@@ -63,7 +63,7 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
     defaults. ``prompt_ood`` (see :func:`fit_prompt_ood`) goes into the validation LLMs' reports as it will
     into served ones. The reports are about the :func:`trust_part` prompts.
     """
-    from assessors.trust.posterior_eval import fit_on_validation_llms
+    from assessors.trust.posterior_eval import fit_validated, llm_outcomes
 
     tcfg = cfg.get("trust") or {}
     node = tcfg.get("validated_policy")
@@ -78,11 +78,10 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
         return None
     t0 = time.perf_counter()
     part = trust_part(prep)
-    policy = fit_on_validation_llms(instantiate(node), assessor, assessor.reference_features_,
-                                    prep.results.matrix(prep.llms["val"], ref_ids), prep.X[part],
-                                    prep.S("val", part), prep.llms["val"], prompt_ood=prompt_ood,
-                                    seed=int(cfg.seed),
-                                    training_answers=prep.results.matrix(prep.llms["train"], ref_ids))
+    policy = fit_validated(instantiate(node), *llm_outcomes(
+        assessor, assessor.reference_features_, prep.results.matrix(prep.llms["val"], ref_ids), prep.X[part],
+        prep.S("val", part), prep.llms["val"], prompt_ood=prompt_ood, seed=int(cfg.seed),
+        training_answers=prep.results.matrix(prep.llms["train"], ref_ids)))
     prep.timings["trust_policy_fit_s"] = time.perf_counter() - t0  # the OOD fallback's choice is timed apart
     record = with_ood_fallback(cfg, prep, policy.record(), prompt_ood, run)
     if run is not None:

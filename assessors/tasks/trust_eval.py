@@ -14,7 +14,6 @@ import json
 import logging
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -41,13 +40,13 @@ def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
     t0 = time.perf_counter()
     prep = prepare(cfg)
     assessor, ref_ids = fit_generic(cfg, prep)
-    model = SimpleNamespace(assessor=assessor, reference_success=prep.results.matrix(prep.llms["train"], ref_ids))
+    T = prep.results.matrix(prep.llms["train"], ref_ids)  # the training LLMs' reference answers
     X_ref = np.asarray(assessor.reference_features_, dtype=np.float32)
 
     def outcomes(part: str):
-        return llm_outcomes(model, X_ref, prep.results.matrix(prep.llms[part], ref_ids), prep.X[part],
-                            prep.S(part, part), prep.llms[part], seed=int(cfg.seed),
-                            training_answers=model.reference_success)
+        return llm_outcomes(assessor, X_ref, prep.results.matrix(prep.llms[part], ref_ids), prep.X[part],
+                            prep.S(part, part), prep.llms[part], seed=int(cfg.seed), training_answers=T,
+                            training_reference=T)
 
     chooser = fit_validated(instantiate(cfg.trust.validated_policy), *outcomes("val"))
     opts = chooser.options()

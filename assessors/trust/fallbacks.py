@@ -16,12 +16,10 @@ from __future__ import annotations
 from typing import Mapping
 
 import numpy as np
-from scipy.special import logit
 
-from assessors.irt_math import sigmoid
+from assessors.core.evidence import Evidence
 from assessors.errors import ConfigError, DataError
-from assessors.irt_math import map_ability
-from assessors.trust.family import family
+from assessors.irt_math import logit, map_ability, sigmoid
 
 #: Names of the fallback predictors in reports and outputs.
 RELEVEL_NAME, FALLBACK_NAME, POPULATION_NAME = "releveled", "reference_only", "population"
@@ -34,10 +32,6 @@ def answered(y, what: str) -> tuple[np.ndarray, np.ndarray]:
     if not obs.any():
         raise DataError(f"the {what} fallback needs at least one answered item")
     return y, obs
-
-
-def _logit(p: np.ndarray) -> np.ndarray:
-    return logit(np.clip(np.asarray(p, dtype=np.float64), 1e-9, 1 - 1e-9))
 
 
 def fit_offset(z: np.ndarray, y: np.ndarray, prior_sd: float = 3.0, n_iter: int = 50) -> float:
@@ -76,33 +70,33 @@ class _Shifted:
 
 
 class ReleveledPredictor(_Shifted):
-    """The model's predictions for one LLM (``assessor``: an AssessorModel, fitted assessor or family
-    adapter, :func:`~assessors.trust.family.family`), re-levelled to its answers."""
+    """The model's predictions for one LLM (``assessor``: a fitted assessor of any family), re-levelled to
+    its answers."""
 
     name = RELEVEL_NAME
 
     def __init__(self, assessor, X_answered, y, prior_sd: float = 3.0):
         y, obs = answered(y, "re-levelled")
         X_answered = np.asarray(X_answered, dtype=np.float32)
-        self.family = family(assessor)
-        self.state_ = self.family.describe(X_answered[obs], y[obs])
+        self.assessor = assessor
+        self.state_ = assessor.describe_answered(Evidence(X_answered[obs], y[obs]))
         self._fit(X_answered, y, obs, prior_sd)
 
     def _logit(self, X) -> np.ndarray:
-        return _logit(self.family.predict(X, self.state_)[0])
+        return logit(self.assessor.predict_state(np.asarray(X, dtype=np.float32), self.state_)[0])
 
 
 class ReferenceOnlyPredictor:
     """P(success) from a logistic regression on one LLM's own answers (the "reference only" fallback).
 
-    Features are the family's prompt projection (:func:`~assessors.trust.family.family`: the latent
-    assessor's whitened one, the paper's assessor's features). With answers of one class only, the
+    Features are the family's prompt projection (:meth:`~assessors.core.protocol.Assessor.project`: the
+    latent assessor's whitened one, the prompt features themselves for the others). With answers of one class only, the
     smoothed answered rate everywhere.
 
     Parameters
     ----------
-    assessor : AssessorModel, fitted assessor or family adapter
-        Its projection is used, never its predictions.
+    assessor : Assessor
+        Fitted; its projection is used, never its predictions.
     X_answered : ndarray of shape (n, d)
         Features of the answered prompts.
     y : ndarray of shape (n,)
@@ -117,7 +111,7 @@ class ReferenceOnlyPredictor:
         from sklearn.linear_model import LogisticRegression
 
         y, obs = answered(y, "reference-only")
-        self.projection = family(assessor).project
+        self.projection = assessor.project
         yo = y[obs]
         self.constant_ = None
         if len(np.unique(yo)) < 2:

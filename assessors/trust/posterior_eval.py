@@ -3,15 +3,15 @@
 :func:`llm_outcome` gives an LLM's report about some target prompts and, on them, its realised accuracy
 and the AUC, Brier score and mean prediction of the model (``latent``, whatever the family) and of each
 fallback; :func:`fit_validated` fits a :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`
-on validation LLMs' outcomes (:func:`fit_on_validation_llms`: from their answers, as ``train.py`` does).
+on validation LLMs' reports and outcomes (:func:`llm_outcomes`).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from assessors.core.evidence import Evidence
 from assessors.metrics import brier, masked_auc
 from assessors.trust.fallbacks import POPULATION_NAME
-from assessors.trust.family import family
 from assessors.trust.posterior_report import posterior_trust
 from assessors.trust.similarity import training_profile
 
@@ -19,11 +19,14 @@ PREDICTORS = ("latent", "releveled", "reference_only")
 
 
 def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None, seed: int = 0,
-                C: float = 1.0, prior_sd: float = 3.0, training_answers=None, similarity_profile=None):
+                C: float = 1.0, prior_sd: float = 3.0, training_answers=None, similarity_profile=None,
+                training_accuracy=None):
     """``(report, outcome dict)`` of one LLM.
 
     Parameters
     ----------
+    assessor : Assessor
+        Fitted, of any family.
     X_answered : ndarray of shape (n, d)
     y : ndarray of shape (n,)
         The LLM's 0/1 answers (NaN = not answered): the evidence.
@@ -32,6 +35,9 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
         Its realised success on the target prompts (NaN = not evaluated).
     training_answers, similarity_profile : optional
         The training LLMs' answers (n_train_llms, n) on ``X_answered`` and their similarity profile (see
+        :func:`~assessors.trust.posterior_report.posterior_trust`).
+    training_accuracy : ndarray of shape (n_train_llms,), optional
+        The training LLMs' expected accuracy on ``X_target`` (see
         :func:`~assessors.trust.posterior_report.posterior_trust`).
 
     The outcome holds ``realised_accuracy``, ``n_answered``, ``answered_successes`` and ``auc_<p>`` /
@@ -44,24 +50,23 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
 
     y = np.asarray(y, dtype=np.float64).ravel()
     X_answered, X_target = np.asarray(X_answered, dtype=np.float32), np.asarray(X_target, dtype=np.float32)
-    assessor = family(assessor)
     rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, prompt_ood=prompt_ood, seed=seed,
-                          training_answers=training_answers, similarity_profile=similarity_profile)
+                          training_answers=training_answers, similarity_profile=similarity_profile,
+                          training_accuracy=training_accuracy)
     seen = np.isfinite(y)
-    p_lat = assessor.predict(X_target, assessor.describe(X_answered[seen], y[seen]))[0]
-    preds = {"latent": p_lat}
+    p_lat = assessor.predict_state(X_target, assessor.describe_answered(Evidence(X_answered[seen], y[seen])))[0]
     population = fitted_population(prompt_ood)
+    kinds = PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ())
     fitted = {kind: fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd, population=population)
-              for kind in PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ()) if seen.any()}
-    preds.update({kind: f(X_target) for kind, f in fitted.items()})
+              for kind in kinds if seen.any()}
+    # without answers a fallback is the latent prediction
+    preds = {"latent": p_lat, **{kind: fitted[kind](X_target) if kind in fitted else p_lat for kind in kinds}}
     s = np.asarray(s_target, dtype=np.float64)
     obs = np.isfinite(s)
     out = {"llm": llm, "realised_accuracy": float(s[obs].mean()) if obs.any() else np.nan,
            "n_answered": int(seen.sum()), "answered_successes": float(y[seen].sum())}
     # what a served fallback's accuracy band is built on: its mean prediction on the answered prompts
     out.update({f"mean_answered_{kind}": float(np.mean(f(X_answered[seen]))) for kind, f in fitted.items()})
-    for kind in PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ()):
-        preds.setdefault(kind, p_lat)  # without answers a fallback is the latent prediction
     for kind, p in preds.items():
         out[f"auc_{kind}"] = masked_auc(s, p)
         out[f"brier_{kind}"] = brier(s[obs], np.asarray(p)[obs]) if obs.any() else np.nan
@@ -70,7 +75,7 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
 
 
 def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_ood=None, seed: int = 0,
-                 training_answers=None):
+                 training_answers=None, training_reference=None):
     """``(reports, outcomes)``: :func:`llm_outcome` of each of ``llms``.
 
     Parameters
@@ -86,32 +91,23 @@ def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_oo
     llms : sequence of str, length k
     training_answers : ndarray of shape (n_train_llms, n), optional
         The training LLMs' answers on ``X_answered`` (the report's similarity).
+    training_reference : ndarray of shape (n_train_llms, n_ref), optional
+        The training LLMs' reference answers (the range of their expected accuracy, for families that
+        need them: :meth:`~assessors.core.protocol.Assessor.population_accuracy`).
     """
     X_answered, Y = np.asarray(X_answered, dtype=np.float32), np.asarray(Y, dtype=np.float64)
     T = None if training_answers is None else np.asarray(training_answers, dtype=np.float64)
     profile = None if T is None else training_profile(T)
+    train_acc = assessor.population_accuracy(np.asarray(X_target, dtype=np.float32), training_reference)
     reps, outs = [], []
     for k, llm in enumerate(llms):
         obs = np.isfinite(Y[k])
         r, o = llm_outcome(assessor, X_answered[obs], Y[k, obs], X_target, S_target[k], llm=llm,
                            prompt_ood=prompt_ood, seed=seed, training_answers=None if T is None else T[:, obs],
-                           similarity_profile=profile)
+                           similarity_profile=profile, training_accuracy=train_acc)
         reps.append(r)
         outs.append(o)
     return reps, outs
-
-
-def fit_on_validation_llms(policy, assessor, X_answered, Y, X_target, S_target, llms, *, prompt_ood=None,
-                           seed: int = 0, training_answers=None):
-    """Fit ``policy`` (a ValidatedTrustPolicy) on validation LLMs from their answers (see :func:`llm_outcomes`).
-
-    ``Y`` (k, n): the validation LLMs' answers on ``X_answered`` (n, d), the reference prompts;
-    ``X_target`` (m, d) / ``S_target`` (k, m): the *validation* prompts and what happened on them.
-    Returns the fitted ``policy``.
-    """
-    reps, outs = llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, prompt_ood=prompt_ood, seed=seed,
-                              training_answers=training_answers)
-    return fit_validated(policy, reps, outs)
 
 
 def fit_validated(policy, reports, outcomes):

@@ -11,7 +11,6 @@ model, the stated defaults (:func:`policy_options`); every report names the sour
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 from typing import Callable, Mapping, Sequence
 
@@ -19,7 +18,7 @@ import numpy as np
 
 from assessors.core.evidence import Evidence
 from assessors.errors import ConfigError
-from assessors.trust.posterior_report import OUT, OUT_FLAGS, posterior_trust
+from assessors.trust.posterior_report import OPTIONS, OUT, OUT_FLAGS, posterior_trust
 from assessors.trust.fallbacks import (FALLBACK_NAME, POPULATION_NAME, RELEVEL_NAME, PopulationPredictor,
                                       ReferenceOnlyPredictor, ReleveledPredictor, check_bands, served_accuracy_band,
                                       served_auc_band)
@@ -27,12 +26,12 @@ from assessors.trust.similarity import training_profile
 from assessors.trust.target import POOL_TARGET, REFERENCE_TARGET, target_prompts
 
 log = logging.getLogger(__name__)
-_LEVEL = inspect.signature(posterior_trust).parameters["level"].default  # the report's band level
 
 #: The fallbacks a trust verdict can switch an LLM to.
 FALLBACKS = (RELEVEL_NAME, FALLBACK_NAME, POPULATION_NAME)
 #: Arguments of the report that are the LLM's and the model's, not options.
-_GIVEN = ("assessor", "X_answered", "y", "X_target", "llm", "prompt_ood", "training_answers", "similarity_profile")
+_GIVEN = ("assessor", "X_answered", "y", "X_target", "llm", "prompt_ood", "training_answers", "similarity_profile",
+          "training_accuracy")
 #: Where the thresholds come from when neither the model nor the config gives them.
 STATED_DEFAULTS = "stated defaults"
 #: The report options a validated policy chooses: thresholds, band widening and the muted flags (the rest of
@@ -94,7 +93,7 @@ class PosteriorTrustPolicy:
     source : str
         Where the thresholds and the fallback came from (every report's ``policy.source``).
     **report_options
-        Options of :func:`~assessors.trust.posterior_report.posterior_trust`.
+        Options of the report (:data:`~assessors.trust.posterior_report.OPTIONS`: its sampling and thresholds).
     """
 
     def __init__(self, fallback: bool = True, fallback_on: Sequence[str] = (OUT,),
@@ -102,7 +101,7 @@ class PosteriorTrustPolicy:
                  ood_fallback: str = FALLBACK_NAME, ood_auc_bands: Mapping | None = None,
                  ood_accuracy_bands: Mapping | None = None, C: float = 1.0, prior_sd: float = 3.0,
                  prompt_ood=None, source: str = STATED_DEFAULTS, **report_options):
-        allowed = set(inspect.signature(posterior_trust).parameters) - set(_GIVEN)
+        allowed = set(OPTIONS) - set(_GIVEN)
         unknown = sorted(set(report_options) - allowed)
         if unknown:
             raise ConfigError(f"posterior trust report: unknown option(s) {unknown}; allowed: {sorted(allowed)}")
@@ -134,8 +133,7 @@ class PosteriorTrustPolicy:
 
     def settings(self) -> dict:
         """``source`` and the thresholds and fallback in force (the report's defaults where not given)."""
-        defaults = inspect.signature(posterior_trust).parameters
-        out = {k: self.report_options.get(k, defaults[k].default) for k in THRESHOLDS}
+        out = {k: self.report_options.get(k, OPTIONS[k]) for k in THRESHOLDS}
         out["muted_flags"] = list(out["muted_flags"])
         flags = None if self.fallback_flags is None else list(self.fallback_flags)
         ood = None if self.prompt_ood is None else self.prompt_ood.summary()
@@ -154,19 +152,16 @@ class PosteriorTrustPolicy:
         return None
 
     def assess(self, assessor, X_answered, y, X_target, llm: str = "new", training_answers=None,
-               similarity_profile=None) -> tuple[dict, Callable | None]:
-        """``(report dict, predictor or None)`` for one LLM.
+               similarity_profile=None, training_accuracy=None) -> tuple[dict, Callable | None]:
+        """``(report dict, predictor or None)`` for one LLM of a fitted ``assessor`` of any family.
 
         The dict is :meth:`PosteriorTrust.to_dict` plus ``fallback``: ``{enabled, triggered, applied,
         predictor}`` (``predictor`` is ``latent`` or one of :data:`FALLBACKS`).
         """
-        from assessors.trust.family import family
-
         y = np.asarray(y, dtype=np.float64).ravel()
-        assessor = family(assessor)
         rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, prompt_ood=self.prompt_ood,
                               training_answers=training_answers, similarity_profile=similarity_profile,
-                              **self.report_options)
+                              training_accuracy=training_accuracy, **self.report_options)
         kind = self.choose(rep)
         predictor = None
         if self.fallback and kind is not None and np.isfinite(y).any():
@@ -176,7 +171,7 @@ class PosteriorTrustPolicy:
         out["version"] = 2
         served = self.served(rep, predictor, X_target, X_answered, y)
         if predictor is None:
-            served["predictor"] = assessor.name  # the family's own predictions
+            served["predictor"] = assessor.family_name  # the family's own predictions
         out["fallback"] = {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
                            **served}
         out["policy"] = self.settings()
@@ -198,7 +193,7 @@ class PosteriorTrustPolicy:
             answered = (float(y[obs].sum()), int(obs.sum()), float(np.mean(predictor(np.asarray(X_answered)[obs]))))
         acc, acc_band, acc_from = served_accuracy_band(rep.expected_accuracy, rep.accuracy_band, rep.flags, name,
                                                        self.ood_fallback, self.ood_accuracy_bands, mean, answered,
-                                                       self.report_options.get("level", _LEVEL))
+                                                       self.report_options.get("level", OPTIONS["level"]))
         return {"predictor": name, "auc_band": band, "auc_band_from": band_from, "expected_accuracy": acc,
                 "accuracy_band": acc_band, "accuracy_band_from": acc_from}
 
@@ -263,9 +258,7 @@ def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None
     n_available : int, optional
         How many prompts ``target`` was already cut from (by :func:`~assessors.trust.target.subsample`).
     """
-    from assessors.trust.family import family
-
-    assessor, fam = model.assessor, family(model)
+    assessor = model.assessor
     policy = policy if policy is not None else PosteriorTrustPolicy(**policy_options(model, options))
     log.info("posterior trust policy (%s): %s", policy.source,
              {k: v for k, v in policy.settings().items() if k != "source"})
@@ -277,6 +270,10 @@ def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None
     T = np.asarray(model.reference_success, dtype=np.float64)  # the training LLMs' reference answers
     profile = training_profile(T)
 
+    @functools.cache  # the same target prompts for every LLM
+    def train_acc():
+        return assessor.population_accuracy(X_target, T)
+
     def fn(reference, llm: str = "new"):
         if isinstance(reference, Evidence):  # prompts the training LLMs may not have answered: no similarity
             (X_answered, y), T_obs = reference.answered(), None
@@ -284,8 +281,8 @@ def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None
             r = np.asarray(reference, dtype=np.float64).ravel()
             obs = np.isfinite(r)
             X_answered, y, T_obs = X_ref[obs], r[obs], T[:, obs]
-        report, predictor = policy.assess(fam, X_answered, y, X_target, llm=llm, training_answers=T_obs,
-                                          similarity_profile=profile)
+        report, predictor = policy.assess(assessor, X_answered, y, X_target, llm=llm, training_answers=T_obs,
+                                          similarity_profile=profile, training_accuracy=train_acc())
         return {**report, "target": dict(info)}, predictor
 
     fn.accepts_evidence = True
@@ -293,23 +290,3 @@ def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None
     fn.target = dict(info)
     fn.with_target = functools.partial(make_trust_fn, model, policy)
     return fn
-
-
-def log_posterior_trust(run, report: dict, name: str = "trust") -> None:
-    """Log one report v2 to a tracking run: ``<name>/report_v2.json``, verdict tags and numeric metrics."""
-    fb = report.get("fallback") or {}
-    run.set_tags({f"{name}.verdict": str(report.get("verdict")), f"{name}.message": str(report.get("message")),
-                  f"{name}.predictor": str(fb.get("predictor", "latent")), f"{name}.llm": str(report.get("llm"))})
-    keys = ("expected_accuracy", "expected_auc", "misfit_pvalue", "mahalanobis", "n_answered", "more_questions",
-            "similarity_pvalue")
-    metrics = {k: report.get(k) for k in keys}
-    bands = {"accuracy": report.get("accuracy_band"), "auc": report.get("auc_band"), "served_auc": fb.get("auc_band"),
-             "served_accuracy": fb.get("accuracy_band")}
-    metrics.update({f"{k}_{end}": (b or [None, None])[i] for k, b in bands.items() for i, end in enumerate(("low", "high"))})
-    metrics.update(served_expected_accuracy=fb.get("expected_accuracy"), out_of_population=float(report.get("verdict") == OUT),
-                   fallback_applied=float(bool(fb.get("applied"))))
-    run.log_metrics({f"{name}.{k}": float(v) for k, v in metrics.items() if v is not None and np.isfinite(v)})
-    run.log_dict(report, f"{name}/report_v2.json")
-
-
-make_posterior_trust_fn = make_trust_fn  # the name callers used before every family had the report

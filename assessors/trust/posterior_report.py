@@ -1,6 +1,7 @@
 """The trust report of one LLM, for every assessor family: expected accuracy and AUC with bands, misfit,
-extrapolation and a verdict, from its answered items (:func:`~assessors.trust.family.family` gives the
-family's predictions and draws; a family without a spread has the prediction as its only draw).
+extrapolation and a verdict, from its answered items (the family's
+:meth:`~assessors.core.protocol.Assessor.trust_statistics` gives its predictions and draws; a family
+without a spread has the prediction as its only draw).
 
 * **expected accuracy** on the target prompts and its ``level`` band;
 * **expected AUC**: outcomes drawn from the drawn success probabilities, scored by the prediction; the
@@ -17,11 +18,13 @@ family's predictions and draws; a family without a spread has the prediction as 
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import asdict, dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
 
+from assessors.core.evidence import Evidence
 from assessors.metrics import chance_auc_low, rank_auc
 from assessors.trust.similarity import similarity, training_profile
 
@@ -68,17 +71,14 @@ class PosteriorTrust:
 
 
 def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, level: float = 0.9,
-                    n_samples: int = 300, misfit_alpha: float = 0.01, max_width: float = 0.15,
-                    range_margin: float = 0.02, band_scale: float = 1.0, auc_band_scale: float = 1.0,
-                    muted_flags: Sequence[str] = (), prompt_ood=None, max_ood_share: float | None = None,
-                    training_answers=None, similarity_profile=None, similarity_alpha: float = 0.05,
-                    seed: int = 0) -> PosteriorTrust:
+                    n_samples: int = 300, prompt_ood=None, training_answers=None, similarity_profile=None,
+                    training_accuracy=None, seed: int = 0, **thresholds) -> PosteriorTrust:
     """Trust report of one LLM from its answers ``y`` (n,) on prompts ``X_answered`` (n, d).
 
     Parameters
     ----------
-    assessor : AssessorModel, fitted assessor or family adapter
-        See :func:`~assessors.trust.family.family`.
+    assessor : Assessor
+        A fitted assessor of any family (:class:`~assessors.core.protocol.Assessor`).
     X_answered : ndarray of shape (n, d)
     y : ndarray of shape (n,)
         0/1, NaN = not answered.
@@ -86,17 +86,6 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
         The user's prompts (what the expected accuracy and AUC are about).
     level : float
         Band level.
-    misfit_alpha : float
-        Posterior predictive p-value below which the answers are called misfitting.
-    max_width : float
-        Widest acceptable accuracy band before the verdict asks for more questions.
-    range_margin : float
-        Expected accuracy this far outside the training LLMs' range counts as extrapolation.
-    band_scale, auc_band_scale : float
-        Widen (> 1) the accuracy and expected-AUC bands about their centre (calibrated on validation
-        LLMs by :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`).
-    muted_flags : sequence of str
-        Flags reported as ``notes`` only (no effect on the verdict).
     prompt_ood : PromptOOD, optional
         Fitted prompt-side signal: the share of target prompts unlike the training prompts
         (:class:`~assessors.trust.prompt_ood.PromptOOD`); above ``max_ood_share`` (default: its
@@ -105,36 +94,38 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, leve
         The training LLMs' answers on the same prompts: the similarity and, below ``similarity_alpha``
         (its p-value), the flag ``low_similarity`` (:mod:`~assessors.trust.similarity`;
         ``similarity_profile`` is their :func:`~assessors.trust.similarity.training_profile`).
+    training_accuracy : ndarray of shape (n_train_llms,), optional
+        The training LLMs' expected accuracy on ``X_target`` (default: the family's
+        :meth:`~assessors.core.protocol.Assessor.population_accuracy` without their reference answers).
+    **thresholds
+        Of :func:`judge` (its defaults where not given).
     """
-    from assessors.trust.family import family
-
     rng = np.random.default_rng(seed)
-    y = np.asarray(y, dtype=np.float64).ravel()
-    X_answered = np.asarray(X_answered, dtype=np.float32)
+    ev = Evidence(X_answered, y)
     X_target = np.asarray(X_target, dtype=np.float32)
-    st = family(assessor).statistics(X_answered, y, X_target, level, n_samples, rng, seed)
+    st = assessor.trust_statistics(ev, X_target, level=level, n_samples=n_samples, rng=rng, seed=seed)
     # the draws share one generator, in this order: abilities, outcomes for the AUC, replicates for the misfit
-    exp_auc, auc_band = _expected_auc(st["P_target"], st["p_target"], level, rng)
-    ppp = _misfit_pvalue(st["P_answered"], y[np.isfinite(y)], rng)
-    train_acc = np.asarray(st["training_accuracy"], dtype=np.float64)
+    exp_auc, auc_band = _expected_auc(st.P_target, st.p_target, level, rng)
+    y = ev.y
+    ppp = _misfit_pvalue(st.P_answered, y[np.isfinite(y)], rng)
+    train_acc = np.asarray(assessor.population_accuracy(X_target) if training_accuracy is None else training_accuracy,
+                           dtype=np.float64)
     ood = prompt_ood.share(X_target) if prompt_ood is not None else None
     sim = sim_p = None
     if training_answers is not None:
         T = np.asarray(training_answers, dtype=np.float64)
         prof = training_profile(T) if similarity_profile is None else similarity_profile
         sim, sim_p = similarity(y, T, prof)
-    mean_acc = st["expected_accuracy"]
-    rep = PosteriorTrust(llm=llm, n_answered=int(np.isfinite(y).sum()), expected_accuracy=mean_acc,
-                         accuracy_band=st["accuracy_band"], expected_auc=exp_auc, auc_band=auc_band,
+    mean_acc = st.expected_accuracy
+    rep = PosteriorTrust(llm=llm, n_answered=ev.n_answered, expected_accuracy=mean_acc,
+                         accuracy_band=st.accuracy_band, expected_auc=exp_auc, auc_band=auc_band,
                          misfit_pvalue=ppp, accuracy_range_training=(float(np.min(train_acc)), float(np.max(train_acc))),
-                         mahalanobis=st["distance"], mahalanobis_max_training=st["distance_max"], prompt_ood_share=ood,
+                         mahalanobis=st.distance, mahalanobis_max_training=st.distance_max, prompt_ood_share=ood,
                          auc_chance_low=chance_auc_low(len(X_target), mean_acc, level), similarity=sim,
                          similarity_pvalue=sim_p)
-    if max_ood_share is None and prompt_ood is not None:
-        max_ood_share = prompt_ood.max_share
-    return judge(rep, misfit_alpha=misfit_alpha, max_width=max_width, range_margin=range_margin,
-                 band_scale=band_scale, auc_band_scale=auc_band_scale, muted_flags=muted_flags,
-                 max_ood_share=max_ood_share, similarity_alpha=similarity_alpha)
+    if thresholds.get("max_ood_share") is None and prompt_ood is not None:
+        thresholds["max_ood_share"] = prompt_ood.max_share
+    return judge(rep, **thresholds)
 
 
 #: Flags whose verdict is "out of population" (any of them).
@@ -154,10 +145,25 @@ def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float =
     """Bands, flags and verdict of a report from its raw statistics under the given thresholds.
 
     Cheap (no sampling): the thresholds can be chosen on validation LLMs by re-judging their reports
-    (``rep.accuracy_band_raw`` / ``auc_band_raw`` keep the unscaled bands). Flags in ``muted_flags``
-    (never ``prior_only``) go to ``notes`` instead. An ``out of population`` verdict lowers the
-    expected-AUC band's low end to ``rep.auc_chance_low``: the model's own draws cannot vouch for a
-    ranking the verdict says the model does not apply to. Returns a new report.
+    (``rep.accuracy_band_raw`` / ``auc_band_raw`` keep the unscaled bands). An ``out of population``
+    verdict lowers the expected-AUC band's low end to ``rep.auc_chance_low``: the model's own draws
+    cannot vouch for a ranking the verdict says the model does not apply to. Returns a new report.
+
+    Parameters
+    ----------
+    misfit_alpha : float
+        Posterior predictive p-value below which the answers are called misfitting.
+    max_width : float
+        Widest acceptable accuracy band before the verdict asks for more questions.
+    range_margin : float
+        Expected accuracy this far outside the training LLMs' range counts as extrapolation.
+    band_scale, auc_band_scale : float
+        Widen (> 1) the accuracy and expected-AUC bands about their centre (calibrated on validation
+        LLMs by :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`).
+    muted_flags : sequence of str
+        Flags reported as ``notes`` only, no effect on the verdict (never ``prior_only``).
+    max_ood_share, similarity_alpha : float
+        Above / below them ``prompts_out_of_distribution`` / ``low_similarity`` (see :func:`posterior_trust`).
     """
     acc_raw = rep.accuracy_band_raw or rep.accuracy_band
     auc_raw = rep.auc_band_raw or rep.auc_band
@@ -233,3 +239,8 @@ def _verdict(flags: list[str], width: float, n_ans: int, max_width: float) -> tu
         # a band of sampling width shrinks like 1/sqrt(n): answers needed for max_width, minus those given
         return UNCERTAIN, int(max(5, np.ceil(n0 * ((width / max_width) ** 2 - 1))))
     return OK, 0
+
+
+#: The report's options and their defaults: :func:`posterior_trust`'s sampling and :func:`judge`'s thresholds.
+OPTIONS = {k: p.default for f in (posterior_trust, judge) for k, p in inspect.signature(f).parameters.items()
+           if p.kind is p.KEYWORD_ONLY}

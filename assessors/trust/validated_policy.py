@@ -20,7 +20,6 @@ Where the validation LLMs cannot decide, the stated default is kept and ``chosen
 """
 from __future__ import annotations
 
-import inspect
 import itertools
 import logging
 from typing import Mapping, Sequence
@@ -31,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import DataError
 from assessors.trust.posterior_policy import PosteriorTrustPolicy
-from assessors.trust.posterior_report import OK, OUT, OUT_FLAGS, UNCERTAIN, judge, posterior_trust
+from assessors.trust.posterior_report import OK, OPTIONS, OUT, OUT_FLAGS, UNCERTAIN, judge
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +55,7 @@ class ValidatedTrustPolicy(BaseEstimator):
     band_scales : sequence of float
         Candidate widenings of both bands (1 = the posterior band as it is).
     misfit_alphas, range_margins, max_widths : sequence of float
-        Threshold grid (see :func:`~assessors.trust.posterior_report.posterior_trust`).
+        Threshold grid (see :func:`~assessors.trust.posterior_report.judge`).
     max_false_alarms : float
         Largest share of flagged validation LLMs that did not fail.
     fallbacks : sequence of str
@@ -93,8 +92,7 @@ class ValidatedTrustPolicy(BaseEstimator):
 
     def _defaults(self) -> dict:
         """``stated_defaults`` over the report's and the serving policy's own defaults (stated once, there)."""
-        report = inspect.signature(posterior_trust).parameters
-        d = {k: report[k].default for k in ("misfit_alpha", "range_margin", "max_width")}
+        d = {k: OPTIONS[k] for k in ("misfit_alpha", "range_margin", "max_width")}
         serving = PosteriorTrustPolicy()
         flags = {v: k for k, v in FLAG_SETS.items()}[serving.fallback_flags]
         d.update(fallback=serving.fallback_kind, fallback_flags=flags)

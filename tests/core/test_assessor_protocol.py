@@ -184,16 +184,18 @@ def test_every_option_of_the_assessor_config_group_is_a_protocol_family(compose)
 
 
 def test_no_capability_branch_outside_the_families():
-    """Callers call the protocol; only the trust layer's own dispatch (being merged into one stack) remains."""
+    """Callers call the protocol; the trust layer tests nothing about a family (no capability, type or
+    attribute check on the assessor)."""
     allowed = {"assessors/tasks/calibrate_task.py", "assessors/routing/setup.py"}
     hits = []
     for path in (ROOT / "assessors").rglob("*.py"):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith("assessors/trust/") or rel in allowed:
-            continue
-        if re.search(r"capability\([^)]*has_posterior", path.read_text()):
+        text = path.read_text()
+        if rel not in allowed and re.search(r"capability\([^)]*has_posterior", text):
             hits.append(rel)
-    assert not hits, f"has_posterior branches outside the families: {hits}"
+        if rel.startswith("assessors/trust/") and re.search(r"(capability|hasattr|getattr|isinstance)\(\s*assessor\b", text):
+            hits.append(rel)
+    assert not hits, f"capability branches outside the families: {hits}"
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -230,3 +232,32 @@ def test_the_engine_and_the_pyfunc_model_serve_every_family_through_the_protocol
                         "evidence_success": np.where(np.isnan(y), -1.0, y).tolist()})
     np.testing.assert_allclose(ev["p_success"], est.predict_state(data["X"][:5], est.describe(_evidence(data, 3)))[0],
                                atol=1e-5)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_trust_statistics_every_family_gives(data, fitted, family):
+    """What the trust report calls: the state from some reference answers, the prediction with its draws
+    and accuracy band, held-out predictions of the answered items, the training population's accuracy."""
+    _, est = fitted
+    X_ref, r = data["X"][data["ref"]], data["S_new"][0, data["ref"]].copy()
+    r[::3] = np.nan  # some reference prompts not evaluated
+    ev = Evidence(X_ref, r)
+    partial = est.predict_state(data["X_test"], est.describe_answered(ev))[0]
+    np.testing.assert_allclose(partial, est.predict_states(data["X_test"], est.describe_reference(r[None]))[0][0],
+                               atol=1e-5)
+    m, n_obs = len(data["X_test"]), ev.n_answered
+    st = est.trust_statistics(ev, data["X_test"], level=0.9, n_samples=60, rng=np.random.default_rng(0), seed=0)
+    np.testing.assert_allclose(st.p_target, partial, atol=1e-5)
+    assert st.P_target.shape[1] == m and st.P_answered.shape == (st.P_target.shape[0], n_obs)
+    assert np.all((st.P_target >= 0) & (st.P_target <= 1)) and np.all((st.P_answered >= 0) & (st.P_answered <= 1))
+    lo, hi = st.accuracy_band
+    assert 0 <= lo <= st.expected_accuracy <= hi <= 1
+    # draws vary only where the family has a spread; a distance from the population only there too
+    assert (np.ptp(st.P_target, axis=0).max() > 0) == (family in SPREAD)
+    assert np.isfinite([st.distance, st.distance_max]).all() == (family in SPREAD)
+    held = est.held_out_predictions(ev)
+    assert held.shape == (n_obs,) and np.all((held >= 0) & (held <= 1))
+    acc = est.population_accuracy(data["X_test"], data["S"][:, data["ref"]])
+    assert acc.shape == (len(data["S"]),) and np.all((acc >= 0) & (acc <= 1)) and np.ptp(acc) > 0
+    assert est.project(data["X_test"]).shape[0] == m
+    assert isinstance(est.family_name, str) and est.family_name != Assessor.family_name

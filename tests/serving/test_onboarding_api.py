@@ -15,10 +15,10 @@ def make_client(model, monkeypatch, adaptive=None, fallback=True, pool=None, onb
 
     from assessors.routing.engine import Engine
     from assessors.serving.app import create_app
-    from assessors.trust.posterior_policy import make_posterior_trust_fn
+    from assessors.trust.posterior_policy import make_trust_fn
 
     monkeypatch.setenv("TEST_ONBOARD_KEYS", API_KEY)
-    engine = engine or Engine(model, trust_fn=make_posterior_trust_fn(model, fallback=fallback))
+    engine = engine or Engine(model, trust_fn=make_trust_fn(model, fallback=fallback))
     app = create_app({"auth": {"api_keys_env": ["TEST_ONBOARD_KEYS"]}, "adaptive": adaptive or {},
                       "onboarding": {"pool": [str(p) for p in pool or ()], **(onboarding or {})}}, engine=engine)
     return TestClient(app, raise_server_exceptions=False, headers={"Authorization": f"Bearer {API_KEY}"})
@@ -360,11 +360,11 @@ def test_a_pool_needs_a_latent_assessor(tiny, pool_files, monkeypatch):
 def _reference_report(tiny_latent, llm: str, target=None) -> tuple[list, dict]:
     """An LLM's reference vector (its first 20 answers, the rest missing) and its report about ``target``
     (features; None: the reference prompts), computed outside the server."""
-    from assessors.trust.posterior_policy import make_posterior_trust_fn
+    from assessors.trust.posterior_policy import make_trust_fn
 
     model, ref_ids = tiny_latent["model"], tiny_latent["reference_ids"]
     vec = tiny_latent["results"].matrix([llm], ref_ids)[0].tolist()[:20] + [None] * (len(ref_ids) - 20)
-    report, _ = make_posterior_trust_fn(model, target=target)(np.array(vec, dtype=float))
+    report, _ = make_trust_fn(model, target=target)(np.array(vec, dtype=float))
     return vec, report
 
 
@@ -372,14 +372,14 @@ def test_with_a_pool_the_trust_report_is_about_the_pool(tiny_latent, pool_files,
     """With a candidate pool the report's expected accuracy and AUC are about the pool's prompts (the
     LLMs registered before start-up are re-reported); the report and /health name the target."""
     from assessors.routing.engine import Engine
-    from assessors.trust.posterior_policy import make_posterior_trust_fn
+    from assessors.trust.posterior_policy import make_trust_fn
 
     model, llm = tiny_latent["model"], tiny_latent["test_llms"][0]
     X_pool = model.featurizer.transform([pool_files["text"][i] for i in pool_files["ids"]])
     vec, want = _reference_report(tiny_latent, llm, target=X_pool)
     _, on_reference = _reference_report(tiny_latent, llm)
     assert abs(want["expected_accuracy"] - on_reference["expected_accuracy"]) > 1e-3  # the pool is other prompts
-    engine = Engine(model, trust_fn=make_posterior_trust_fn(model))
+    engine = Engine(model, trust_fn=make_trust_fn(model))
     engine.registry.register("early", np.array(vec, dtype=float))  # before the pool is ready
     n_ref = len(tiny_latent["reference_ids"])
     assert engine.registry.get("early").trust["target"] == {"source": "reference", "n_prompts": n_ref}
@@ -427,7 +427,7 @@ def test_without_a_pool_the_trust_report_is_about_the_reference_prompts(client, 
 
 def test_a_trust_target_must_have_the_models_features(tiny_latent):
     from assessors.errors import DataError
-    from assessors.trust.posterior_policy import make_posterior_trust_fn
+    from assessors.trust.posterior_policy import make_trust_fn
 
     with pytest.raises(DataError, match="expected features of shape"):
-        make_posterior_trust_fn(tiny_latent["model"], target=np.zeros((5, 3), np.float32))
+        make_trust_fn(tiny_latent["model"], target=np.zeros((5, 3), np.float32))

@@ -28,13 +28,13 @@ def _client(model, monkeypatch, pool, data_dir, cache_dir=None):
 
     from assessors.routing.engine import Engine
     from assessors.serving.app import create_app
-    from assessors.trust.posterior_policy import make_posterior_trust_fn
+    from assessors.trust.posterior_policy import make_trust_fn
 
     monkeypatch.setenv("TEST_TRAINING_POOL_KEYS", API_KEY)
     app = create_app({"auth": {"api_keys_env": ["TEST_TRAINING_POOL_KEYS"]}, "adaptive": {"budget": 12},
                       "onboarding": {"pool": pool}, "data_dir": None if data_dir is None else str(data_dir),
                       "cache_dir": None if cache_dir is None else str(cache_dir)},
-                     engine=Engine(model, trust_fn=make_posterior_trust_fn(model)))
+                     engine=Engine(model, trust_fn=make_trust_fn(model)))
     return TestClient(app, raise_server_exceptions=False, headers={"Authorization": f"Bearer {API_KEY}"})
 
 

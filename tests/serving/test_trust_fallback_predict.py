@@ -46,10 +46,10 @@ def test_onboarding_logs_the_report_v2_to_mlflow(degenerate, compose, tmp_path):
     import mlflow
 
     from assessors.tasks.onboard import log_onboarding_trust
-    from assessors.trust.posterior_policy import make_posterior_trust_fn
+    from assessors.trust.posterior_policy import make_trust_fn
 
     d = degenerate
-    report, predictor = make_posterior_trust_fn(d["model"])(d["results"].matrix([d["new"][1]], d["reference_ids"])[0])
+    report, predictor = make_trust_fn(d["model"])(d["results"].matrix([d["new"][1]], d["reference_ids"])[0])
     assert predictor is not None
     cfg = compose([], config_name="predict")
     log_onboarding_trust(cfg, "strong-1", report)
@@ -73,13 +73,13 @@ def test_onboarding_logs_the_report_v2_to_mlflow(degenerate, compose, tmp_path):
 
 
 def test_fallback_flags_restrict_the_fallback_to_chosen_flags(degenerate):
-    from assessors.trust.posterior_policy import make_posterior_trust_fn
+    from assessors.trust.posterior_policy import make_trust_fn
 
     d = degenerate
     vec = d["results"].matrix([d["new"][2]], d["reference_ids"])[0]
-    rep, pred = make_posterior_trust_fn(d["model"], fallback_flags=["misfit"])(vec)
+    rep, pred = make_trust_fn(d["model"], fallback_flags=["misfit"])(vec)
     assert "misfit" in rep["flags"] and pred is not None and rep["fallback"]["applied"]
-    rep, pred = make_posterior_trust_fn(d["model"], fallback_flags=["accuracy_below_training"])(vec)
+    rep, pred = make_trust_fn(d["model"], fallback_flags=["accuracy_below_training"])(vec)
     assert rep["verdict"] == "out of population" and pred is None
     assert rep["fallback"] == {"enabled": True, "triggered": False, "applied": False, "predictor": "latent",
                                "auc_band": rep["auc_band"], "auc_band_from": "posterior",

@@ -12,7 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serving"))
 
 from tiny_assessor import LATENT, fit_tiny  # noqa: E402
 
-from assessors.trust import family, make_trust_fn  # noqa: E402
+from assessors.core.evidence import Evidence  # noqa: E402
+from assessors.trust import make_trust_fn  # noqa: E402
 
 
 @pytest.fixture(scope="module", params=["generic", "latent"])
@@ -27,7 +28,7 @@ def tiny(request, data_dir):
 def test_every_family_gets_a_verdict_and_a_served_predictor(tiny):
     model = tiny["model"]
     fn = make_trust_fn(model, n_samples=100)
-    name = family(model).name
+    name = model.assessor.family_name
     held_out = tiny["results"].matrix(tiny["test_llms"][:2], tiny["reference_ids"])
     for r in held_out:
         rep, predictor = fn(r)
@@ -48,10 +49,10 @@ def test_answers_against_the_models_ranking_misfit(tiny):
     """Simulation: answers drawn from the model's own predictions fit it; the same answers reversed on the
     prompts it ranks (pass the hardest, fail the easiest) misfit."""
     model = tiny["model"]
-    fam = family(model)
-    X = np.asarray(model.assessor.reference_features_, dtype=np.float32)
+    a = model.assessor
+    X = np.asarray(a.reference_features_, dtype=np.float32)
     r = np.asarray(model.reference_success[0], dtype=np.float64)  # a training LLM's own results
-    p, _ = fam.predict(X, fam.describe(X[np.isfinite(r)], r[np.isfinite(r)]))
+    p, _ = a.predict_state(X, a.describe_answered(Evidence(X, r)))
     fn = make_trust_fn(model, n_samples=200, misfit_alpha=0.05)
     rng = np.random.default_rng(0)
     fits = [fn((rng.random(len(p)) < p).astype(float))[0]["misfit_pvalue"] for _ in range(5)]

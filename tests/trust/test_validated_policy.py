@@ -103,12 +103,12 @@ def test_serving_defaults_are_the_stated_defaults_of_the_validated_policy():
     from omegaconf import OmegaConf
 
     from assessors.trust.posterior_policy import PosteriorTrustPolicy
-    from assessors.trust.posterior_report import posterior_trust
+    from assessors.trust.posterior_report import judge
     from assessors.trust.validated_policy import FLAG_SETS
 
     pol = instantiate(OmegaConf.load(Path(__file__).resolve().parents[2] / "conf" / "trust" / "validated_policy.yaml"))
     d = pol._defaults()
-    sig = inspect.signature(posterior_trust).parameters
+    sig = inspect.signature(judge).parameters
     for k in ("misfit_alpha", "range_margin", "max_width"):
         assert sig[k].default == d[k], k
     serving = PosteriorTrustPolicy()
