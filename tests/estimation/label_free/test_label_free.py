@@ -142,3 +142,15 @@ def test_known_probability_mae_is_the_simulated_floor():
     floor = known_probability_mae([c ** 2 for c in conf])
     known = np.mean(np.abs(np.array([np.mean(c ** 2) for c in conf]) - acc))
     assert known == pytest.approx(floor, rel=0.15)
+
+
+def test_dataset_shift_raises_every_label_free_error_and_is_off_by_default():
+    base = simulate_confidence_results(n_datasets=40, n_variants=2, n_items=35, seed=1)
+    same = simulate_confidence_results(n_datasets=40, n_variants=2, n_items=35, shift_sd=0.0, seed=1)
+    assert np.array_equal(base.success, same.success)
+    errs = []
+    for sd in (0.0, 1.0):
+        conf, _, acc, _ = units_from_results(simulate_confidence_results(n_datasets=100, n_variants=2, n_items=35,
+                                                                         shift_sd=sd, seed=1))
+        errs.append(np.mean(np.abs(np.array([np.mean(c ** 2) for c in conf]) - acc)))
+    assert errs[1] > 1.5 * errs[0]  # the known relation cannot see a dataset's own shift
