@@ -9,7 +9,7 @@ from assessors.estimation.label_free.baselines import ATC, AvgConf, AvgTrain, Te
 from assessors.estimation.label_free.harness import units_from_results
 from assessors.tasks.label_free import execute as _run
 from assessors.estimation.label_free.meta_model import ProfileMetaModel
-from assessors.estimation.label_free.oracle import matched_oracle, oracle_mae
+from assessors.estimation.label_free.oracle import known_probability_mae, matched_oracle, oracle_mae
 from assessors.estimation.label_free.profile import confidence_profile
 from assessors.estimation.label_free.simulate import simulate_confidence_results
 from assessors.tracking import RunLogger
@@ -127,3 +127,33 @@ def test_oracle_budget_not_smaller_than_a_set_is_not_reported():
     o = oracle_mae(sets, [8, 35, 64], n_draws=20)
     assert np.isfinite(o[8]) and np.isnan(o[35]) and np.isnan(o[64])
     assert matched_oracle(1.0, o) == 0 and matched_oracle(0.0, o) == 8  # NaN budgets never match
+
+
+def test_known_probability_mae_is_the_simulated_floor():
+    # Exact Poisson-binomial value against Monte-Carlo grades, and against the known-relation
+    # estimate mean(c^gamma) on simulated sets: nothing label-free does better on average.
+    rng = np.random.default_rng(0)
+    probs = [rng.beta(2, 2, 35), rng.beta(0.5, 0.5, 35), np.full(20, 0.5)]
+    acc = [(rng.random((20000, len(p))) < p).mean(1) for p in probs]
+    mc = np.mean([np.mean(np.abs(a - np.median(a))) for a in acc])
+    assert known_probability_mae(probs) == pytest.approx(mc, rel=0.03)
+    # no other constant guess does better, the mean of the probabilities included
+    assert known_probability_mae(probs) <= np.mean([np.mean(np.abs(a - p.mean())) for a, p in zip(acc, probs)])
+    assert known_probability_mae([np.zeros(10), np.ones(5)]) == 0.0
+    conf, correct, acc, _ = units_from_results(simulate_confidence_results(n_datasets=100, n_variants=2,
+                                                                           n_items=35, seed=3))
+    floor = known_probability_mae([c ** 2 for c in conf])
+    known = np.mean(np.abs(np.array([np.mean(c ** 2) for c in conf]) - acc))
+    assert known == pytest.approx(floor, rel=0.15)
+
+
+def test_dataset_shift_raises_every_label_free_error_and_is_off_by_default():
+    base = simulate_confidence_results(n_datasets=40, n_variants=2, n_items=35, seed=1)
+    same = simulate_confidence_results(n_datasets=40, n_variants=2, n_items=35, shift_sd=0.0, seed=1)
+    assert np.array_equal(base.success, same.success)
+    errs = []
+    for sd in (0.0, 1.0):
+        conf, _, acc, _ = units_from_results(simulate_confidence_results(n_datasets=100, n_variants=2, n_items=35,
+                                                                         shift_sd=sd, seed=1))
+        errs.append(np.mean(np.abs(np.array([np.mean(c ** 2) for c in conf]) - acc)))
+    assert errs[1] > 1.5 * errs[0]  # the known relation cannot see a dataset's own shift
