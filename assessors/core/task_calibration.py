@@ -29,7 +29,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.core.posterior import check_answers, laplace_posterior
-from assessors.core.task_correction import TaskCorrection, fit_coordinate
+from assessors.core.task_correction import NetworkSpace, TaskCorrection, fit_coordinate
 from assessors.errors import DataError
 from assessors.features.base import unit_rows
 
@@ -56,6 +56,13 @@ class TaskCalibration(BaseEstimator):
         Per-prompt part's scale relative to the task-level and smooth parts.
     augment_profiles : bool
         Let the calibration answers enter the neighbour profiles (step 1).
+    discrimination : bool
+        Correct the discriminations too (else only the difficulties: per-prompt discriminations from
+        a few dozen known LLMs are noisy, and a wrong direction reorders the prompts for every LLM).
+    spaces : tuple of {"prompt", "network"}
+        Candidate kernel spaces of the smooth part (one chosen per coordinate by marginal likelihood):
+        cosine similarity of the prompts' features, or of the item network's last hidden layer
+        (a Bayesian fine-tune of its output layer on the task).
 
     Attributes
     ----------
@@ -70,13 +77,16 @@ class TaskCalibration(BaseEstimator):
     """
 
     def __init__(self, assessor, min_answers: int = 5, scale_grid=(0.25, 0.5, 1.0, 2.0, 4.0),
-                 length_grid=(0.05, 0.1, 0.2), item_share: float = 1.0, augment_profiles: bool = True):
+                 length_grid=(0.05, 0.1, 0.2, 0.5, 1.0), item_share: float = 1.0, augment_profiles: bool = True,
+                 discrimination: bool = True, spaces=("prompt",)):
         self.assessor = assessor
         self.min_answers = min_answers
         self.scale_grid = scale_grid
         self.length_grid = length_grid
         self.item_share = item_share
         self.augment_profiles = augment_profiles
+        self.discrimination = discrimination
+        self.spaces = spaces
 
     def fit(self, X: np.ndarray, Y: np.ndarray, llm_rows, theta: np.ndarray | None = None) -> "TaskCalibration":
         """Calibrate the task's prompts ``X`` on the known LLMs' answers ``Y``.
@@ -125,13 +135,16 @@ class TaskCalibration(BaseEstimator):
                                                                              rows), self.correction_)
         prior = model._params(X)  # the network's parameters, with the augmented profiles
         ref = base._params(base.reference_features_)
+        if "network" in self.spaces:
+            self.correction_.network = NetworkSpace(model._inputs, [mb["weights"] for mb in base.members_])
+            self.correction_.calibrated_network = [self.correction_.network(X[enough], m) for m in range(len(prior))]
         fits, self.chosen_ = [], []
         for m, (a, b) in enumerate(prior):
             spread = np.maximum(np.hstack([ref[m][0], ref[m][1][:, None]]).std(0), 1e-3)  # (D + 1,)
             coords = self._fit_member(np.hstack([a, b[:, None]])[enough], Y[:, enough], theta[m], spread,
-                                      unit_rows(X[enough])) if enough.any() else []
+                                      m) if enough.any() else []
             fits.append(coords)
-            self.chosen_.append([(f.scales[0] / s, f.length) for f, s in zip(coords, spread)])
+            self.chosen_.append([(f.scales[0] / s, f.length, f.space) for f, s in zip(coords, spread)])
         self.correction_.fits = fits
         model.item_correction_ = self.correction_
         model._cache_reference()
@@ -142,7 +155,7 @@ class TaskCalibration(BaseEstimator):
             self.status_[:] = "prior_only"
         return self
 
-    def _fit_member(self, beta, Y, theta, spread, U) -> list:
+    def _fit_member(self, beta, Y, theta, spread, member: int) -> list:
         """One member's coordinate fits from its network parameters ``beta`` (n_cal, D + 1) of the
         calibrated prompts, their answers ``Y`` (k, n_cal) and the known abilities ``theta`` (k, D)."""
         Z = np.hstack([theta, -np.ones((len(theta), 1))])  # logit = Z @ beta
@@ -154,13 +167,19 @@ class TaskCalibration(BaseEstimator):
         lik_cov = np.linalg.inv(lik)
         obs = np.einsum("nij,njk,nk->ni", lik_cov, np.linalg.inv(cov), delta)  # the likelihood's own mean
         noise = np.minimum(np.diagonal(lik_cov, axis1=1, axis2=2), 1e4)
+        c = self.correction_
+        spaces = {sp: c.calibrated if sp == "prompt" else c.calibrated_network[member] for sp in self.spaces}
         coords = []
         for p in range(len(spread)):
             cands = [fit_coordinate(U, obs[:, p], noise[:, p],
-                                    (s * spread[p], s * spread[p], s * spread[p] * float(self.item_share)), length)
-                     for s in self.scale_grid for length in self.length_grid]
+                                    (s * spread[p], s * spread[p], s * spread[p] * float(self.item_share)), length, sp)
+                     for sp, U in spaces.items() for s in self._scales(p, len(spread)) for length in self.length_grid]
             coords.append(max(cands, key=lambda f: f.log_ml))
         return coords
+
+    def _scales(self, p: int, n_coords: int) -> tuple:
+        """Candidate scale multiples of coordinate ``p``: none but 0 for a discrimination when they stay."""
+        return self.scale_grid if self.discrimination or p == n_coords - 1 else (0.0,)
 
     def item_posterior(self, X: np.ndarray) -> dict[str, np.ndarray]:
         """The adapted item parameters at prompts ``X`` (m, d) and their posterior spread.
