@@ -29,9 +29,10 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.core.posterior import check_answers, laplace_posterior
-from assessors.core.task_correction import NetworkSpace, TaskCorrection, fit_coordinate
+from assessors.core.task_correction import NetworkSpace, TaskCorrection, covariance, fit_coordinate
 from assessors.errors import DataError
 from assessors.features.base import unit_rows
+from assessors.irt_math import sigmoid
 
 #: Per-prompt status: its own answers corrected it; only the task's other prompts did (no answers, or
 #: fewer than ``min_answers``); nothing did (no prompt of the task has enough answers).
@@ -72,6 +73,9 @@ class TaskCalibration(BaseEstimator):
     status_ : ndarray of str, shape (n,)
         One of :data:`STATUS` per task prompt.
     n_answers_ : ndarray of shape (n,)
+    task_spread_ : float
+        Posterior sd of a known LLM's mean accuracy over the task from the correction's uncertainty;
+        added (in quadrature) to the adapted model's ``accuracy_error_sd_``, so its accuracy bands widen.
     chosen_ : list of list of tuple
         Per member and coordinate ``(scale multiple, length)`` chosen.
     """
@@ -147,6 +151,10 @@ class TaskCalibration(BaseEstimator):
             self.chosen_.append([(f.scales[0] / s, f.length, f.space) for f, s in zip(coords, spread)])
         self.correction_.fits = fits
         model.item_correction_ = self.correction_
+        # the band of a new LLM's accuracy on the task also carries what the calibrated prompts leave
+        # unknown about the task as a whole (a shift shared by its prompts does not average out)
+        self.task_spread_ = self._task_spread(model, X, theta) if enough.any() else 0.0
+        model.accuracy_error_sd_ = float(np.hypot(getattr(base, "accuracy_error_sd_", 0.0), self.task_spread_))
         model._cache_reference()
         self.model_ = model
         answered = self.n_answers_ > 0
@@ -176,6 +184,26 @@ class TaskCalibration(BaseEstimator):
                      for sp, U in spaces.items() for s in self._scales(p, len(spread)) for length in self.length_grid]
             coords.append(max(cands, key=lambda f: f.log_ml))
         return coords
+
+    def _task_spread(self, model, X, theta, max_prompts: int = 500) -> float:
+        """Posterior sd of a known LLM's mean accuracy over the task's prompts ``X`` (n, d) (at most
+        ``max_prompts`` of them) from the correction's posterior covariance (root mean square over the
+        known LLMs ``theta`` (n_members, k, D) and members), to first order in the correction."""
+        c = self.correction_
+        Q = X if len(X) <= max_prompts else X[np.random.default_rng(0).choice(len(X), max_prompts, replace=False)]
+        var = []
+        for m, ((a, b), coords) in enumerate(zip(model._params(Q), c.fits)):
+            p = sigmoid(theta[m] @ a.T - b[None, :])
+            w = p * (1.0 - p) / len(Q)  # (k, q): d(mean accuracy) / d(logit of each prompt)
+            Z = np.hstack([theta[m], -np.ones((len(theta[m]), 1))])  # d(logit) / d(correction coordinate)
+            v_m = np.zeros(len(Z))
+            for j, f in enumerate(coords):
+                Uq, Uc = c.space(Q, m, f.space)
+                v = np.linalg.solve(f.chol, covariance(Uq, Uc, f.scales, f.length).T)
+                post = covariance(Uq, Uq, f.scales, f.length) - v.T @ v  # (q, q)
+                v_m += Z[:, j] ** 2 * np.einsum("kq,qr,kr->k", w, post, w)
+            var.append(np.maximum(v_m, 0.0))
+        return float(np.sqrt(np.mean(var)))
 
     def _scales(self, p: int, n_coords: int) -> tuple:
         """Candidate scale multiples of coordinate ``p``: none but 0 for a discrimination when they stay."""

@@ -167,3 +167,21 @@ def test_too_few_answers_say_so_and_leave_the_network_alone(sim):
     assert list(tc.status_[10:15]) == ["too_few_answers"] * 5
     assert set(tc.status_[20:]) == {"from_task"}
     assert tc.report()["too_few_answers"] == 5
+
+
+def test_the_task_spread_covers_the_known_llms_accuracy_error_and_shrinks_with_answers(sim):
+    model, _ = sim
+    X, a, b, rng = new_task(model, seed=13)
+    th = model.training_abilities()[0]
+    spreads = []
+    for n_llms, k in ((20, 30), (60, 120)):
+        rows, cal = rng.choice(60, n_llms, replace=False), rng.choice(len(X), k, replace=False)
+        tc = TaskCalibration(model).fit(X, answers(model, a, b, rows, cal, rng), rows)
+        rest = np.setdiff1d(np.arange(len(X)), cal)
+        a1, b1 = (v[0][rest] for v in tc.model_.item_parameters(X))
+        # every known LLM's expected accuracy on the uncalibrated prompts, true against adapted parameters
+        error = sigmoid(th @ a[rest].T - b[rest]).mean(1) - sigmoid(th @ a1.T - b1).mean(1)
+        assert np.sqrt(np.mean(error ** 2)) < 2.0 * tc.task_spread_
+        assert tc.model_.accuracy_error_sd_ >= tc.task_spread_ > 0.0
+        spreads.append(tc.task_spread_)
+    assert spreads[1] < spreads[0]
