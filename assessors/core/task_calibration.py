@@ -15,6 +15,8 @@ models calibrate new items:
    shift, a smooth part and a per-prompt part, their scales chosen per coordinate by marginal
    likelihood) carries the corrections to every prompt of the task: calibrated prompts get their own,
    the rest the task's, shrunk towards 0 when the calibrated prompts disagree or are few.
+4. What the calibrated prompts leave unknown about the task as a whole (the correction's posterior
+   covariance, averaged over the task's prompts) widens the adapted model's accuracy bands.
 
 The adapted model (``model_``) is a copy of the latent model whose item parameters on the task's
 prompts are corrected; everything else (new LLMs' posteriors from any answers, predictions, bands)
@@ -77,7 +79,7 @@ class TaskCalibration(BaseEstimator):
         Posterior sd of a known LLM's mean accuracy over the task from the correction's uncertainty;
         added (in quadrature) to the adapted model's ``accuracy_error_sd_``, so its accuracy bands widen.
     chosen_ : list of list of tuple
-        Per member and coordinate ``(scale multiple, length)`` chosen.
+        Per member and coordinate ``(scale multiple, length, space)`` chosen.
     """
 
     def __init__(self, assessor, min_answers: int = 5, scale_grid=(0.25, 0.5, 1.0, 2.0, 4.0),
