@@ -16,6 +16,13 @@ method is scored by the mean per-LLM AUC over the test LLMs on the *remaining* h
 Nothing here looks at the test LLMs' answers except to score.
 
     python benchmarks/task_calibration.py --splits ood_logic ood_language --seeds 0 1 2 --k 30
+
+``--methods`` instead compares calibration methods (:data:`METHODS`) on one fit per hold-out and
+seed and the OOD sweep's draw (``assessors/tasks/ood_sweep_cell.py``: the first ``k`` of a seeded
+permutation are calibrated, the prompts after the first 100 scored), by the mean AUC of the
+*validation* LLMs (what a method is chosen on) and of the test LLMs (what is reported):
+
+    python benchmarks/task_calibration.py --methods --splits ood_logic ood_musr --seeds 0 1 --k 30 100
 """
 from __future__ import annotations
 
@@ -149,6 +156,74 @@ def run_cell(split: str, seed: int, ks: list[int], overrides: list[str], specifi
     return out
 
 
+#: Calibration methods compared by ``--methods``: TaskCalibration's keyword arguments.
+SHORT, LONG = (0.05, 0.1, 0.2), (0.05, 0.1, 0.2, 0.5, 1.0)
+METHODS = {"short_lengths": {"length_grid": SHORT}, "long_lengths": {"length_grid": LONG},
+           "network_space": {"length_grid": SHORT, "spaces": ("network",)},
+           "both_spaces": {"length_grid": SHORT, "spaces": ("prompt", "network")},
+           "difficulty_only": {"length_grid": SHORT, "discrimination": False},
+           "difficulty_only_long": {"length_grid": LONG, "discrimination": False},
+           "long_both_spaces": {"length_grid": LONG, "spaces": ("prompt", "network")}}
+
+
+def shared_rankers(X, S_known, S_test, sub, cal, scored) -> dict:
+    """Mean test AUC of one score shared by every test LLM (what bounds a method that learns only
+    difficulty from the known LLMs): the known LLMs' mean answer on each scored prompt (an oracle: it
+    reads their answers on the scored prompts), on its subtask's calibrated prompts (an oracle for the
+    grouping: it reads the subtask labels), and on its 5 most similar calibrated prompts (the features)."""
+    from assessors.features.base import unit_rows
+
+    easy = np.nanmean(S_known[:, cal], 0)
+    by_sub = {g: easy[sub[cal] == g].mean() for g in set(sub[cal])}
+    U = unit_rows(X)
+    near = np.argsort(-(U[scored] @ U[cal].T), 1)[:, :5]
+    shared = {"oracle_prompt": np.nanmean(S_known[:, scored], 0),
+              "subtask_mean": np.array([by_sub.get(g, easy.mean()) for g in sub[scored]]),
+              "nearest_5": easy[near].mean(1)}
+    return {name: mean_auc(S_test, np.broadcast_to(p, S_test.shape)) for name, p in shared.items()}
+
+
+def compare_methods(split: str, seed: int, ks: list[int], overrides: list[str]) -> dict:
+    """Every method of :data:`METHODS` at each budget ``k`` on one fit of the latent model: mean AUC of
+    the validation and of the test LLMs on the scored prompts, test band coverage, calibration wall time."""
+    from assessors.core.task_calibration import TaskCalibration
+    from assessors.tasks.ood_sweep_cell import band_coverage
+    from assessors.tasks.prepare import fit_generic, prepare
+
+    cfg = compose([f"seed={seed}", "assessor=latent", "tracking=none", "plots=false", f"split={split}", *overrides])
+    prep = prepare(cfg)
+    t0 = time.perf_counter()
+    model, ref_ids = fit_generic(cfg, prep)
+    out = {"split": split, "seed": seed, "fit_s": round(time.perf_counter() - t0, 1), "load_1min": os.getloadavg()[0]}
+    X_te, S_known = prep.X["test"], prep.S("train", "test")
+    perm = np.random.default_rng(1000 + seed).permutation(len(X_te))  # the sweep's draw
+    scored = np.sort(perm[100:])
+    X_sc = X_te[scored]
+    llms = {part: (prep.results.matrix(prep.llms[part], prep.inst["test"])[:, scored],
+                   prep.results.matrix(prep.llms[part], ref_ids)) for part in ("val", "test")}
+
+    def scores(m) -> dict:
+        return {f"{part}_auc": mean_auc(S, m.predict_proba(X_sc, R)) for part, (S, R) in llms.items()}
+
+    S_test, R_test = llms["test"]
+    sub = prep.results.instances["subgroup"].astype(str).to_numpy()[prep.results.instance_index(prep.inst["test"])]
+    out["rankers"] = {k: shared_rankers(X_te, S_known, S_test, sub, perm[:k], scored) for k in ks}
+    out["k0"] = {**scores(model), "band": round(band_coverage(model, X_sc, model.reference_posterior(R_test), S_test), 3)}
+    for k in ks:
+        cal = np.sort(perm[:k])
+        Y = np.full(S_known.shape, np.nan)
+        Y[:, cal] = S_known[:, cal]
+        for name, kw in METHODS.items():
+            t0 = time.perf_counter()
+            tc = TaskCalibration(model, **kw).fit(X_te, Y, np.arange(len(S_known)))
+            dt = time.perf_counter() - t0
+            m = tc.model_
+            out[f"{name}@{k}"] = {**scores(m), "band": round(band_coverage(m, X_sc, m.reference_posterior(R_test), S_test), 3),
+                                  "calibrate_s": round(dt, 2)}
+            print(split, seed, name, k, out[f"{name}@{k}"], file=sys.stderr, flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--splits", nargs="+", default=["ood_logic", "ood_language", "ood_algorithmic", "ood_musr"])
@@ -157,6 +232,7 @@ def main() -> None:
     ap.add_argument("--specific", action="store_true", help="also the specific assessors (slow)")
     ap.add_argument("--no-in-distribution", action="store_true")
     ap.add_argument("--budgets", nargs="*", default=[], help="k,m pairs: designed against random choice, e.g. 10,10 30,20")
+    ap.add_argument("--methods", action="store_true", help="compare calibration methods (METHODS) instead")
     ap.add_argument("--out", type=Path, default=None, help="also append each cell's JSON line here")
     ap.add_argument("overrides", nargs="*", help="Hydra overrides (after --)")
     a = ap.parse_args()
@@ -167,8 +243,9 @@ def main() -> None:
     runs = []
     for split in a.splits:
         for seed in a.seeds:
-            r = run_cell(split, seed, a.k, a.overrides, a.specific, not a.no_in_distribution,
-                         [tuple(map(int, b.split(","))) for b in a.budgets])
+            r = (compare_methods(split, seed, a.k, a.overrides) if a.methods else
+                 run_cell(split, seed, a.k, a.overrides, a.specific, not a.no_in_distribution,
+                          [tuple(map(int, b.split(","))) for b in a.budgets]))
             runs.append(r)
             if a.out:
                 with a.out.open("a") as f:

@@ -15,6 +15,8 @@ models calibrate new items:
    shift, a smooth part and a per-prompt part, their scales chosen per coordinate by marginal
    likelihood) carries the corrections to every prompt of the task: calibrated prompts get their own,
    the rest the task's, shrunk towards 0 when the calibrated prompts disagree or are few.
+4. What the calibrated prompts leave unknown about the task as a whole (the correction's posterior
+   covariance, averaged over the task's prompts) widens the adapted model's accuracy bands.
 
 The adapted model (``model_``) is a copy of the latent model whose item parameters on the task's
 prompts are corrected; everything else (new LLMs' posteriors from any answers, predictions, bands)
@@ -29,9 +31,10 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.core.posterior import check_answers, laplace_posterior
-from assessors.core.task_correction import TaskCorrection, fit_coordinate
+from assessors.core.task_correction import NetworkSpace, TaskCorrection, covariance, fit_coordinate
 from assessors.errors import DataError
 from assessors.features.base import unit_rows
+from assessors.irt_math import sigmoid
 
 #: Per-prompt status: its own answers corrected it; only the task's other prompts did (no answers, or
 #: fewer than ``min_answers``); nothing did (no prompt of the task has enough answers).
@@ -56,6 +59,13 @@ class TaskCalibration(BaseEstimator):
         Per-prompt part's scale relative to the task-level and smooth parts.
     augment_profiles : bool
         Let the calibration answers enter the neighbour profiles (step 1).
+    discrimination : bool
+        Correct the discriminations too (else only the difficulties: per-prompt discriminations from
+        a few dozen known LLMs are noisy, and a wrong direction reorders the prompts for every LLM).
+    spaces : tuple of {"prompt", "network"}
+        Candidate kernel spaces of the smooth part (one chosen per coordinate by marginal likelihood):
+        cosine similarity of the prompts' features, or of the item network's last hidden layer
+        (a Bayesian fine-tune of its output layer on the task).
 
     Attributes
     ----------
@@ -65,18 +75,24 @@ class TaskCalibration(BaseEstimator):
     status_ : ndarray of str, shape (n,)
         One of :data:`STATUS` per task prompt.
     n_answers_ : ndarray of shape (n,)
+    task_spread_ : float
+        Posterior sd of a known LLM's mean accuracy over the task from the correction's uncertainty;
+        added (in quadrature) to the adapted model's ``accuracy_error_sd_``, so its accuracy bands widen.
     chosen_ : list of list of tuple
-        Per member and coordinate ``(scale multiple, length)`` chosen.
+        Per member and coordinate ``(scale multiple, length, space)`` chosen.
     """
 
     def __init__(self, assessor, min_answers: int = 5, scale_grid=(0.25, 0.5, 1.0, 2.0, 4.0),
-                 length_grid=(0.05, 0.1, 0.2), item_share: float = 1.0, augment_profiles: bool = True):
+                 length_grid=(0.05, 0.1, 0.2, 0.5, 1.0), item_share: float = 1.0, augment_profiles: bool = True,
+                 discrimination: bool = True, spaces=("prompt",)):
         self.assessor = assessor
         self.min_answers = min_answers
         self.scale_grid = scale_grid
         self.length_grid = length_grid
         self.item_share = item_share
         self.augment_profiles = augment_profiles
+        self.discrimination = discrimination
+        self.spaces = spaces
 
     def fit(self, X: np.ndarray, Y: np.ndarray, llm_rows, theta: np.ndarray | None = None) -> "TaskCalibration":
         """Calibrate the task's prompts ``X`` on the known LLMs' answers ``Y``.
@@ -125,15 +141,22 @@ class TaskCalibration(BaseEstimator):
                                                                              rows), self.correction_)
         prior = model._params(X)  # the network's parameters, with the augmented profiles
         ref = base._params(base.reference_features_)
+        if "network" in self.spaces:
+            self.correction_.network = NetworkSpace(model._inputs, [mb["weights"] for mb in base.members_])
+            self.correction_.calibrated_network = [self.correction_.network(X[enough], m) for m in range(len(prior))]
         fits, self.chosen_ = [], []
         for m, (a, b) in enumerate(prior):
             spread = np.maximum(np.hstack([ref[m][0], ref[m][1][:, None]]).std(0), 1e-3)  # (D + 1,)
             coords = self._fit_member(np.hstack([a, b[:, None]])[enough], Y[:, enough], theta[m], spread,
-                                      unit_rows(X[enough])) if enough.any() else []
+                                      m) if enough.any() else []
             fits.append(coords)
-            self.chosen_.append([(f.scales[0] / s, f.length) for f, s in zip(coords, spread)])
+            self.chosen_.append([(f.scales[0] / s, f.length, f.space) for f, s in zip(coords, spread)])
         self.correction_.fits = fits
         model.item_correction_ = self.correction_
+        # the band of a new LLM's accuracy on the task also carries what the calibrated prompts leave
+        # unknown about the task as a whole (a shift shared by its prompts does not average out)
+        self.task_spread_ = self._task_spread(model, X, theta) if enough.any() else 0.0
+        model.accuracy_error_sd_ = float(np.hypot(getattr(base, "accuracy_error_sd_", 0.0), self.task_spread_))
         model._cache_reference()
         self.model_ = model
         answered = self.n_answers_ > 0
@@ -142,7 +165,7 @@ class TaskCalibration(BaseEstimator):
             self.status_[:] = "prior_only"
         return self
 
-    def _fit_member(self, beta, Y, theta, spread, U) -> list:
+    def _fit_member(self, beta, Y, theta, spread, member: int) -> list:
         """One member's coordinate fits from its network parameters ``beta`` (n_cal, D + 1) of the
         calibrated prompts, their answers ``Y`` (k, n_cal) and the known abilities ``theta`` (k, D)."""
         Z = np.hstack([theta, -np.ones((len(theta), 1))])  # logit = Z @ beta
@@ -154,13 +177,39 @@ class TaskCalibration(BaseEstimator):
         lik_cov = np.linalg.inv(lik)
         obs = np.einsum("nij,njk,nk->ni", lik_cov, np.linalg.inv(cov), delta)  # the likelihood's own mean
         noise = np.minimum(np.diagonal(lik_cov, axis1=1, axis2=2), 1e4)
+        c = self.correction_
+        spaces = {sp: c.calibrated if sp == "prompt" else c.calibrated_network[member] for sp in self.spaces}
         coords = []
         for p in range(len(spread)):
             cands = [fit_coordinate(U, obs[:, p], noise[:, p],
-                                    (s * spread[p], s * spread[p], s * spread[p] * float(self.item_share)), length)
-                     for s in self.scale_grid for length in self.length_grid]
+                                    (s * spread[p], s * spread[p], s * spread[p] * float(self.item_share)), length, sp)
+                     for sp, U in spaces.items() for s in self._scales(p, len(spread)) for length in self.length_grid]
             coords.append(max(cands, key=lambda f: f.log_ml))
         return coords
+
+    def _task_spread(self, model, X, theta, max_prompts: int = 500) -> float:
+        """Posterior sd of a known LLM's mean accuracy over the task's prompts ``X`` (n, d) (at most
+        ``max_prompts`` of them) from the correction's posterior covariance (root mean square over the
+        known LLMs ``theta`` (n_members, k, D) and members), to first order in the correction."""
+        c = self.correction_
+        Q = X if len(X) <= max_prompts else X[np.random.default_rng(0).choice(len(X), max_prompts, replace=False)]
+        var = []
+        for m, ((a, b), coords) in enumerate(zip(model._params(Q), c.fits)):
+            p = sigmoid(theta[m] @ a.T - b[None, :])
+            w = p * (1.0 - p) / len(Q)  # (k, q): d(mean accuracy) / d(logit of each prompt)
+            Z = np.hstack([theta[m], -np.ones((len(theta[m]), 1))])  # d(logit) / d(correction coordinate)
+            v_m = np.zeros(len(Z))
+            for j, f in enumerate(coords):
+                Uq, Uc = c.space(Q, m, f.space)
+                v = np.linalg.solve(f.chol, covariance(Uq, Uc, f.scales, f.length).T)
+                post = covariance(Uq, Uq, f.scales, f.length) - v.T @ v  # (q, q)
+                v_m += Z[:, j] ** 2 * np.einsum("kq,qr,kr->k", w, post, w)
+            var.append(np.maximum(v_m, 0.0))
+        return float(np.sqrt(np.mean(var)))
+
+    def _scales(self, p: int, n_coords: int) -> tuple:
+        """Candidate scale multiples of coordinate ``p``: none but 0 for a discrimination when they stay."""
+        return self.scale_grid if self.discrimination or p == n_coords - 1 else (0.0,)
 
     def item_posterior(self, X: np.ndarray) -> dict[str, np.ndarray]:
         """The adapted item parameters at prompts ``X`` (m, d) and their posterior spread.

@@ -41,6 +41,8 @@ class CoordinateFit:
     scales : tuple of float
         ``(s_c, s_g, s_e)``.
     length : float
+    space : {"prompt", "network"}
+        The features the kernel compares: the prompts' own, or the item network's last hidden layer.
     alpha : ndarray of shape (n_cal,)
         ``K^-1 y`` over the calibrated prompts' pseudo-observations ``y``.
     chol : ndarray of shape (n_cal, n_cal)
@@ -54,16 +56,45 @@ class CoordinateFit:
     alpha: np.ndarray
     chol: np.ndarray
     log_ml: float
+    space: str = "prompt"
 
 
-def fit_coordinate(U, y, noise, scales, length) -> CoordinateFit:
+def fit_coordinate(U, y, noise, scales, length, space: str = "prompt") -> CoordinateFit:
     """Posterior of one coordinate from pseudo-observations ``y`` (n_cal,) with variances ``noise`` (n_cal,)
-    at unit features ``U`` (n_cal, d)."""
+    at unit features ``U`` (n_cal, d) of the kernel space ``space``."""
     K = covariance(U, U, scales, length) + np.diag(noise)
     L = np.linalg.cholesky(K + 1e-9 * np.eye(len(K)))
     alpha = np.linalg.solve(L.T, np.linalg.solve(L, y))
     log_ml = -0.5 * y @ alpha - np.log(np.diag(L)).sum() - 0.5 * len(y) * np.log(2 * np.pi)
-    return CoordinateFit(tuple(float(s) for s in scales), float(length), alpha, L, float(log_ml))
+    return CoordinateFit(tuple(float(s) for s in scales), float(length), alpha, L, float(log_ml), space)
+
+
+def hidden_units(weights: dict, inputs: np.ndarray) -> np.ndarray:
+    """Unit-norm activations (m, h) of a member's item network's last hidden layer for its ``inputs``
+    (m, n_inputs): the features its output layer is linear in (see :func:`~assessors.core.latent_net.item_parameters`)."""
+    h = (np.asarray(inputs, dtype=np.float32) - weights["mean"]) / weights["std"]
+    for W, c in weights["layers"][:-1]:
+        h = np.maximum(h @ W.T + c, 0.0)
+    return unit_rows(h)
+
+
+class NetworkSpace:
+    """The item network's last hidden layer as a kernel space: a smooth correction there is a
+    Bayesian fine-tune of the output layer on the task's prompts, anchored at the trained weights.
+
+    Parameters
+    ----------
+    inputs : callable
+        Prompt features (m, d) -> the network's inputs (m, n_inputs) (the adapted model's profiles).
+    weights : list of dict
+        Each member's item-network weights.
+    """
+
+    def __init__(self, inputs, weights):
+        self.inputs, self.weights = inputs, weights
+
+    def __call__(self, X: np.ndarray, member: int) -> np.ndarray:
+        return hidden_units(self.weights[member], self.inputs(X))
 
 
 @dataclass
@@ -80,12 +111,24 @@ class TaskCorrection:
         Unit features of the training prompts the task prompts are compared with.
     fits : list of list of CoordinateFit
         Per ensemble member, one per coordinate ``[a_1 .. a_D, b]``; empty lists with no calibrated prompt.
+    network : NetworkSpace or None
+        The ``"network"`` kernel space (None: only the prompts' own features).
+    calibrated_network : list of ndarray of shape (n_cal, h), optional
+        Per member, the calibrated prompts in that space.
     """
 
     calibrated: np.ndarray
     task: np.ndarray
     training: np.ndarray
     fits: list
+    network: object = None
+    calibrated_network: list = None
+
+    def space(self, X: np.ndarray, member: int, space: str) -> tuple[np.ndarray, np.ndarray]:
+        """Unit features of prompts ``X`` (m, d) and of the calibrated prompts in one member's kernel ``space``."""
+        if space == "network":
+            return self.network(X, member), self.calibrated_network[member]
+        return unit_rows(X), self.calibrated
 
     def membership(self, X: np.ndarray) -> np.ndarray:
         """True (m,) where a task prompt is at least as similar to the prompt as any training prompt."""
@@ -102,10 +145,11 @@ class TaskCorrection:
         mean, var = np.zeros((n_members, len(X), max(D1, 1))), np.zeros((n_members, len(X), max(D1, 1)))
         if not D1 or not inside.any():
             return mean[..., :D1], var[..., :D1]
-        Q = unit_rows(X[inside])
+        X = np.asarray(X, dtype=np.float32)[inside]
         for m, coords in enumerate(self.fits):
+            spaces = {f.space: self.space(X, m, f.space) for f in coords}
             for p, f in enumerate(coords):
-                kq = covariance(Q, self.calibrated, f.scales, f.length)  # (q, n_cal)
+                kq = covariance(*spaces[f.space], f.scales, f.length)  # (q, n_cal)
                 mean[m, inside, p] = kq @ f.alpha
                 v = np.linalg.solve(f.chol, kq.T)
                 var[m, inside, p] = np.maximum(sum(s ** 2 for s in f.scales) - (v ** 2).sum(0), 0.0)

@@ -46,12 +46,13 @@ def rmse(u, v):
     return float(np.sqrt(np.mean((np.asarray(u) - np.asarray(v)) ** 2)))
 
 
-def test_item_parameters_are_recovered_on_calibrated_and_uncalibrated_prompts(sim):
+@pytest.mark.parametrize("spaces", [("prompt",), ("prompt", "network")])
+def test_item_parameters_are_recovered_on_calibrated_and_uncalibrated_prompts(sim, spaces):
     model, _ = sim
     X, a, b, rng = new_task(model)
     rows, cal = rng.choice(60, 20, replace=False), rng.choice(len(X), 30, replace=False)
     rest = np.setdiff1d(np.arange(len(X)), cal)
-    tc = TaskCalibration(model).fit(X, answers(model, a, b, rows, cal, rng), rows)
+    tc = TaskCalibration(model, spaces=spaces).fit(X, answers(model, a, b, rows, cal, rng), rows)
     post = tc.item_posterior(X)
     a_net, b_net = (v[0] for v in model.item_parameters(X))
     for idx in (cal, rest):
@@ -80,6 +81,19 @@ def test_more_answers_recover_better_and_new_llms_are_ranked_better(sim):
     (a0, b0), (a1, b1) = (m.item_parameters(X) for m in (model, tc.model_))
     before, after = per_llm_auc(S, sigmoid(th @ a0[0].T - b0[0])), per_llm_auc(S, sigmoid(th @ a1[0].T - b1[0]))
     assert np.nanmean(after) > np.nanmean(before) + 0.01
+
+
+def test_difficulties_alone_are_recovered_and_discriminations_kept(sim):
+    model, _ = sim
+    X, a_net, b_net, rng = new_task(model, seed=11, flip=False)
+    b = b_net + 0.6 + 0.3 * rng.standard_normal(len(b_net))  # a harder task, the network's discriminations right
+    rows, cal = rng.choice(60, 20, replace=False), rng.choice(len(X), 30, replace=False)
+    tc = TaskCalibration(model, discrimination=False, augment_profiles=False).fit(X, answers(model, a_net, b, rows, cal, rng), rows)
+    post = tc.item_posterior(X)
+    np.testing.assert_allclose(post["a"][0], a_net, atol=1e-6)
+    assert np.abs(post["a_sd"]).max() < 1e-6
+    rest = np.setdiff1d(np.arange(len(X)), cal)
+    assert rmse(post["b"][0][rest], b[rest]) < 0.6 * rmse(b_net[rest], b[rest])
 
 
 def test_answers_the_network_explains_barely_move_it(sim):
@@ -153,3 +167,21 @@ def test_too_few_answers_say_so_and_leave_the_network_alone(sim):
     assert list(tc.status_[10:15]) == ["too_few_answers"] * 5
     assert set(tc.status_[20:]) == {"from_task"}
     assert tc.report()["too_few_answers"] == 5
+
+
+def test_the_task_spread_covers_the_known_llms_accuracy_error_and_shrinks_with_answers(sim):
+    model, _ = sim
+    X, a, b, rng = new_task(model, seed=13)
+    th = model.training_abilities()[0]
+    spreads = []
+    for n_llms, k in ((20, 30), (60, 120)):
+        rows, cal = rng.choice(60, n_llms, replace=False), rng.choice(len(X), k, replace=False)
+        tc = TaskCalibration(model).fit(X, answers(model, a, b, rows, cal, rng), rows)
+        rest = np.setdiff1d(np.arange(len(X)), cal)
+        a1, b1 = (v[0][rest] for v in tc.model_.item_parameters(X))
+        # every known LLM's expected accuracy on the uncalibrated prompts, true against adapted parameters
+        error = sigmoid(th @ a[rest].T - b[rest]).mean(1) - sigmoid(th @ a1.T - b1).mean(1)
+        assert np.sqrt(np.mean(error ** 2)) < 2.0 * tc.task_spread_
+        assert tc.model_.accuracy_error_sd_ >= tc.task_spread_ > 0.0
+        spreads.append(tc.task_spread_)
+    assert spreads[1] < spreads[0]
