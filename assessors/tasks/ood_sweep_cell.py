@@ -9,7 +9,8 @@ Methods given the calibration answers:
 
 * ``latent``: :class:`~assessors.core.task_calibration.TaskCalibration` on the ``k`` prompts (``k = 0``:
   the model as trained);
-* ``all_train_data``: the "all train data" baseline refitted with the ``k`` prompts appended;
+* ``all_train_data``: the "all train data" baseline refitted with the ``k`` prompts appended (the
+  classifier its grid chose at ``k = 0`` on the validation LLMs, refitted alone);
 * ``reference_only``, ``specific``, ``paper_generic``: unchanged by calibration answers (the test LLMs
   never answer them), scored on the same prompts at every budget.
 
@@ -19,6 +20,7 @@ scored prompts except to score.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 
@@ -26,6 +28,7 @@ import numpy as np
 import pandas as pd
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
+from sklearn.base import clone
 
 from assessors.metrics import ece, per_llm_auc
 from assessors.tasks.prepare import Prepared, fit_generic, prepare
@@ -61,9 +64,33 @@ def band_coverage(model, X: np.ndarray, post, S: np.ndarray) -> float:
     return float(((band["low"] <= real) & (real <= band["high"])).mean())
 
 
-def fit_all_train_data(cfg, prep: Prepared, X: np.ndarray, S: np.ndarray):
-    """The "all train data" baseline fitted on prompts ``X`` (n, d) with the training LLMs' answers ``S``."""
+@contextlib.contextmanager
+def stage(times: dict, key: str):
+    """Time the block into ``times[key]`` (seconds, summed over repeats) and log it: a cell's log
+    then shows where its wall time went."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        dt = time.perf_counter() - t0
+        times[key] = times.get(key, 0.0) + dt
+        log.info("OOD sweep stage %s: %.1f s", key, dt)
+
+
+def fit_all_train_data(cfg, prep: Prepared, X: np.ndarray, S: np.ndarray, chosen=None):
+    """The "all train data" baseline fitted on prompts ``X`` (n, d) with the training LLMs' answers ``S``.
+
+    ``chosen``: an earlier fit of it on the same split; its selected classifier is refitted alone
+    instead of the whole candidate grid. The choice is made on the validation LLMs' answers on the
+    validation prompts, which appended calibration prompts of a held-out task do not change, so only
+    the training rows differ from a fresh selection.
+    """
     base = all_train_data_assessor(cfg, fit_threads(threads=cfg.get("threads")))
+    if chosen is not None:
+        from assessors.classifiers.grid import ParamGrid
+
+        winner = dict(chosen.classifier.candidates())[chosen.classifier_name_]
+        return clone(base).set_params(classifier=ParamGrid(winner)).fit(X, S, np.array([], dtype=int))
     val = None
     if prep.llms["val"]:
         val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
@@ -89,11 +116,10 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
     from assessors.core.task_calibration import TaskCalibration
 
     t = {}
-    t0 = time.perf_counter()
-    prep = prepare(cfg)
-    t["prepare_s"] = time.perf_counter() - t0
-    model, ref_ids = fit_generic(cfg, prep)
-    t["latent_fit_s"] = time.perf_counter() - t0 - t["prepare_s"]
+    with stage(t, "prepare_s"):
+        prep = prepare(cfg)
+    with stage(t, "latent_fit_s"):
+        model, ref_ids = fit_generic(cfg, prep)
     X_te, S_test = prep.X["test"], prep.S("test", "test")
     R_test = prep.results.matrix(prep.llms["test"], ref_ids)
     n = len(X_te)
@@ -108,36 +134,34 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
     X_ref = prep.X["train"][pd.Index(prep.inst["train"]).get_indexer(ref_ids)]
     for method in ("reference_only", "specific"):
         if baselines.get(method):
-            t1 = time.perf_counter()
-            fixed[method] = fit_per_llm(cfg, prep, method, X_ref, ref_pos)[:, scored]
-            t[f"{method}_fit_s"] = time.perf_counter() - t1
+            with stage(t, f"{method}_fit_s"):
+                fixed[method] = fit_per_llm(cfg, prep, method, X_ref, ref_pos)[:, scored]
     if baselines.get("paper_generic"):
-        t1 = time.perf_counter()
-        generic, gen_ref = fit_generic(cfg, prep, assessor_cfg=cfg.ood_baselines.paper_generic)
-        fixed["paper_generic"] = generic.predict_proba(X_sc, prep.results.matrix(prep.llms["test"], gen_ref))
-        t["paper_generic_fit_s"] = time.perf_counter() - t1
+        with stage(t, "paper_generic_fit_s"):
+            generic, gen_ref = fit_generic(cfg, prep, assessor_cfg=cfg.ood_baselines.paper_generic)
+            fixed["paper_generic"] = generic.predict_proba(X_sc, prep.results.matrix(prep.llms["test"], gen_ref))
 
     S_known = prep.S("train", "test")  # the training LLMs' answers on the held-out prompts
     rows, common = [], {"n_llms": len(prep.llms["test"]), "n_prompts": len(scored)}
+    first = None  # the "all train data" fit at k = 0: its choice of classifier is kept at every budget
     for k in ks:
         cal = np.sort(perm[:k])
         latent = model
         if k:
             Y = np.full(S_known.shape, np.nan)
             Y[:, cal] = S_known[:, cal]
-            t1 = time.perf_counter()
-            latent = TaskCalibration(model).fit(X_te, Y, np.arange(len(prep.llms["train"]))).model_
-            t[f"calibrate_k{k}_s"] = time.perf_counter() - t1
+            with stage(t, f"calibrate_k{k}_s"):
+                latent = TaskCalibration(model).fit(X_te, Y, np.arange(len(prep.llms["train"]))).model_
         P = latent.predict_proba(X_sc, R_test)
         band = band_coverage(latent, X_sc, latent.reference_posterior(R_test), S_sc)
         rows.append({"method": "latent", "k": k, **scores(S_sc, P), "band": band, **common})
         if baselines.get("all_train_data"):
-            t1 = time.perf_counter()
-            X_fit = np.vstack([prep.X["train"], X_te[cal]])
-            S_fit = np.hstack([prep.S("train", "train"), S_known[:, cal]])
-            base = fit_all_train_data(cfg, prep, X_fit, S_fit)
-            P = base.predict_proba(X_sc, np.zeros((len(prep.llms["test"]), 0), np.float32))
-            t[f"all_train_data_k{k}_fit_s"] = time.perf_counter() - t1
+            with stage(t, f"all_train_data_k{k}_fit_s"):
+                X_fit = np.vstack([prep.X["train"], X_te[cal]])
+                S_fit = np.hstack([prep.S("train", "train"), S_known[:, cal]])
+                base = fit_all_train_data(cfg, prep, X_fit, S_fit, chosen=first)
+                first = base if first is None else first
+                P = base.predict_proba(X_sc, np.zeros((len(prep.llms["test"]), 0), np.float32))
             rows.append({"method": "all_train_data", "k": k, **scores(S_sc, P), "band": np.nan, **common})
         for method, P in fixed.items():
             rows.append({"method": method, "k": k, **scores(S_sc, P), "band": np.nan, **common})
@@ -149,10 +173,11 @@ def in_distribution_by_group(cfg, groups: dict[str, list[str]]) -> tuple[pd.Data
     hold-out's subtasks: ``groups`` maps a hold-out preset to its subtask globs."""
     import fnmatch
 
-    t0 = time.perf_counter()
-    prep = prepare(cfg)
-    model, ref_ids = fit_generic(cfg, prep)
-    t = {"latent_fit_s": time.perf_counter() - t0}
+    t = {}
+    with stage(t, "prepare_s"):
+        prep = prepare(cfg)
+    with stage(t, "latent_fit_s"):
+        model, ref_ids = fit_generic(cfg, prep)
     sub = prep.results.instances["subgroup"].astype(str).to_numpy()[prep.results.instance_index(prep.inst["test"])]
     R_test = prep.results.matrix(prep.llms["test"], ref_ids)
     post = model.reference_posterior(R_test)

@@ -116,3 +116,21 @@ def test_small_sweep_on_dask_writes_the_report_and_a_rerun_skips_every_cell(tmp_
     assert again.returncode == 0, again.stderr[-3000:]
     assert sorted(_cell_runs(out / "mlflow.db")) == sorted(runs)  # no cell ran again
     assert "OOD sweep: mean test AUC" in again.stdout
+
+
+@pytest.mark.slow
+def test_routerbench_leave_one_llm_out_tests_every_llm_once(compose):
+    from assessors.tasks.ood_sweep import _cell_rows
+
+    tiny = ["assessor=latent", "data.datasets=[mbpp]", "features=unigram", "features.max_features=200",
+            "selector.size=30", "assessor.n_members=1", "assessor.hidden_sizes=[16]", "assessor.max_epochs=5",
+            "assessor.residual_dims=8"]
+    cfg = compose(["experiment=ood_sweep", "ood_sweep.preset=routerbench_loo", "ood_sweep.baselines.specific=false",
+                   "ood_sweep.baselines.all_train_data=false", "tracking=none"])
+    cfg.ood_sweep.overrides = tiny
+    long, times = _cell_rows(cfg)
+    assert set(long["method"]) == {"latent", "reference_only"}
+    assert (long["k"] == 0).all() and (long["n_llms"] == 11).all()  # the 11 folds pooled, one test LLM each
+    assert long["auc"].between(0, 1).all() and long["below_chance"].between(0, 1).all()
+    assert long.loc[long["method"] == "latent", "band"].between(0, 1).all()
+    assert times["latent_fit_s"] > 0 and times["prepare_s"] > 0
