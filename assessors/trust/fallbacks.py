@@ -102,13 +102,7 @@ def fit_slope_offset(z: np.ndarray, y: np.ndarray, slope_sd: float = 0.1, prior_
                      n_iter: int = 50) -> tuple[float, float]:
     """MAP ``(slope, offset)`` of ``y ~ Bernoulli(sigmoid(slope * z + offset))`` under independent zero-mean
     normal priors of standard deviations ``slope_sd`` and ``prior_sd``; the slope floored at :data:`MIN_SLOPE`.
-
-    Parameters
-    ----------
-    z : ndarray of shape (n,)
-        Latent logits of the answered prompts.
-    y : ndarray of shape (n,)
-        0/1 answers (finite).
+    ``z`` (n,) and ``y`` (n,) as in :func:`fit_offset`.
 
     The two-dimensional case of :func:`assessors.irt_math.map_ability` (discriminations ``[z, 1]``, difficulty
     0). A zero-mean slope prior: with few answers the prediction stays near the LLM's answered rate, and the
