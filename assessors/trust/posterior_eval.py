@@ -15,7 +15,7 @@ from assessors.trust.fallbacks import POPULATION_NAME
 from assessors.trust.posterior_report import posterior_trust
 from assessors.trust.similarity import training_profile
 
-PREDICTORS = ("latent", "releveled", "reference_only")
+PREDICTORS = ("latent", "releveled", "recalibrated", "reference_only")
 
 
 def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None, seed: int = 0,

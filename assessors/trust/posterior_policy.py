@@ -19,16 +19,16 @@ import numpy as np
 from assessors.core.evidence import Evidence
 from assessors.errors import ConfigError
 from assessors.trust.posterior_report import OPTIONS, OUT, OUT_FLAGS, posterior_trust
-from assessors.trust.fallbacks import (FALLBACK_NAME, POPULATION_NAME, RELEVEL_NAME, PopulationPredictor,
-                                      ReferenceOnlyPredictor, ReleveledPredictor, check_bands, served_accuracy_band,
-                                      served_auc_band)
+from assessors.trust.fallbacks import (FALLBACK_NAME, POPULATION_NAME, RECALIBRATED_NAME, RELEVEL_NAME,
+                                      PopulationPredictor, RecalibratedPredictor, ReferenceOnlyPredictor,
+                                      ReleveledPredictor, check_bands, served_accuracy_band, served_auc_band)
 from assessors.trust.similarity import training_profile
 from assessors.trust.target import POOL_TARGET, REFERENCE_TARGET, target_prompts
 
 log = logging.getLogger(__name__)
 
 #: The fallbacks a trust verdict can switch an LLM to.
-FALLBACKS = (RELEVEL_NAME, FALLBACK_NAME, POPULATION_NAME)
+FALLBACKS = (RELEVEL_NAME, RECALIBRATED_NAME, FALLBACK_NAME, POPULATION_NAME)
 #: Arguments of the report that are the LLM's and the model's, not options.
 _GIVEN = ("assessor", "X_answered", "y", "X_target", "llm", "prompt_ood", "training_answers", "similarity_profile",
           "training_accuracy")
@@ -46,6 +46,8 @@ def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior
     (``population``: the fitted :class:`~assessors.trust.population.PopulationDifficulty` it needs)."""
     if kind == RELEVEL_NAME:
         return ReleveledPredictor(assessor, X_answered, y, prior_sd=prior_sd)
+    if kind == RECALIBRATED_NAME:
+        return RecalibratedPredictor(assessor, X_answered, y, prior_sd=prior_sd)
     if kind == FALLBACK_NAME:
         return ReferenceOnlyPredictor(assessor, X_answered, y, C=C)
     if kind == POPULATION_NAME:
@@ -79,7 +81,7 @@ class PosteriorTrustPolicy:
     fallback_flags : sequence of str, optional
         Only when the report also raises one of these flags (None: any).
     fallback_kind : str
-        The fallback (``releveled``, ``reference_only`` or ``population``).
+        The fallback (one of :data:`FALLBACKS`).
     ood_fallback : str
         The fallback when the target prompts are unlike the training prompts
         (``prompts_out_of_distribution``, which always triggers it).
@@ -97,7 +99,7 @@ class PosteriorTrustPolicy:
     """
 
     def __init__(self, fallback: bool = True, fallback_on: Sequence[str] = (OUT,),
-                 fallback_flags: Sequence[str] | None = None, fallback_kind: str = RELEVEL_NAME,
+                 fallback_flags: Sequence[str] | None = None, fallback_kind: str = RECALIBRATED_NAME,
                  ood_fallback: str = FALLBACK_NAME, ood_auc_bands: Mapping | None = None,
                  ood_accuracy_bands: Mapping | None = None, C: float = 1.0, prior_sd: float = 3.0,
                  prompt_ood=None, source: str = STATED_DEFAULTS, **report_options):

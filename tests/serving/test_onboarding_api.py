@@ -67,7 +67,7 @@ def test_next_and_answers_update_the_posterior_until_the_budget(client, tiny_lat
     rep = tr.json()
     assert rep["trust"]["n_answered"] == 9
     assert rep["trust"]["message"].split(":")[0] in ("ok", "uncertain", "out of population")
-    assert rep["predictor"] == ("releveled" if rep["trust"]["verdict"] == "out of population" else "assessor")
+    assert rep["predictor"] == ("recalibrated" if rep["trust"]["verdict"] == "out of population" else "assessor")
 
 
 def test_candidates_restrict_the_choice_and_bad_input_is_a_4xx(client, tiny_latent):
@@ -125,14 +125,14 @@ def test_degenerate_population_is_out_of_population_and_served_by_the_fallback(d
             info = r.json()
             verdicts.append(info["trust"]["message"])
             applied = info["trust"]["verdict"] == "out of population" and fallback
-            assert info["predictor"] == ("releveled" if applied else "assessor")
+            assert info["predictor"] == ("recalibrated" if applied else "assessor")
             assert info["trust"]["fallback"]["applied"] is applied
             out = c.post("/v1/predict", json={"prompts": prompts[:200], "llms": [llm]})
             assert out.status_code == 200, out.text
             body = out.json()
             p = np.array([x["p_success"][llm] for x in body["results"]])
             if applied:
-                assert body["predictors"] == {llm: "releveled"}
+                assert body["predictors"] == {llm: "recalibrated"}
                 assert all(x["p_std"][llm] is None for x in body["results"])
             else:
                 assert body["predictors"] is None

@@ -29,10 +29,10 @@ def test_score_uses_the_fallback_when_the_verdict_says_out_of_population(degener
                    f"{{name: {d['model'].llms[-1]}}}]"], config_name="predict")
     out = score(cfg, model=d["model"])
     assert out["trust"]["strong"]["verdict"] == "out of population"
-    want = "releveled" if fallback else "assessor"
+    want = "recalibrated" if fallback else "assessor"
     assert out["predictors"]["strong"] == want
     for name, rep in out["trust"].items():  # every registered LLM: the verdict alone decides
-        assert out["predictors"][name] == ("releveled" if fallback and rep["verdict"] == "out of population"
+        assert out["predictors"][name] == ("recalibrated" if fallback and rep["verdict"] == "out of population"
                                            else "assessor")
     table = pd.read_csv(tmp_path / "scores.csv")
     mine = table[table["llm"] == "strong"]
@@ -57,7 +57,7 @@ def test_onboarding_logs_the_report_v2_to_mlflow(degenerate, compose, tmp_path):
     runs = mlflow.search_runs(search_all_experiments=True)
     assert len(runs) == 1
     run = runs.iloc[0]
-    assert run["tags.trust.verdict"] == "out of population" and run["tags.trust.predictor"] == "releveled"
+    assert run["tags.trust.verdict"] == "out of population" and run["tags.trust.predictor"] == "recalibrated"
     assert run["metrics.trust.out_of_population"] == 1.0 and run["metrics.trust.fallback_applied"] == 1.0
     local = mlflow.artifacts.download_artifacts(run_id=run["run_id"], artifact_path="trust/report_v2.json",
                                                 dst_path=str(tmp_path / "dl"))

@@ -67,7 +67,7 @@ def test_served_column_is_what_the_logged_model_serves(compose, extra):
         assert got["auc"] == pytest.approx(table.loc[llm, "auc_served"], abs=1e-4), llm
         assert got["ece"] == pytest.approx(table.loc[llm, "ece_served"], abs=1e-4), llm
     if extra:  # every LLM on the fallback: the served column is not the raw one
-        assert set(table["served"]) == {"releveled"}
+        assert set(table["served"]) == {"recalibrated"}
         assert summary[f"ece/{metric_key(served_name('latent'))}"] != summary[f"ece/{metric_key(raw_name('latent'))}"]
 
 

@@ -37,7 +37,7 @@ def test_too_few_failures_keep_the_stated_default():
     pol = ValidatedTrustPolicy().fit(reps, np.full(10, 0.5), np.full(10, 0.7), np.full(10, 0.6), _losses(10))
     assert pol.thresholds_ == {"misfit_alpha": 0.01, "range_margin": 0.02, "max_width": 0.15}
     assert pol.chosen_by_["thresholds"].startswith("default (0 failures")
-    assert pol.options()["fallback_kind"] == "releveled" and pol.chosen_by_["fallback"].startswith("default")
+    assert pol.options()["fallback_kind"] == "recalibrated" and pol.chosen_by_["fallback"].startswith("default")
 
 
 def test_thresholds_catch_the_validation_failures():
