@@ -17,6 +17,12 @@ from typing import Any, Mapping, Sequence
 #: Config keys that set a component's thread count (XGBoost/scikit-learn, torch, LightGBM style).
 THREAD_KEYS = ("n_jobs", "num_threads", "nthread")
 
+#: Fewer training rows than this and a tree-by-tree fit (XGBoost) gets one thread: the work between two
+#: OpenMP barriers is too small to share, and on shared cores the second thread's spinning at them made a
+#: fit on 7,132 rows (the "all train data" baseline's collapsed rows) 3-5x slower in wall time than one
+#: thread, with identical predictions (``benchmarks/small_fit_threads.py``). A round bound above that shape.
+SMALL_FIT_ROWS = 10_000
+
 _active: list[int] = []  # budgets of the enclosing thread_limits blocks (innermost last)
 _outer = [1]  # processes running at once beside this one (set_outer_jobs)
 
@@ -52,6 +58,11 @@ def fit_threads(parallel: int = 1, threads: int | None = None) -> int:
     if threads:
         return max(1, int(threads))
     return max(1, available_cores() // max(1, int(parallel)))
+
+
+def threads_for_rows(n_rows: int, threads: int | None) -> int | None:
+    """``threads`` for a fit on ``n_rows`` rows, or 1 below :data:`SMALL_FIT_ROWS` (None stays None)."""
+    return 1 if threads is not None and n_rows < SMALL_FIT_ROWS else threads
 
 
 def _capped(value: Any, n: int) -> int:

@@ -53,8 +53,8 @@ def run_once(seed: int, out: Path, cache: Path, extra: list[str]) -> dict:
         "ece": {k.split("/", 1)[1]: round(v, 4) for k, v in m.items() if k.startswith("ece/")},
         "headline_wins_vs": {k.split("/", 1)[1]: v for k, v in m.items() if k.startswith("headline_wins_vs/")},
         "n_test_llms": m.get("n_test_llms"),
-        "per_llm_auc": {r.llm: {c.split("/", 1)[1]: round(getattr(r, c.replace("/", "_")), 4) for c in auc_cols}
-                        for r in per_llm.rename(columns=lambda c: c.replace("/", "_")).itertuples()},
+        # by column name: method names such as "latent (raw)" are not attribute names
+        "per_llm_auc": {r["llm"]: {c.split("/", 1)[1]: round(r[c], 4) for c in auc_cols} for _, r in per_llm.iterrows()},
         "run_id": run.info.run_id,
     }
 

@@ -107,7 +107,7 @@ class GenericAssessor(Assessor, BaseEstimator):
             idx, y, fit_kw["sample_weight"] = collapse_pairs(rows.inst_idx, y)
             rows = PairRows(rows.inst, rows.ref, np.zeros(len(idx), np.int64), idx, "none")
             log.info("all-train baseline: %d pairs collapsed to %d weighted rows", n_pairs, len(idx))
-            candidates = [(name, _no_row_subsampling(est)) for name, est in candidates]
+            candidates = [(name, _few_rows_threads(_no_row_subsampling(est), len(idx))) for name, est in candidates]
         fitted, scores = self._fit_candidates(candidates, rows, y, fit_kw, validation)
         self._choose(fitted, scores)
         return self
@@ -284,6 +284,16 @@ def _no_row_subsampling(est):
         return est
     log.info("all-train baseline: subsample=%s -> 1.0 on collapsed rows", sub)
     return clone(est).set_params(subsample=1.0)
+
+
+def _few_rows_threads(est, n_rows: int):
+    """``est`` with one thread (``n_jobs=1``) when ``n_rows`` are too few to share between threads
+    (:func:`~assessors.threads.threads_for_rows`); the trees are the same, only their wall time changes."""
+    from assessors.threads import threads_for_rows
+
+    n = est.get_params().get("n_jobs")
+    fewer = threads_for_rows(n_rows, n)
+    return est if fewer == n else clone(est).set_params(n_jobs=fewer)
 
 
 def _streams(est) -> bool:

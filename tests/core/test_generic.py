@@ -56,3 +56,21 @@ def test_collapsed_rows_reproduce_xgboost_without_row_subsampling(prep):
     # the same gradients and hessians, so the same trees up to float summation order
     np.testing.assert_allclose(p_col, p_pair, atol=2e-3)
     assert np.ptp(p_col) > 0.1
+
+
+def test_collapsed_rows_fit_on_one_thread_with_the_same_trees(prep):
+    """A few thousand collapsed rows are too few for a second thread: the baseline fits them on one,
+    and its predictions are those of the fit with the configured two."""
+    from xgboost import XGBClassifier
+
+    from assessors.threads import SMALL_FIT_ROWS
+
+    X, S = prep.X["train"], prep.S("train", "train")
+    xgb = XGBClassifier(n_estimators=40, max_depth=3, subsample=1.0, n_jobs=2, random_state=0)
+    base = GenericAssessor(ParamGrid(xgb), use_reference=False).fit(X, S, np.array([], dtype=int))
+    assert len(X) * 2 < SMALL_FIT_ROWS and base.classifier_.get_params()["n_jobs"] == 1
+    _, ii, y = observed_pairs(S)
+    idx, lab, w = collapse_pairs(ii, y)
+    two = XGBClassifier(**xgb.get_params()).fit(X[idx], lab, sample_weight=w)
+    np.testing.assert_array_equal(base.predict_proba(prep.X["test"], np.zeros((1, 0), np.float32))[0],
+                                  two.predict_proba(prep.X["test"])[:, 1].astype(np.float32))

@@ -1,0 +1,67 @@
+"""Each candidate of the paper_generic column's XGBoost grid on the default run: fit time, the one its
+validation keeps and test AUC; prints JSON.
+
+The column of ``python train.py`` fits ``conf/classifier/xgboost_depth6.yaml`` (the depth-6 point); the
+paper's grid (``conf/classifier/xgboost.yaml``) fits depths 3 and 6 and keeps one by validation win rate.
+This fits both on one seed's reference set, in one process, so the fit times are a ratio on shared cores.
+``test_auc_at`` is the mean test AUC of the first k trees (what early stopping at k trees would give).
+
+    python benchmarks/paper_column_candidates.py --seed 0
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from sklearn.base import clone
+
+from assessors.metrics import per_llm_auc, rank_by_win_rate
+from assessors.tasks.prepare import fit_selector, prepare
+from assessors.threads import budgeted, fit_threads, thread_limits
+
+CONF = Path(__file__).resolve().parent.parent / "conf"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("train", overrides=[f"seed={a.seed}", "assessor=paper_generic"])
+    out = {"seed": a.seed, "load_1min_before": os.getloadavg()[0]}
+    threads = fit_threads()
+    with thread_limits(threads):
+        prep = prepare(cfg)
+        ref_ids = fit_selector(instantiate(cfg.selector), prep).reference_ids_
+        ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
+        paper = instantiate(budgeted(cfg.assessor, threads))  # the paper's grid: depths 3 and 6
+        rows, y = paper._training_rows(prep.X["train"], prep.S("train", "train"), ref_idx)
+        X = rows.to_array()
+        X_val, S_val, R_val = prep.validation(ref_ids)
+        S_te, R_te = prep.S("test", "test"), prep.results.matrix(prep.llms["test"], ref_ids)
+        val, test = paper._rows(X_val, R_val)[0].to_array(), paper._rows(prep.X["test"], R_te)[0].to_array()
+        scores = {}
+        for name, est in paper.classifier.candidates():
+            t0, c0 = time.perf_counter(), time.process_time()
+            est = clone(est).fit(X, y)
+            row = {"fit_s": round(time.perf_counter() - t0, 1), "fit_cpu_s": round(time.process_time() - c0, 1)}
+            scores[name] = pd.Series(per_llm_auc(S_val, est.predict_proba(val)[:, 1].reshape(S_val.shape[0], -1)))
+            row["val_auc"] = round(float(scores[name].mean()), 4)
+            row["test_auc_at"] = {k: round(float(np.nanmean(per_llm_auc(
+                S_te, est.predict_proba(test, iteration_range=(0, k))[:, 1].reshape(S_te.shape[0], -1)))), 4)
+                for k in (50, 100, 150)}
+            out[name] = row
+        out["kept_by_validation"] = rank_by_win_rate(pd.DataFrame(scores).T).index[0]
+    out["load_1min_after"] = os.getloadavg()[0]
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
