@@ -10,7 +10,7 @@ from assessors.tasks.train import train_assessors
 
 SMALL = [
     "data.subtasks=[bbh_navigate,bbh_snarks,bbh_sports_understanding,bbh_web_of_lies]",
-    "classifier.param_grid.n_estimators=[50]",
+    "classifier.param_grid.n_estimators=[50]", "paper_generic_classifier.param_grid.n_estimators=[50]",
     "classifier.param_grid.max_depth=[2,3]",
     "specific.classifiers.xgboost.param_grid.n_estimators=[30]",
     "specific.classifiers.xgboost.param_grid.max_depth=[2]",

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 SUBTASKS = ["bbh_navigate", "bbh_snarks", "bbh_sports_understanding", "bbh_web_of_lies"]
 SMALL = [
     "data=table", "features=success_pattern", "assessor=paper_generic",
-    "classifier.param_grid.n_estimators=[30]", "classifier.param_grid.max_depth=[2]",
+    "classifier.param_grid.n_estimators=[30]", "paper_generic_classifier.param_grid.n_estimators=[30]", "classifier.param_grid.max_depth=[2]",
     "specific.classifiers.xgboost.param_grid.n_estimators=[20]", "selector.size=20",
     "llm_split.n_train=30", "llm_split.n_val=6", "llm_split.n_test=6",
     "compare.reference_only=false", "compare.random_selector=false", "plots=false", "tracking.log_model=false",

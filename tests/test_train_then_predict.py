@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = [
     "data.subtasks=[bbh_navigate,bbh_sports_understanding,bbh_web_of_lies]",
     "features=unigram", "features.max_features=200",
-    "classifier.param_grid.n_estimators=[40]", "classifier.param_grid.max_depth=[3]",
+    "classifier.param_grid.n_estimators=[40]", "paper_generic_classifier.param_grid.n_estimators=[40]", "classifier.param_grid.max_depth=[3]",
     "selector.size=30", "llm_split.n_train=20", "llm_split.n_val=4", "llm_split.n_test=4",
     "compare.specific=false", "compare.reference_only=false", "compare.all_train_data=false",
     "compare.random_selector=false", "plots=false",

@@ -150,7 +150,7 @@ def test_train_py_runs_with_assessor_latent_on_small_real_data(compose):
                    "selector.size=30", "llm_split.n_train=30", "llm_split.n_val=6", "llm_split.n_test=6",
                    "assessor.n_members=1", "assessor.hidden_sizes=[16]", "assessor.max_epochs=8", "assessor.residual_dims=8",
                    "compare.specific=false", "compare.random_selector=false",
-                   "classifier.param_grid.n_estimators=[30]", "classifier.param_grid.max_depth=[2]",
+                   "classifier.param_grid.n_estimators=[30]", "paper_generic_classifier.param_grid.n_estimators=[30]", "classifier.param_grid.max_depth=[2]",
                    "specific.classifiers.xgboost.param_grid.n_estimators=[30]", "plots=false"])
     summary = train_assessors(cfg)
     assert summary["auc/headline"] == summary["auc/latent_served"] > 0.6  # the column is named after the method

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # the README's tiny overrides (a fast run on three BBH subtasks) and a small classifier grid
 TINY = ["data.subtasks=[bbh_navigate,bbh_snarks,bbh_sports_understanding]", "selector.size=30",
         "compare.specific=false", "compare.all_train_data=false", "compare.reference_only=false",
-        "compare.random_selector=false", "plots=false", "classifier.param_grid.n_estimators=[50]",
+        "compare.random_selector=false", "plots=false", "classifier.param_grid.n_estimators=[50]", "paper_generic_classifier.param_grid.n_estimators=[50]",
         "classifier.param_grid.max_depth=[2]"]
 # tqdm's progress bars (carriage-return updates) are not counted as console lines
 PROGRESS = re.compile(r"\d+%\|.*\|| \d+/\d+ \[\d")

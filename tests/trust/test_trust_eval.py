@@ -4,7 +4,7 @@ import pytest
 
 TINY = ["data.subtasks=[bbh_navigate,bbh_sports_understanding]", "features=unigram", "features.max_features=50",
         "llm_split.n_train=12", "llm_split.n_val=4", "llm_split.n_test=3", "selector.size=30",
-        "classifier.param_grid.n_estimators=[30]", "classifier.param_grid.max_depth=[2]"]
+        "classifier.param_grid.n_estimators=[30]", "paper_generic_classifier.param_grid.n_estimators=[30]", "classifier.param_grid.max_depth=[2]"]
 
 
 @pytest.mark.slow
