@@ -111,21 +111,7 @@ class TaskCalibration(BaseEstimator):
         """
         base = self.assessor
         base._check_fitted()
-        X = np.asarray(X, dtype=np.float32)
-        Y = check_answers(Y, "calibration answers")
-        rows = np.asarray(llm_rows, dtype=int).ravel()
-        n_known = len(base.members_[0]["theta"])
-        if Y.shape != (len(rows), len(X)):
-            raise DataError(f"calibration answers have shape {Y.shape}; expected (len(llm_rows), n prompts) = "
-                            f"({len(rows)}, {len(X)})")
-        bad = np.flatnonzero((rows < 0) | (rows >= n_known))
-        if len(bad):
-            raise DataError(f"calibration answers rows {bad.tolist()} name LLMs the model does not know "
-                            f"(llm_rows {rows[bad].tolist()}; it knows rows 0..{n_known - 1}); drop them")
-        dup = np.flatnonzero(np.bincount(rows - rows.min(), minlength=1)[rows - rows.min()] > 1) if len(rows) else []
-        if len(dup):
-            raise DataError(f"calibration answers rows {dup.tolist()} repeat an LLM (llm_rows {rows[dup].tolist()}); "
-                            "give one row per LLM")
+        X, Y, rows = _check_calibration(X, Y, llm_rows, len(base.members_[0]["theta"]))
         if theta is None:
             theta = np.stack([t[rows] for t in base.training_abilities()])
         theta = np.asarray(theta, dtype=np.float64)
@@ -268,3 +254,24 @@ def _with_calibration(profiles, X, Y, rows):
     out.answers_ = np.vstack([profiles.answers_, extra])
     out._memo = None  # profiles computed against the old prompts are stale
     return out
+
+
+def _check_calibration(X, Y, llm_rows, n_known: int):
+    """The task's prompts ``X`` (n, d) as float32, the answers ``Y`` (k, n) checked (0/1/NaN) and the
+    known LLMs' rows (k,); a :class:`DataError` naming the rows for a wrong shape, an unknown or a
+    repeated LLM."""
+    X = np.asarray(X, dtype=np.float32)
+    Y = check_answers(Y, "calibration answers")
+    rows = np.asarray(llm_rows, dtype=int).ravel()
+    if Y.shape != (len(rows), len(X)):
+        raise DataError(f"calibration answers have shape {Y.shape}; expected (len(llm_rows), n prompts) = "
+                        f"({len(rows)}, {len(X)})")
+    bad = np.flatnonzero((rows < 0) | (rows >= n_known))
+    if len(bad):
+        raise DataError(f"calibration answers rows {bad.tolist()} name LLMs the model does not know "
+                        f"(llm_rows {rows[bad].tolist()}; it knows rows 0..{n_known - 1}); drop them")
+    dup = np.flatnonzero(np.bincount(rows - rows.min(), minlength=1)[rows - rows.min()] > 1) if len(rows) else []
+    if len(dup):
+        raise DataError(f"calibration answers rows {dup.tolist()} repeat an LLM (llm_rows {rows[dup].tolist()}); "
+                        "give one row per LLM")
+    return X, Y, rows
