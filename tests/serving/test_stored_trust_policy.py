@@ -18,7 +18,7 @@ TINY_LATENT = [
     "compare.random_selector=false", "plots=false",
 ]
 STATED = {"misfit_alpha": 0.01, "range_margin": 0.02, "max_width": 0.15, "band_scale": 1.0, "auc_band_scale": 1.0,
-          "muted_flags": [], "fallback_kind": "releveled", "fallback_flags": None, "ood_fallback": "reference_only",
+          "muted_flags": [], "fallback_kind": "recalibrated", "fallback_flags": None, "ood_fallback": "reference_only",
           "ood_auc_bands": None, "ood_accuracy_bands": None}
 
 
