@@ -20,9 +20,7 @@ scored prompts except to score.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
-import time
 
 import numpy as np
 import pandas as pd
@@ -32,6 +30,7 @@ from sklearn.base import clone
 
 from assessors.metrics import ece, per_llm_auc
 from assessors.tasks.prepare import Prepared, fit_generic, prepare
+from assessors.tasks.timing import stage
 from assessors.tasks.train import all_train_data_assessor, fit_per_llm
 from assessors.threads import fit_threads
 
@@ -62,19 +61,6 @@ def band_coverage(model, X: np.ndarray, post, S: np.ndarray) -> float:
     band = model.predictive_accuracy(X, post, level=0.9)
     real = np.nanmean(S, axis=1)
     return float(((band["low"] <= real) & (real <= band["high"])).mean())
-
-
-@contextlib.contextmanager
-def stage(times: dict, key: str):
-    """Time the block into ``times[key]`` (seconds, summed over repeats) and log it: a cell's log
-    then shows where its wall time went."""
-    t0 = time.perf_counter()
-    try:
-        yield
-    finally:
-        dt = time.perf_counter() - t0
-        times[key] = times.get(key, 0.0) + dt
-        log.info("OOD sweep stage %s: %.1f s", key, dt)
 
 
 def fit_all_train_data(cfg, prep: Prepared, X: np.ndarray, S: np.ndarray, chosen=None):

@@ -24,6 +24,7 @@ from assessors.selection.base import RandomSelector
 from assessors.tasks.config import plain
 from assessors.tasks.prepare import Prepared, fit_assessor, fit_generic, prepare
 from assessors.tasks.train_trust import fit_trust_parts
+from assessors.tasks.timing import stage
 from assessors.tasks.served import Served, serve_llms, served_table, serving_model
 from assessors.tasks.wrapper import PAPER, method_name, task_wrapper
 from assessors.threads import budgeted, fit_threads, thread_limits
@@ -35,29 +36,26 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
     """Test-set P(success) of shape (n_test_llms, n_test) for every method."""
     test_llms, X_te = prep.llms["test"], prep.X["test"]
     preds, fitted = {}, {}
-    t0 = time.perf_counter()
-    generic, ref_ids = fit_generic(cfg, prep)
-    prep.timings["generic_fit_s"] = time.perf_counter() - t0
+    with stage(prep.timings, "generic_fit_s"):
+        generic, ref_ids = fit_generic(cfg, prep)
     R_test = prep.results.matrix(test_llms, ref_ids)
     preds["generic"] = generic.predict_proba(X_te, R_test)
     fitted.update(generic=generic, reference_ids=ref_ids)
     cmp = cfg.get("compare", {})
     if cmp.get("paper_generic", False) and method_name(cfg) != PAPER and cfg.get(PAPER) is not None:
         # the paper's generic assessor (XGBoost on [features, reference vector]) on the same reference set
-        t0 = time.perf_counter()
-        ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
-        paper = fit_assessor(cfg, prep, ref_idx, ref_ids, assessor_cfg=cfg[PAPER])
-        preds[PAPER] = paper.predict_proba(X_te, R_test)
-        prep.timings[f"{PAPER}_fit_s"] = time.perf_counter() - t0
+        with stage(prep.timings, f"{PAPER}_fit_s"):
+            ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
+            paper = fit_assessor(cfg, prep, ref_idx, ref_ids, assessor_cfg=cfg[PAPER])
+            preds[PAPER] = paper.predict_proba(X_te, R_test)
     if cmp.get("all_train_data", True):
-        t0 = time.perf_counter()
-        base = all_train_data_assessor(cfg, fit_threads(threads=cfg.get("threads")))
-        val = None
-        if prep.llms["val"]:
-            val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
-        base.fit(prep.X["train"], prep.S("train", "train"), np.array([], dtype=int), validation=val)
-        preds["all_train_data"] = base.predict_proba(X_te, np.zeros((len(test_llms), 0), np.float32))
-        prep.timings["all_train_data_fit_s"] = time.perf_counter() - t0
+        with stage(prep.timings, "all_train_data_fit_s"):
+            base = all_train_data_assessor(cfg, fit_threads(threads=cfg.get("threads")))
+            val = None
+            if prep.llms["val"]:
+                val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
+            base.fit(prep.X["train"], prep.S("train", "train"), np.array([], dtype=int), validation=val)
+            preds["all_train_data"] = base.predict_proba(X_te, np.zeros((len(test_llms), 0), np.float32))
     if cmp.get("random_selector", True):
         # with the configured selector already random the baseline is the headline itself: not a column
         if type(instantiate(cfg.selector)) is not RandomSelector:  # __init__ only stores params
@@ -68,9 +66,8 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
     per_llm = {"reference_only": cmp.get("reference_only", True), "specific": cmp.get("specific", True)}
     for method, on in per_llm.items():
         if on:
-            t0 = time.perf_counter()
-            preds[method] = fit_per_llm(cfg, prep, method, X_ref, ref_pos)
-            prep.timings[f"{method}_fit_s"] = time.perf_counter() - t0
+            with stage(prep.timings, f"{method}_fit_s"):
+                preds[method] = fit_per_llm(cfg, prep, method, X_ref, ref_pos)
     return preds, fitted
 
 
@@ -165,9 +162,8 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
         preds, fitted = predict_methods(cfg, prep)
         fitted.update(fit_trust_parts(cfg, prep, fitted["generic"], fitted["reference_ids"], run))
         method = method_name(cfg) or "generic"
-        t0 = time.perf_counter()
-        served = serve_test_llms(cfg, prep, fitted)
-        prep.timings["serve_test_llms_s"] = time.perf_counter() - t0
+        with stage(prep.timings, "serve_test_llms_s"):
+            served = serve_test_llms(cfg, prep, fitted)
         headline, raw = served_name(method), raw_name(method)
         # served first: the headline is what predict.py and the server give each test LLM
         preds = {headline: served.P, raw: preds.pop("generic"), **preds}
