@@ -7,6 +7,7 @@ from assessors.errors import ConfigError, DataError
 from assessors.estimation.benchmark.aipw import AIPW
 from assessors.estimation.benchmark.latent_model import LatentModel
 from assessors.estimation.benchmark.latent_proxy import LatentProxy
+from assessors.estimation.benchmark.pps import PPSAIPW
 from assessors.estimation.benchmark.random_sampling import RandomSampling
 from tests.estimation.conftest import simulate
 from tests.estimation.test_estimators import _trials
@@ -80,12 +81,12 @@ def test_item_fit_is_shared_across_trials_of_one_source_split(sim):
     assert a.proxy_.discrimination_ is b.proxy_.discrimination_
 
 
-@pytest.mark.parametrize("est", [AIPW(proxy=LatentProxy(dims=2)), LatentModel(proxy=LatentProxy(dims=2))],
-                         ids=["aipw_latent", "latent_model"])
+@pytest.mark.parametrize("est", [AIPW(proxy=LatentProxy(dims=2)), LatentModel(proxy=LatentProxy(dims=2)),
+                                 PPSAIPW(proxy=LatentProxy(dims=2))], ids=["aipw_latent", "latent_model", "pps"])
 def test_bad_input(est, sim):
     with pytest.raises(ConfigError, match="core_size"):
         est.set_params(core_size=601).fit(sim[:60])
-    with pytest.raises(ConfigError, match="core set of"):
+    with pytest.raises(ConfigError, match="core set"):
         est.set_params(core_size=50).fit(sim[:60], core_index=np.arange(601) % 600)
     est.set_params(core_size=30, seed=0).fit(sim[:60])
     with pytest.raises(DataError, match="no evaluated core item"):
@@ -126,22 +127,26 @@ def test_stratified_design_is_unbiased_and_covers(sim, allocation, proxies):
     assert core_strata.sum() == 50 and core_strata.min() >= 2
 
 
+def design_errors(est, S, n_src, draws):
+    """Mean error over targets of ``est`` per core draw (draws,), its proxy frozen: fitted on the
+    sources and shown no answer, so it is the same for every draw and the expectation over the
+    design's draws is the truth for a design-unbiased estimator (one fold, lam = 1)."""
+    truth = S[n_src:].mean(1)
+    err = []
+    for seed in range(draws):
+        est.set_params(seed=seed).fit(S[:n_src])
+        f_fixed = est.proxy_.predict(np.full((S.shape[0] - n_src, est.core_size), np.nan))
+        est.proxy_.predict = lambda _Y, f=f_fixed: f[: len(_Y)]
+        err.append(est.estimate(S[n_src:, est.core_index_]).point - truth)
+    return np.array(err).mean(1)
+
+
 def test_stratified_difference_estimator_is_exactly_design_unbiased():
-    # with a proxy that ignores the answers (one fold, lam = 1), the expectation over every core the
-    # design can draw equals the truth; checked by averaging over many draws at a small size
     from assessors.estimation.benchmark.stratified import StratifiedAIPW
 
     S, _ = simulate(n_llms=45, n_items=60, seed=4)
-    truth = S[40:].mean(1)
     est = StratifiedAIPW(proxy=LatentProxy(dims=2), folds=1, power_tuning=False, strata=3, core_size=9)
-    err = []
-    for seed in range(400):
-        est.set_params(seed=seed).fit(S[:40])
-        Y = np.full((5, 9), np.nan)  # the proxy sees no answer, so it is fixed across draws
-        f_fixed = est.proxy_.predict(Y)
-        est.proxy_.predict = lambda _Y, f=f_fixed: f[: len(_Y)]
-        err.append(est.estimate(S[40:, est.core_index_]).point - truth)
-    err = np.array(err).mean(1)
+    err = design_errors(est, S, 40, 400)
     assert abs(err.mean()) < 3 * err.std(ddof=1) / np.sqrt(err.size), err.mean()
 
 

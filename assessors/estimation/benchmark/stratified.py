@@ -54,6 +54,16 @@ def allocate(n: int, sizes: np.ndarray, sd: np.ndarray, minimum: int) -> np.ndar
     return out
 
 
+def design_moments(est: AIPW, S: np.ndarray, features) -> tuple[np.ndarray, np.ndarray]:
+    """The population moments (:meth:`LatentProxy.population_moments`, two arrays of shape (n_items,))
+    of the first of ``est``'s proxies that has them, fitted on the source matrix ``S``: a design
+    fixed before any target answer."""
+    model = next((p for p in est._proxy_list() if hasattr(p, "population_moments")), None)
+    if model is None:
+        raise ConfigError(f"{type(est).__name__}: the design needs a LatentProxy among its proxies (proxy=...)")
+    return model.fit(S, features, []).population_moments()
+
+
 class StratifiedAIPW(AIPW):
     """AIPW with the latent posterior as proxy on a core stratified by predicted difficulty.
 
@@ -96,11 +106,7 @@ class StratifiedAIPW(AIPW):
             raise ConfigError(f"StratifiedAIPW: allocation must be 'neyman' or 'proportional', got {self.allocation!r}")
         if self.pseudo_share not in ("proxy", "half"):
             raise ConfigError(f"StratifiedAIPW: pseudo_share must be 'proxy' or 'half', got {self.pseudo_share!r}")
-        model = next((p for p in self._proxy_list() if hasattr(p, "population_moments")), None)
-        if model is None:
-            raise ConfigError("StratifiedAIPW: the design needs a LatentProxy among its proxies (proxy=...)")
-        model = model.fit(S, features, [])
-        pbar, var = model.population_moments()
+        pbar, var = design_moments(self, S, features)
         H = max(1, min(int(self.strata), self.core_size // max(int(self.min_per_stratum), 1), S.shape[1]))
         groups = np.array_split(np.argsort(pbar, kind="stable"), H)
         self.stratum_ = np.empty(S.shape[1], dtype=int)

@@ -1,0 +1,137 @@
+"""AIPW on a core drawn with unequal inclusion probabilities from the latent model (Pareto piPS).
+
+Design, fixed from the source LLMs before any target answer. The latent model's population success
+probabilities give each item the Bernoulli variance ``v_j`` a target like the sources would leave
+around a correct proxy (:meth:`LatentProxy.population_moments`). The AIPW estimate's variance is a
+sum of such per-item residual variances, and for a Horvitz-Thompson estimator it is smallest with
+inclusion probabilities proportional to the residual's standard deviation. Item ``j`` is therefore
+drawn with probability
+
+    pi_j = n * s_j / sum(s),   s_j = (1 - uniform_share) sqrt(v_j) / mean(sqrt(v)) + uniform_share,
+
+capped at 1 (a capped item is always drawn and the rest re-scaled). ``uniform_share`` mixes in the
+uniform design: an item the sources all pass or all fail has ``v_j`` near 0, and a target unlike
+the sources (stronger, in extrapolation) may still miss or solve it, so no ``pi_j`` may be tiny.
+The ``n`` items are drawn by Pareto sampling (Rosen 1997): ``U_j`` uniform, the ``n`` smallest
+``U_j (1 - pi_j) / ((1 - U_j) pi_j)``; a fixed-size design whose inclusion probabilities are
+``pi_j`` up to ``O(1/n)``.
+
+Estimator (difference estimator, Horvitz-Thompson on the residuals). With the cross-fitted proxy
+``f`` as in :class:`~assessors.estimation.benchmark.aipw.AIPW` and residuals ``r = y - lam f``::
+
+    mu = (sum_core y + lam sum_rest f + sum_core r (1 - pi) / pi) / N
+
+Its error is the Horvitz-Thompson error of the residual total, so it is design-unbiased whatever the
+proxy; with equal ``pi = n / N`` it is AIPW's estimate. The variance is Hajek's approximation for
+fixed-size high-entropy designs, ``n/(n-1) sum_core (1 - pi)(z - A)^2`` with ``z = r / pi`` and
+``A`` the ``(1 - pi)``-weighted mean of ``z`` (with equal ``pi``, AIPW's finite-population formula).
+``lam`` minimises it (weighted least squares, clipped to [0, 1]). As in AIPW, ``2 pseudo_counts``
+variance-only pseudo items (half successes, at the core's mean proxy value and mean ``pi``) keep a
+core with equal residuals from a zero-width interval, and the quantile is Student's t.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import t as t_dist
+
+from assessors.errors import ConfigError
+from assessors.estimation.benchmark.aipw import AIPW
+from assessors.estimation.benchmark.base import Estimate
+from assessors.estimation.benchmark.latent_proxy import LatentProxy
+from assessors.estimation.benchmark.stratified import design_moments
+
+
+def inclusion_probabilities(size: np.ndarray, n: int) -> np.ndarray:
+    """``n`` times ``size`` (N,) normalised, with every value above 1 capped and the rest re-scaled to
+    keep the sum ``n``. Shape (N,)."""
+    size = np.asarray(size, dtype=np.float64)
+    pi = np.zeros_like(size)
+    sure = np.zeros(size.size, dtype=bool)
+    while True:
+        left = n - sure.sum()
+        pi[~sure] = left * size[~sure] / size[~sure].sum()
+        pi[sure] = 1.0
+        over = (pi > 1.0) & ~sure
+        if not over.any():
+            return pi
+        sure |= over
+
+
+def pareto_sample(pi: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Sorted positions of ``n`` items drawn by Pareto piPS with target inclusion probabilities ``pi`` (N,)."""
+    u = rng.random(pi.size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(pi >= 1.0, -1.0, u * (1 - pi) / ((1 - u) * pi))
+    return np.sort(np.argsort(q, kind="stable")[:n])
+
+
+class PPSAIPW(AIPW):
+    """AIPW with the latent posterior as proxy on a core drawn proportional to the predicted residual sd.
+
+    Parameters
+    ----------
+    proxy : LatentProxy or list of ItemProxy, optional
+        Proxy and design model, as in :class:`~assessors.estimation.benchmark.stratified.StratifiedAIPW`.
+    uniform_share : float in [0, 1]
+        Share of the uniform design in the item sizes (1: uniform sampling, AIPW's design).
+
+    Attributes
+    ----------
+    inclusion_ : ndarray of shape (n_items,)
+        Every item's inclusion probability ``pi_j``.
+    """
+
+    selects_core = True
+    selects_on_raw = True  # the item fit leaves missing cells out of the likelihood
+
+    def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, proxy: LatentProxy | None = None,
+                 folds: int = 5, power_tuning: bool = True, pseudo_counts: float = 2.0, uniform_share: float = 0.25):
+        super().__init__(core_size, seed, alpha, proxy, folds, power_tuning, "finite_population", pseudo_counts)
+        self.uniform_share = uniform_share
+
+    def _default_proxy(self):
+        return LatentProxy()
+
+    def _select_core(self, S, features, rng):
+        if not 0.0 <= float(self.uniform_share) <= 1.0:
+            raise ConfigError(f"PPSAIPW: uniform_share must be in [0, 1], got {self.uniform_share!r}")
+        _, var = design_moments(self, S, features)
+        sd = np.sqrt(var)
+        g = float(self.uniform_share)
+        size = (1 - g) * sd / max(sd.mean(), 1e-12) + g
+        self.inclusion_ = inclusion_probabilities(size, self.core_size)
+        return pareto_sample(self.inclusion_, self.core_size, rng)
+
+    def _estimate(self, Y):
+        f_lab, f_all = self.proxy_predictions(Y)
+        N = self.n_items_
+        obs = ~np.isnan(Y)
+        n = obs.sum(1).astype(np.float64)
+        pi = np.broadcast_to(self.inclusion_[self.core_index_], Y.shape)
+        w = np.where(obs, 1 - pi, 0.0)  # Hajek's weights; 0 for certainty items and missing cells
+        y, f = np.where(obs, Y, 0.0), np.where(obs, f_lab, 0.0)
+        a, c = y / pi, f / pi
+        wsum = np.maximum(w.sum(1), 1e-12)
+        ac = a - (w * a).sum(1, keepdims=True) / wsum[:, None]
+        cc = c - (w * c).sum(1, keepdims=True) / wsum[:, None]
+        if self.power_tuning:
+            num, den = (w * ac * cc).sum(1), (w * cc * cc).sum(1)
+            lam = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 1e-12), 0.0, 1.0)
+        else:
+            lam = np.ones(Y.shape[0])
+        r = np.where(obs, y - lam[:, None] * f, 0.0)
+        seen_f = np.where(obs, f_all[:, self.core_index_], 0.0).sum(1)
+        point = (y.sum(1) + lam * (f_all.sum(1) - seen_f) + (r * (1 - pi) / pi).sum(1)) / N
+        # Hajek variance of the residuals' HT total, pooled with 2k pseudo items (half successes)
+        k = float(self.pseudo_counts)
+        z = r / pi
+        pbar = np.where(obs, pi, 0.0).sum(1) / np.maximum(n, 1)
+        fbar = f.sum(1) / np.maximum(n, 1)
+        zp = np.stack([(1 - lam * fbar) / pbar, -lam * fbar / pbar])  # (2, k) the pseudo items' z
+        wp = k * (1 - pbar)
+        A = ((w * z).sum(1) + wp * zp.sum(0)) / np.maximum(wsum + 2 * wp, 1e-12)
+        ss = (w * (z - A[:, None]) ** 2).sum(1) + wp * ((zp - A) ** 2).sum(0)
+        var = n / np.maximum(n + 2 * k - 1, 1) * ss / N ** 2
+        q = t_dist.ppf(1 - self.alpha / 2, np.maximum(n - len(self.proxies_), 1))
+        se = np.sqrt(var)
+        return Estimate(point, *self._one_class_hull(Y, point - q * se, point + q * se))
