@@ -38,8 +38,10 @@ def test_pareto_sample_has_fixed_size_and_its_inclusion_frequencies():
     assert np.abs(freq - pi).max() < 0.03
 
 
-def test_uniform_design_gives_aipw_exactly(sim):
-    est = PPSAIPW(proxy=LatentProxy(dims=3), uniform_share=1.0, folds=1, core_size=50, seed=3).fit(sim[:60])
+@pytest.mark.parametrize("weighting", ["ht", "hajek"])
+def test_uniform_design_gives_aipw_exactly(sim, weighting):
+    est = PPSAIPW(proxy=LatentProxy(dims=3), uniform_share=1.0, folds=1, core_size=50, seed=3,
+                  weighting=weighting).fit(sim[:60])
     np.testing.assert_allclose(est.inclusion_, 50 / 600)
     ref = AIPW(proxy=LatentProxy(dims=3), folds=1, core_size=50).fit(sim[:60], core_index=est.core_index_)
     Y = sim[60:, est.core_index_]
@@ -56,9 +58,9 @@ def test_estimator_is_design_unbiased_with_a_fixed_proxy():
     assert abs(err.mean()) < 3 * err.std(ddof=1) / np.sqrt(err.size), err.mean()
 
 
-@pytest.mark.parametrize("uniform_share", [0.0, 0.25])
-def test_pps_design_is_unbiased_and_covers(sim, uniform_share):
-    est = PPSAIPW(proxy=LatentProxy(dims=3), uniform_share=uniform_share)
+@pytest.mark.parametrize("uniform_share, weighting", [(0.0, "ht"), (0.25, "ht"), (0.25, "hajek")])
+def test_pps_design_is_unbiased_and_covers(sim, uniform_share, weighting):
+    est = PPSAIPW(proxy=LatentProxy(dims=3), uniform_share=uniform_share, weighting=weighting)
     err, cover, _ = _trials(est, sim, 60, 50, range(120))
     trial_err = err.mean(1)
     assert abs(trial_err.mean()) < 3 * trial_err.std(ddof=1) / np.sqrt(trial_err.size), trial_err.mean()
@@ -73,3 +75,5 @@ def test_pps_bad_configuration(sim):
         PPSAIPW(proxy=[RidgeProxy()]).fit(sim[:60])
     with pytest.raises(ConfigError, match="uniform_share"):
         PPSAIPW(proxy=LatentProxy(dims=2), uniform_share=1.5).fit(sim[:60])
+    with pytest.raises(ConfigError, match="weighting"):
+        PPSAIPW(proxy=LatentProxy(dims=2), weighting="x").fit(sim[:60])

@@ -25,7 +25,14 @@ Its error is the Horvitz-Thompson error of the residual total, so it is design-u
 proxy; with equal ``pi = n / N`` it is AIPW's estimate. The variance is Hajek's approximation for
 fixed-size high-entropy designs, ``n/(n-1) sum_core (1 - pi)(z - A)^2`` with ``z = r / pi`` and
 ``A`` the ``(1 - pi)``-weighted mean of ``z`` (with equal ``pi``, AIPW's finite-population formula).
-``lam`` minimises it (weighted least squares, clipped to [0, 1]). As in AIPW, ``2 pseudo_counts``
+``lam`` minimises it (weighted least squares, clipped to [0, 1]).
+
+``weighting="hajek"`` replaces the residual term by ``(N - n)`` times the residuals' ``(1 - pi)/pi``-
+weighted core mean: the number of unseen items is known, so only their mean residual is estimated.
+A residual with a non-zero mean (a ``lam`` below 1, or a biased proxy) then adds no variance through
+the random sum of ``(1 - pi)/pi`` over the core, which it does in the Horvitz-Thompson form; the price
+is a bias of order ``1/n`` (a ratio estimator), and the variance is the linearised one (``r`` centred
+at that mean). With equal ``pi`` both forms are AIPW's. As in AIPW, ``2 pseudo_counts``
 variance-only pseudo items (half successes, at the core's mean proxy value and mean ``pi``) keep a
 core with equal residuals from a zero-width interval, and the quantile is Student's t.
 """
@@ -74,6 +81,8 @@ class PPSAIPW(AIPW):
         Proxy and design model, as in :class:`~assessors.estimation.benchmark.stratified.StratifiedAIPW`.
     uniform_share : float in [0, 1]
         Share of the uniform design in the item sizes (1: uniform sampling, AIPW's design).
+    weighting : {"ht", "hajek"}
+        How the core residuals stand for the unseen items' (see the module docstring).
 
     Attributes
     ----------
@@ -85,9 +94,11 @@ class PPSAIPW(AIPW):
     selects_on_raw = True  # the item fit leaves missing cells out of the likelihood
 
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, proxy: LatentProxy | None = None,
-                 folds: int = 5, power_tuning: bool = True, pseudo_counts: float = 2.0, uniform_share: float = 0.25):
+                 folds: int = 5, power_tuning: bool = True, pseudo_counts: float = 2.0, uniform_share: float = 0.25,
+                 weighting: str = "ht"):
         super().__init__(core_size, seed, alpha, proxy, folds, power_tuning, "finite_population", pseudo_counts)
         self.uniform_share = uniform_share
+        self.weighting = weighting
 
     def _default_proxy(self):
         return LatentProxy()
@@ -95,6 +106,8 @@ class PPSAIPW(AIPW):
     def _select_core(self, S, features, rng):
         if not 0.0 <= float(self.uniform_share) <= 1.0:
             raise ConfigError(f"PPSAIPW: uniform_share must be in [0, 1], got {self.uniform_share!r}")
+        if self.weighting not in ("ht", "hajek"):
+            raise ConfigError(f"PPSAIPW: weighting must be 'ht' or 'hajek', got {self.weighting!r}")
         _, var = design_moments(self, S, features)
         sd = np.sqrt(var)
         g = float(self.uniform_share)
@@ -110,7 +123,13 @@ class PPSAIPW(AIPW):
         pi = np.broadcast_to(self.inclusion_[self.core_index_], Y.shape)
         w = np.where(obs, 1 - pi, 0.0)  # Hajek's weights; 0 for certainty items and missing cells
         y, f = np.where(obs, Y, 0.0), np.where(obs, f_lab, 0.0)
-        a, c = y / pi, f / pi
+        if self.weighting == "hajek":  # residuals around their (1 - pi)/pi-weighted core mean
+            d = np.where(obs, (1 - pi) / pi, 0.0)
+            dsum = np.maximum(d.sum(1, keepdims=True), 1e-12)
+            y_c, f_c = y - (d * y).sum(1, keepdims=True) / dsum, f - (d * f).sum(1, keepdims=True) / dsum
+        else:
+            d, y_c, f_c = None, y, f
+        a, c = np.where(obs, y_c, 0.0) / pi, np.where(obs, f_c, 0.0) / pi
         wsum = np.maximum(w.sum(1), 1e-12)
         ac = a - (w * a).sum(1, keepdims=True) / wsum[:, None]
         cc = c - (w * c).sum(1, keepdims=True) / wsum[:, None]
@@ -121,13 +140,20 @@ class PPSAIPW(AIPW):
             lam = np.ones(Y.shape[0])
         r = np.where(obs, y - lam[:, None] * f, 0.0)
         seen_f = np.where(obs, f_all[:, self.core_index_], 0.0).sum(1)
-        point = (y.sum(1) + lam * (f_all.sum(1) - seen_f) + (r * (1 - pi) / pi).sum(1)) / N
-        # Hajek variance of the residuals' HT total, pooled with 2k pseudo items (half successes)
+        if d is None:  # Horvitz-Thompson: each core residual stands for (1 - pi)/pi unseen items
+            offset, rest_r = np.zeros_like(n), (r * (1 - pi) / pi).sum(1)
+        else:  # Hajek: the unseen items' count is known, their mean residual is estimated
+            offset = (d * r).sum(1) / np.maximum(d.sum(1), 1e-12)
+            rest_r = (N - n) * offset
+        point = (y.sum(1) + lam * (f_all.sum(1) - seen_f) + rest_r) / N
+        # Hajek's variance of the residuals' total (linearised for the Hajek mean), pooled with 2k
+        # pseudo items (half successes)
+        r = np.where(obs, r - offset[:, None], 0.0)
         k = float(self.pseudo_counts)
         z = r / pi
         pbar = np.where(obs, pi, 0.0).sum(1) / np.maximum(n, 1)
         fbar = f.sum(1) / np.maximum(n, 1)
-        zp = np.stack([(1 - lam * fbar) / pbar, -lam * fbar / pbar])  # (2, k) the pseudo items' z
+        zp = np.stack([1 - lam * fbar - offset, -lam * fbar - offset]) / pbar  # (2, k) the pseudo items' z
         wp = k * (1 - pbar)
         A = ((w * z).sum(1) + wp * zp.sum(0)) / np.maximum(wsum + 2 * wp, 1e-12)
         ss = (w * (z - A[:, None]) ** 2).sum(1) + wp * ((zp - A) ** 2).sum(0)
