@@ -1,14 +1,10 @@
-"""The fallbacks a trust verdict can switch an LLM to, and the bands of what it is served.
+"""The fallbacks a trust verdict can switch an LLM to (:data:`FALLBACKS`, :func:`fallback_predictor`), and the
+bands of what it is served.
 
-* ``releveled`` (:class:`ReleveledPredictor`): the model's own ranking with one logit offset fitted on
-  the LLM's answers (for a model whose *level* cannot be trusted; the AUC is the model's);
-* ``recalibrated`` (:class:`RecalibratedPredictor`): the model's ranking with a slope and an offset fitted on
-  the LLM's answers, the slope shrunk towards zero (for an LLM outside the population, whose level and spread
-  the model cannot be trusted with; the AUC is still the model's);
-* ``reference_only`` (:class:`ReferenceOnlyPredictor`): a logistic regression on the LLM's own answers;
-* ``population`` (:class:`PopulationPredictor`): which prompts the training LLMs found hard, learned from
-  prompt features (:class:`~assessors.trust.population.PopulationDifficulty`), shifted to the LLM's level
-  (for prompts unlike the training prompts, where the model's ranking is suspect).
+Three fit a ranking's level to the LLM's answers and keep its AUC: :class:`ReleveledPredictor` (the model's
+ranking), :class:`RecalibratedPredictor` (the model's, its spread refitted too, under a slope prior chosen per
+population) and :class:`PopulationPredictor` (the training LLMs', for prompts unlike the training prompts);
+:class:`ReferenceOnlyPredictor` learns from the LLM's own answers only.
 
 A report's ``auc_band`` and ``accuracy_band`` are about the model; :func:`served_auc_band` and
 :func:`served_accuracy_band` give those of what the LLM is served: the model's, or a fallback's (from
