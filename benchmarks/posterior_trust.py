@@ -79,12 +79,13 @@ def degenerate_prepare(keep: float) -> None:
     pipeline.prepare = prepare
 
 
-def _outcomes(model, part: str, prep, idx, X_target, S_target, ood, seed: int):
+def _outcomes(model, part: str, prep, idx, X_target, S_target, ood, seed: int, **options):
     """Raw reports and outcomes of the ``part`` LLMs (answers on the reference prompts ``idx``)."""
     from assessors.trust.posterior_eval import llm_outcomes
 
     return llm_outcomes(model, prep.X["train"][idx], prep.S(part, "train")[:, idx], X_target, S_target,
-                        prep.llms[part], prompt_ood=ood, seed=seed, training_answers=prep.S("train", "train")[:, idx])
+                        prep.llms[part], prompt_ood=ood, seed=seed, training_answers=prep.S("train", "train")[:, idx],
+                        **options)
 
 
 def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
@@ -105,7 +106,8 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     chooser = fit_validated(instantiate(cfg.trust.validated_policy), val_reps, val_outs)
     loud = fit_validated(instantiate(cfg.trust.validated_policy, quiet_flags=False), val_reps, val_outs)
     ood_choice = with_ood_fallback(cfg, prep, {"options": {}}, ood)["ood_fallback"]  # what train.py stores
-    reps, outs = _outcomes(model, "test", prep, idx, prep.X["test"], prep.S("test", "test"), ood, seed)
+    reps, outs = _outcomes(model, "test", prep, idx, prep.X["test"], prep.S("test", "test"), ood, seed,
+                           slope_sd=chooser.slope_sd_)
 
     def scored(opts, ood_fallback=ood_choice["choice"], **extra):
         policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"],
@@ -119,7 +121,8 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
         "seed": seed, "n_val_llms": len(val_reps), "n_test_llms": len(reps), "chosen": chooser.options(),
         "chosen_by": chooser.chosen_by_, "validation": {"n_failures": chooser.n_failures_,
                                                          "n_out_of_population": chooser.n_triggered_,
-                                                         "coverage": chooser.coverage_, "losses": chooser.losses_},
+                                                         "coverage": chooser.coverage_, "losses": chooser.losses_,
+                                                         "slope_losses": chooser.slope_losses_},
         "prompt_ood_threshold": ood.threshold_, "ood_fallback": ood_choice,
         "validated": scored(chooser.options(), max_ood_share=ood.max_share),
         "validated_reference_only_ood": scored(chooser.options(), ood_fallback="reference_only",

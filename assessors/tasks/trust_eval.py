@@ -43,15 +43,15 @@ def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
     T = prep.results.matrix(prep.llms["train"], ref_ids)  # the training LLMs' reference answers
     X_ref = np.asarray(assessor.reference_features_, dtype=np.float32)
 
-    def outcomes(part: str):
+    def outcomes(part: str, **options):
         return llm_outcomes(assessor, X_ref, prep.results.matrix(prep.llms[part], ref_ids), prep.X[part],
                             prep.S(part, part), prep.llms[part], seed=int(cfg.seed), training_answers=T,
-                            training_reference=T)
+                            training_reference=T, **options)
 
     chooser = fit_validated(instantiate(cfg.trust.validated_policy), *outcomes("val"))
     opts = chooser.options()
     policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"])
-    scores = verdict_scores(*outcomes("test"), policy.choose,
+    scores = verdict_scores(*outcomes("test", slope_sd=opts["fallback_slope_sd"]), policy.choose,
                             **{k: v for k, v in opts.items() if not k.startswith("fallback")})
     rows = pd.DataFrame(scores.pop("llms")).assign(scenario=name)
     summary = {k: scores[k] for k in SUMMARY}

@@ -1,14 +1,10 @@
-"""The fallbacks a trust verdict can switch an LLM to, and the bands of what it is served.
+"""The fallbacks a trust verdict can switch an LLM to (:data:`FALLBACKS`, :func:`fallback_predictor`), and the
+bands of what it is served.
 
-* ``releveled`` (:class:`ReleveledPredictor`): the model's own ranking with one logit offset fitted on
-  the LLM's answers (for a model whose *level* cannot be trusted; the AUC is the model's);
-* ``recalibrated`` (:class:`RecalibratedPredictor`): the model's ranking with a slope and an offset fitted on
-  the LLM's answers, the slope shrunk towards zero (for an LLM outside the population, whose level and spread
-  the model cannot be trusted with; the AUC is still the model's);
-* ``reference_only`` (:class:`ReferenceOnlyPredictor`): a logistic regression on the LLM's own answers;
-* ``population`` (:class:`PopulationPredictor`): which prompts the training LLMs found hard, learned from
-  prompt features (:class:`~assessors.trust.population.PopulationDifficulty`), shifted to the LLM's level
-  (for prompts unlike the training prompts, where the model's ranking is suspect).
+Three fit a ranking's level to the LLM's answers and keep its AUC: :class:`ReleveledPredictor` (the model's
+ranking), :class:`RecalibratedPredictor` (the model's, its spread refitted too, under a slope prior chosen per
+population) and :class:`PopulationPredictor` (the training LLMs', for prompts unlike the training prompts);
+:class:`ReferenceOnlyPredictor` learns from the LLM's own answers only.
 
 A report's ``auc_band`` and ``accuracy_band`` are about the model; :func:`served_auc_band` and
 :func:`served_accuracy_band` give those of what the LLM is served: the model's, or a fallback's (from
@@ -29,6 +25,10 @@ RELEVEL_NAME, FALLBACK_NAME, POPULATION_NAME = "releveled", "reference_only", "p
 RECALIBRATED_NAME = "recalibrated"
 #: Smallest slope a recalibrated ranking keeps: the model's order of the prompts is never reversed or tied.
 MIN_SLOPE = 1e-3
+#: Candidate slope priors (sd) of the recalibrated fallback, chosen per population on validation LLMs; the
+#: first, the most cautious (predictions near the LLM's answered rate), where they cannot choose.
+SLOPE_SDS = (0.1, 0.3, 1.0, 3.0)
+DEFAULT_SLOPE_SD = SLOPE_SDS[0]
 
 
 def answered(y, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -40,8 +40,9 @@ def answered(y, what: str) -> tuple[np.ndarray, np.ndarray]:
     return y, obs
 
 
-def fit_offset(z: np.ndarray, y: np.ndarray, prior_sd: float = 3.0, n_iter: int = 50) -> float:
-    """MAP logit offset ``delta`` of ``y ~ Bernoulli(sigmoid(z + delta))``, ``delta ~ N(0, prior_sd**2)``.
+def fit_slope_offset(z: np.ndarray, y: np.ndarray, slope_sd: float | None = None, prior_sd: float = 3.0,
+                     n_iter: int = 50) -> tuple[float, float]:
+    """MAP ``(slope, offset)`` of ``y ~ Bernoulli(sigmoid(slope * z + offset))``, ``offset ~ N(0, prior_sd**2)``.
 
     Parameters
     ----------
@@ -49,30 +50,44 @@ def fit_offset(z: np.ndarray, y: np.ndarray, prior_sd: float = 3.0, n_iter: int 
         Latent logits of the answered prompts.
     y : ndarray of shape (n,)
         0/1 answers (finite).
+    slope_sd : float, optional
+        Standard deviation of the slope's zero-mean normal prior (the slope floored at :data:`MIN_SLOPE`);
+        None: the slope is 1 and only the offset is fitted.
 
-    The one-dimensional case of the 2PL ability posterior (:func:`assessors.irt_math.map_ability`):
-    discrimination 1, difficulty ``-z``; Newton steps capped at 2 logits (the first steps from a far
-    level can overshoot).
+    The 2PL ability posterior (:func:`assessors.irt_math.map_ability`) with discriminations ``[z, 1]``
+    (``[1]`` and difficulty ``-z`` for the offset alone); Newton steps capped at 2 logits (the first steps
+    from a far level can overshoot). A zero-mean slope prior: with few answers the prediction stays near the
+    LLM's answered rate, and the model's spread is kept only as far as the answers bear it out.
     """
     z, y = np.asarray(z, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    prec = np.eye(1) / float(prior_sd) ** 2
-    return float(map_ability(np.ones((len(z), 1)), -z, y[None], np.zeros(1), prec, n_iter=n_iter, max_step=2.0)[0, 0])
+    if slope_sd is None:
+        prec = np.eye(1) / float(prior_sd) ** 2
+        offset = map_ability(np.ones((len(z), 1)), -z, y[None], np.zeros(1), prec, n_iter=n_iter, max_step=2.0)
+        return 1.0, float(offset[0, 0])
+    prec = np.diag([1.0 / float(slope_sd) ** 2, 1.0 / float(prior_sd) ** 2])
+    slope, offset = map_ability(np.c_[z, np.ones(len(z))], np.zeros(len(z)), y[None], np.zeros(2), prec,
+                                n_iter=n_iter, max_step=2.0)[0]
+    return max(float(slope), MIN_SLOPE), float(offset)
 
 
 class _Shifted:
-    """A logit ranking for one LLM, shifted by one offset fitted on its answers (``_logit(X)`` (m,) the ranking).
+    """A logit ranking for one LLM (``logit(X)`` (m,)), its slope and offset fitted on the LLM's answers.
 
     Parameters of the subclasses: ``X_answered`` (n, d) the answered prompts' features, ``y`` (n,) the 0/1
     answers (NaN = not answered), ``prior_sd`` the standard deviation of the offset's zero-mean normal
-    prior, in logits. ``offset_``: the fitted offset. A constant shift is monotone: the AUC is the ranking's.
+    prior, in logits. ``slope_`` and ``offset_``: fitted (:func:`fit_slope_offset` with the class's
+    ``slope_sd``). A positive slope is monotone: the AUC is the ranking's.
     """
 
+    slope_sd = None  # the offset only
+
     def _fit(self, X_answered, y, obs, prior_sd: float) -> None:
-        self.offset_ = fit_offset(self._logit(np.asarray(X_answered, dtype=np.float32)[obs]), y[obs], prior_sd=prior_sd)
+        z = self.logit(np.asarray(X_answered, dtype=np.float32)[obs])
+        self.slope_, self.offset_ = fit_slope_offset(z, y[obs], slope_sd=self.slope_sd, prior_sd=prior_sd)
 
     def __call__(self, X) -> np.ndarray:
         """P(success) of shape (m,) for prompt features ``X`` (m, d)."""
-        return sigmoid(self._logit(X) + self.offset_)
+        return sigmoid(self.slope_ * self.logit(X) + self.offset_)
 
 
 class ReleveledPredictor(_Shifted):
@@ -82,51 +97,27 @@ class ReleveledPredictor(_Shifted):
     name = RELEVEL_NAME
 
     def __init__(self, assessor, X_answered, y, prior_sd: float = 3.0):
-        y, obs = answered(y, "re-levelled")
+        y, obs = answered(y, self.name)
         X_answered = np.asarray(X_answered, dtype=np.float32)
         self.assessor = assessor
         self.state_ = assessor.describe_answered(Evidence(X_answered[obs], y[obs]))
         self._fit(X_answered, y, obs, prior_sd)
 
-    def _logit(self, X) -> np.ndarray:
+    def logit(self, X) -> np.ndarray:
+        """The model's logits (m,) for this LLM on prompt features ``X`` (m, d)."""
         return logit(self.assessor.predict_state(np.asarray(X, dtype=np.float32), self.state_)[0])
-
-
-def fit_slope_offset(z: np.ndarray, y: np.ndarray, slope_sd: float = 0.1, prior_sd: float = 3.0,
-                     n_iter: int = 50) -> tuple[float, float]:
-    """MAP ``(slope, offset)`` of ``y ~ Bernoulli(sigmoid(slope * z + offset))`` under independent zero-mean
-    normal priors of standard deviations ``slope_sd`` and ``prior_sd``; the slope floored at :data:`MIN_SLOPE`.
-    ``z`` (n,) and ``y`` (n,) as in :func:`fit_offset`.
-
-    The two-dimensional case of :func:`assessors.irt_math.map_ability` (discriminations ``[z, 1]``, difficulty
-    0). A zero-mean slope prior: with few answers the prediction stays near the LLM's answered rate, and the
-    model's spread is kept only as far as the answers bear it out.
-    """
-    z, y = np.asarray(z, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    prec = np.diag([1.0 / float(slope_sd) ** 2, 1.0 / float(prior_sd) ** 2])
-    slope, offset = map_ability(np.c_[z, np.ones(len(z))], np.zeros(len(z)), y[None], np.zeros(2), prec,
-                                n_iter=n_iter, max_step=2.0)[0]
-    return max(float(slope), MIN_SLOPE), float(offset)
 
 
 class RecalibratedPredictor(ReleveledPredictor):
     """The model's predictions for one LLM with their slope and level refitted on its answers
-    (:func:`fit_slope_offset`; ``slope_sd`` the slope prior's standard deviation, in logits per logit: 0.1
-    had the lowest Brier score of 0.1, 0.3, 1 and 3 on the validation LLMs of the KindsOfReasoning split)."""
+    (``slope_sd``: the slope prior's standard deviation, in logits per logit; chosen per population on
+    validation LLMs by :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`)."""
 
     name = RECALIBRATED_NAME
 
-    def __init__(self, assessor, X_answered, y, slope_sd: float = 0.1, prior_sd: float = 3.0):
-        self.slope_sd = slope_sd
+    def __init__(self, assessor, X_answered, y, slope_sd: float = DEFAULT_SLOPE_SD, prior_sd: float = 3.0):
+        self.slope_sd = float(slope_sd)
         super().__init__(assessor, X_answered, y, prior_sd=prior_sd)
-
-    def _fit(self, X_answered, y, obs, prior_sd: float) -> None:
-        z = self._logit(np.asarray(X_answered, dtype=np.float32)[obs])
-        self.slope_, self.offset_ = fit_slope_offset(z, y[obs], slope_sd=self.slope_sd, prior_sd=prior_sd)
-
-    def __call__(self, X) -> np.ndarray:
-        """P(success) of shape (m,) for prompt features ``X`` (m, d)."""
-        return sigmoid(self.slope_ * self._logit(X) + self.offset_)
 
 
 class ReferenceOnlyPredictor:
@@ -153,7 +144,7 @@ class ReferenceOnlyPredictor:
     def __init__(self, assessor, X_answered, y, C: float = 1.0):
         from sklearn.linear_model import LogisticRegression
 
-        y, obs = answered(y, "reference-only")
+        y, obs = answered(y, self.name)
         self.projection = assessor.project
         yo = y[obs]
         self.constant_ = None
@@ -178,12 +169,45 @@ class PopulationPredictor(_Shifted):
     name = POPULATION_NAME
 
     def __init__(self, population, X_answered, y, prior_sd: float = 3.0):
-        y, obs = answered(y, "population")
+        y, obs = answered(y, self.name)
         self.population = population
+        self.logit = population.logit
         self._fit(X_answered, y, obs, prior_sd)
 
-    def _logit(self, X) -> np.ndarray:
-        return self.population.logit(X)
+
+#: The fallbacks a trust verdict can switch an LLM to.
+FALLBACKS = (RELEVEL_NAME, RECALIBRATED_NAME, FALLBACK_NAME, POPULATION_NAME)
+
+
+def check_fallback(kind: str, population=True) -> None:
+    """:class:`ConfigError` naming the fix when ``kind`` is no fallback of :data:`FALLBACKS`, or is ``population``
+    without a fitted ``population`` model (None)."""
+    if kind not in FALLBACKS:
+        raise ConfigError(f"unknown trust fallback {kind!r}; choose one of {list(FALLBACKS)}")
+    if kind == POPULATION_NAME and population is None:
+        raise ConfigError("the population trust fallback needs a model trained with a population model "
+                          "(trust.prompt_ood.population, on by default for assessor=latent); retrain, or set "
+                          "trust.posterior.ood_fallback=reference_only")
+
+
+def fitted_population(prompt_ood):
+    """The population model a fitted prompt-side signal holds (None: no signal, or none fitted)."""
+    return getattr(prompt_ood, "population_", None)
+
+
+def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0, population=None,
+                       slope_sd: float = DEFAULT_SLOPE_SD):
+    """The fallback predictor ``kind`` (one of :data:`FALLBACKS`) fitted on one LLM's answers
+    (``population``: the fitted :class:`~assessors.trust.population.PopulationDifficulty` it needs;
+    ``slope_sd``: the recalibrated one's slope prior)."""
+    check_fallback(kind, population)
+    if kind == RELEVEL_NAME:
+        return ReleveledPredictor(assessor, X_answered, y, prior_sd=prior_sd)
+    if kind == RECALIBRATED_NAME:
+        return RecalibratedPredictor(assessor, X_answered, y, slope_sd=slope_sd, prior_sd=prior_sd)
+    if kind == FALLBACK_NAME:
+        return ReferenceOnlyPredictor(assessor, X_answered, y, C=C)
+    return PopulationPredictor(population, X_answered, y, prior_sd=prior_sd)
 
 
 def served_auc_band(auc_band, flags, predictor: str, ood_fallback: str, ood_auc_bands: Mapping | None,

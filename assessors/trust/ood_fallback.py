@@ -18,8 +18,8 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
-from assessors.errors import ConfigError
 from assessors.metrics import masked_auc
+from assessors.trust.fallbacks import check_fallback, fallback_predictor
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class OODFallbackValidation(BaseEstimator):
     Parameters
     ----------
     candidates : sequence of str
-        Fallbacks to compare (:data:`~assessors.trust.posterior_policy.FALLBACKS`).
+        Fallbacks to compare (:data:`~assessors.trust.fallbacks.FALLBACKS`).
     n_folds : int
         Folds the groups are dealt into (at most the number of groups).
     n_reference : int
@@ -78,7 +78,8 @@ class OODFallbackValidation(BaseEstimator):
         groups : ndarray of shape (n,)
             Group (subtask) of each prompt.
         """
-        self._check(population)
+        for kind in (self.default, *self.candidates):
+            check_fallback(kind, population)
         X, S_train, S_val = np.asarray(X, np.float32), np.asarray(S_train, np.float64), np.asarray(S_val, np.float64)
         groups = np.asarray(groups, dtype=str)
         names = np.unique(groups)
@@ -101,17 +102,6 @@ class OODFallbackValidation(BaseEstimator):
             self.folds_.append(sorted(g for g, v in fold_of.items() if v == f))
         return self._choose(f"mean AUC on {k} held-out folds of {len(names)} training-prompt groups")
 
-    def _check(self, population) -> None:
-        from assessors.trust.posterior_policy import FALLBACKS
-
-        unknown = sorted(set(self.candidates) - set(FALLBACKS))
-        if unknown or self.default not in FALLBACKS:
-            raise ConfigError(f"OODFallbackValidation: unknown fallback(s) {unknown or [self.default]}; "
-                              f"choose from {list(FALLBACKS)}")
-        if "population" in self.candidates and population is None:
-            raise ConfigError("OODFallbackValidation: the population candidate needs a population model "
-                              "(trust.prompt_ood.population)")
-
     def _choose(self, how: str) -> "OODFallbackValidation":
         """``choice_``: the candidate with the highest mean AUC (the default when none is finite)."""
         self.mean_auc_ = {c: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
@@ -125,8 +115,6 @@ class OODFallbackValidation(BaseEstimator):
 
     def _fold(self, make_assessor, population, X, S_train, S_val, out, rng) -> None:
         """Refit on the prompts outside ``out`` (n,) and record each candidate's AUC on ``out``."""
-        from assessors.trust.posterior_policy import fallback_predictor
-
         inside = np.flatnonzero(~out)
         ref = np.sort(rng.choice(inside, min(int(self.n_reference), len(inside)), replace=False))
         assessor = make_assessor().fit(X[inside], S_train[:, inside], np.searchsorted(inside, ref))

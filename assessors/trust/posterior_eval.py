@@ -11,16 +11,18 @@ import numpy as np
 
 from assessors.core.evidence import Evidence
 from assessors.metrics import brier, masked_auc
-from assessors.trust.fallbacks import POPULATION_NAME
+from assessors.irt_math import sigmoid
+from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACKS, POPULATION_NAME, RECALIBRATED_NAME, RELEVEL_NAME,
+                                      SLOPE_SDS, fallback_predictor, fit_slope_offset, fitted_population)
 from assessors.trust.posterior_report import posterior_trust
 from assessors.trust.similarity import training_profile
 
-PREDICTORS = ("latent", "releveled", "recalibrated", "reference_only")
+PREDICTORS = ("latent",) + tuple(k for k in FALLBACKS if k != POPULATION_NAME)
 
 
 def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None, seed: int = 0,
-                C: float = 1.0, prior_sd: float = 3.0, training_answers=None, similarity_profile=None,
-                training_accuracy=None):
+                C: float = 1.0, prior_sd: float = 3.0, slope_sd: float = DEFAULT_SLOPE_SD, slope_sds=SLOPE_SDS,
+                training_answers=None, similarity_profile=None, training_accuracy=None):
     """``(report, outcome dict)`` of one LLM.
 
     Parameters
@@ -39,6 +41,8 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     training_accuracy : ndarray of shape (n_train_llms,), optional
         The training LLMs' expected accuracy on ``X_target`` (see
         :func:`~assessors.trust.posterior_report.posterior_trust`).
+    slope_sd, slope_sds : float, sequence of float
+        The recalibrated fallback's slope prior; the candidates scored as ``brier_recalibrated@<sd>``.
 
     The outcome holds ``realised_accuracy``, ``n_answered``, ``answered_successes`` and ``auc_<p>`` /
     ``brier_<p>`` / ``mean_<p>`` (mean prediction on the evaluated target prompts) for each of
@@ -46,8 +50,6 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     answers is the latent prediction); ``mean_answered_<p>`` is a fallback's mean prediction on the answered
     prompts.
     """
-    from assessors.trust.posterior_policy import fallback_predictor, fitted_population
-
     y = np.asarray(y, dtype=np.float64).ravel()
     X_answered, X_target = np.asarray(X_answered, dtype=np.float32), np.asarray(X_target, dtype=np.float32)
     rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, prompt_ood=prompt_ood, seed=seed,
@@ -57,8 +59,8 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     p_lat = assessor.predict_state(X_target, assessor.describe_answered(Evidence(X_answered[seen], y[seen])))[0]
     population = fitted_population(prompt_ood)
     kinds = PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ())
-    fitted = {kind: fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd, population=population)
-              for kind in kinds if seen.any()}
+    fitted = {kind: fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd, population=population,
+                                       slope_sd=slope_sd) for kind in kinds if seen.any()}
     # without answers a fallback is the latent prediction
     preds = {"latent": p_lat, **{kind: fitted[kind](X_target) if kind in fitted else p_lat for kind in kinds}}
     s = np.asarray(s_target, dtype=np.float64)
@@ -71,11 +73,17 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
         out[f"auc_{kind}"] = masked_auc(s, p)
         out[f"brier_{kind}"] = brier(s[obs], np.asarray(p)[obs]) if obs.any() else np.nan
         out[f"mean_{kind}"] = float(np.asarray(p)[obs].mean()) if obs.any() else np.nan
+    rel = fitted.get(RELEVEL_NAME)  # the model's logits once, recalibrated under each candidate slope prior
+    z_answered, z_target = (rel.logit(X_answered[seen]), rel.logit(X_target)) if rel else (None, None)
+    for sd in slope_sds:
+        slope, offset = fit_slope_offset(z_answered, y[seen], sd, prior_sd) if rel else (None, None)
+        p = p_lat if rel is None else sigmoid(slope * z_target + offset)
+        out[f"brier_{RECALIBRATED_NAME}@{float(sd):g}"] = brier(s[obs], p[obs]) if obs.any() else np.nan
     return rep, out
 
 
 def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_ood=None, seed: int = 0,
-                 training_answers=None, training_reference=None):
+                 training_answers=None, training_reference=None, slope_sd: float = DEFAULT_SLOPE_SD):
     """``(reports, outcomes)``: :func:`llm_outcome` of each of ``llms``.
 
     Parameters
@@ -94,6 +102,8 @@ def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_oo
     training_reference : ndarray of shape (n_train_llms, n_ref), optional
         The training LLMs' reference answers (the range of their expected accuracy, for families that
         need them: :meth:`~assessors.core.protocol.Assessor.population_accuracy`).
+    slope_sd : float
+        The recalibrated fallback's slope prior.
     """
     X_answered, Y = np.asarray(X_answered, dtype=np.float32), np.asarray(Y, dtype=np.float64)
     T = None if training_answers is None else np.asarray(training_answers, dtype=np.float64)
@@ -104,7 +114,7 @@ def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_oo
         obs = np.isfinite(Y[k])
         r, o = llm_outcome(assessor, X_answered[obs], Y[k, obs], X_target, S_target[k], llm=llm,
                            prompt_ood=prompt_ood, seed=seed, training_answers=None if T is None else T[:, obs],
-                           similarity_profile=profile, training_accuracy=train_acc)
+                           similarity_profile=profile, training_accuracy=train_acc, slope_sd=slope_sd)
         reps.append(r)
         outs.append(o)
     return reps, outs
@@ -113,5 +123,6 @@ def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_oo
 def fit_validated(policy, reports, outcomes):
     """Fit ``policy`` (a ValidatedTrustPolicy) on the validation LLMs' reports and :func:`llm_outcome` dicts."""
     col = lambda k: np.array([o[k] for o in outcomes], dtype=np.float64)  # noqa: E731
+    losses = [k for k in (outcomes[0] if outcomes else {}) if k.startswith("brier_")]
     return policy.fit(reports, col("realised_accuracy"), col("auc_latent"), col("auc_reference_only"),
-                      {k: col(f"brier_{k}") for k in PREDICTORS})
+                      {k[len("brier_"):]: col(k) for k in losses})

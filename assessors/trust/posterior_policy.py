@@ -19,16 +19,14 @@ import numpy as np
 from assessors.core.evidence import Evidence
 from assessors.errors import ConfigError
 from assessors.trust.posterior_report import OPTIONS, OUT, OUT_FLAGS, posterior_trust
-from assessors.trust.fallbacks import (FALLBACK_NAME, POPULATION_NAME, RECALIBRATED_NAME, RELEVEL_NAME,
-                                      PopulationPredictor, RecalibratedPredictor, ReferenceOnlyPredictor,
-                                      ReleveledPredictor, check_bands, served_accuracy_band, served_auc_band)
+from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACK_NAME, FALLBACKS,  # noqa: F401
+                                      RECALIBRATED_NAME, check_bands, check_fallback, fallback_predictor,
+                                      fitted_population, served_accuracy_band, served_auc_band)
 from assessors.trust.similarity import training_profile
 from assessors.trust.target import POOL_TARGET, REFERENCE_TARGET, target_prompts
 
 log = logging.getLogger(__name__)
 
-#: The fallbacks a trust verdict can switch an LLM to.
-FALLBACKS = (RELEVEL_NAME, RECALIBRATED_NAME, FALLBACK_NAME, POPULATION_NAME)
 #: Arguments of the report that are the LLM's and the model's, not options.
 _GIVEN = ("assessor", "X_answered", "y", "X_target", "llm", "prompt_ood", "training_answers", "similarity_profile",
           "training_accuracy")
@@ -38,35 +36,8 @@ STATED_DEFAULTS = "stated defaults"
 #: its options are the fallback's).
 THRESHOLDS = ("misfit_alpha", "range_margin", "max_width", "band_scale", "auc_band_scale", "muted_flags")
 #: The options a validated policy chooses and a model may store.
-POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags", "ood_fallback", "ood_auc_bands", "ood_accuracy_bands")
-
-
-def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0, population=None):
-    """The fallback predictor ``kind`` (one of :data:`FALLBACKS`) fitted on one LLM's answers
-    (``population``: the fitted :class:`~assessors.trust.population.PopulationDifficulty` it needs)."""
-    if kind == RELEVEL_NAME:
-        return ReleveledPredictor(assessor, X_answered, y, prior_sd=prior_sd)
-    if kind == RECALIBRATED_NAME:
-        return RecalibratedPredictor(assessor, X_answered, y, prior_sd=prior_sd)
-    if kind == FALLBACK_NAME:
-        return ReferenceOnlyPredictor(assessor, X_answered, y, C=C)
-    if kind == POPULATION_NAME:
-        return PopulationPredictor(required(population), X_answered, y, prior_sd=prior_sd)
-    raise ConfigError(f"unknown trust fallback {kind!r}; choose one of {list(FALLBACKS)}")
-
-
-def fitted_population(prompt_ood):
-    """The population model a fitted prompt-side signal holds (None: no signal, or none fitted)."""
-    return getattr(prompt_ood, "population_", None)
-
-
-def required(population):
-    """``population``, or the :class:`ConfigError` naming the fix when a ``population`` fallback has none."""
-    if population is None:
-        raise ConfigError("the population trust fallback needs a model trained with a population model "
-                          "(trust.prompt_ood.population, on by default for assessor=latent); retrain, or set "
-                          "trust.posterior.ood_fallback=reference_only")
-    return population
+POLICY_KEYS = THRESHOLDS + ("fallback_kind", "fallback_flags", "fallback_slope_sd", "ood_fallback", "ood_auc_bands",
+                            "ood_accuracy_bands")
 
 
 class PosteriorTrustPolicy:
@@ -90,6 +61,8 @@ class PosteriorTrustPolicy:
         (chosen with ``ood_fallback`` by ``train.py``; see :func:`~assessors.trust.fallbacks.served_auc_band`).
     C, prior_sd : float
         The reference-only regression's inverse regularisation; the offset prior of the others.
+    fallback_slope_sd : float
+        The recalibrated fallback's slope prior (:class:`~assessors.trust.fallbacks.RecalibratedPredictor`).
     prompt_ood : PromptOOD, optional
         Fitted prompt-side signal (off without one).
     source : str
@@ -102,7 +75,8 @@ class PosteriorTrustPolicy:
                  fallback_flags: Sequence[str] | None = None, fallback_kind: str = RECALIBRATED_NAME,
                  ood_fallback: str = FALLBACK_NAME, ood_auc_bands: Mapping | None = None,
                  ood_accuracy_bands: Mapping | None = None, C: float = 1.0, prior_sd: float = 3.0,
-                 prompt_ood=None, source: str = STATED_DEFAULTS, **report_options):
+                 fallback_slope_sd: float = DEFAULT_SLOPE_SD, prompt_ood=None, source: str = STATED_DEFAULTS,
+                 **report_options):
         allowed = set(OPTIONS) - set(_GIVEN)
         unknown = sorted(set(report_options) - allowed)
         if unknown:
@@ -115,11 +89,10 @@ class PosteriorTrustPolicy:
         if prompt_ood is not None and not callable(getattr(prompt_ood, "share", None)):
             raise ConfigError(f"posterior trust report: prompt_ood must be a fitted PromptOOD, or null/false to turn the "
                               f"prompt-side signal off; got {prompt_ood!r}")
-        for kind in (fallback_kind, ood_fallback):
-            if kind not in FALLBACKS:
-                raise ConfigError(f"unknown trust fallback {kind!r}; choose one of {list(FALLBACKS)}")
-        if fallback_kind == POPULATION_NAME or (ood_fallback == POPULATION_NAME and prompt_ood is not None):
-            required(fitted_population(prompt_ood))  # without a prompt-side signal the OOD fallback never applies
+        population = fitted_population(prompt_ood)
+        check_fallback(fallback_kind, population)
+        # without a prompt-side signal the OOD fallback never applies
+        check_fallback(ood_fallback, population if prompt_ood is not None else True)
         self.fallback = bool(fallback)
         self.fallback_on = tuple(fallback_on)
         self.fallback_flags = None if fallback_flags is None else tuple(fallback_flags)
@@ -129,6 +102,7 @@ class PosteriorTrustPolicy:
         self.ood_accuracy_bands = check_bands(ood_accuracy_bands, FALLBACKS, "ood_accuracy_bands", lowest=-1.0)
         self.C = float(C)
         self.prior_sd = float(prior_sd)
+        self.fallback_slope_sd = float(fallback_slope_sd)
         self.prompt_ood = prompt_ood
         self.source = str(source)
         self.report_options = report_options
@@ -140,7 +114,7 @@ class PosteriorTrustPolicy:
         flags = None if self.fallback_flags is None else list(self.fallback_flags)
         ood = None if self.prompt_ood is None else self.prompt_ood.summary()
         return {"source": self.source, **out, "fallback_kind": self.fallback_kind, "fallback_flags": flags,
-                "ood_fallback": self.ood_fallback, "ood_auc_bands": self.ood_auc_bands,
+                "fallback_slope_sd": self.fallback_slope_sd, "ood_fallback": self.ood_fallback, "ood_auc_bands": self.ood_auc_bands,
                 "ood_accuracy_bands": self.ood_accuracy_bands, "prompt_ood": ood}
 
     def choose(self, rep) -> str | None:
@@ -168,7 +142,7 @@ class PosteriorTrustPolicy:
         predictor = None
         if self.fallback and kind is not None and np.isfinite(y).any():
             predictor = fallback_predictor(kind, assessor, X_answered, y, C=self.C, prior_sd=self.prior_sd,
-                                           population=fitted_population(self.prompt_ood))
+                                           population=fitted_population(self.prompt_ood), slope_sd=self.fallback_slope_sd)
         out = rep.to_dict()
         out["version"] = 2
         served = self.served(rep, predictor, X_target, X_answered, y)

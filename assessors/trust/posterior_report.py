@@ -65,9 +65,7 @@ class PosteriorTrust:
         return "ok"
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["message"] = self.message
-        return {k: (float(v) if isinstance(v, np.floating) else v) for k, v in d.items()}
+        return {**asdict(self), "message": self.message}
 
 
 def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, level: float = 0.9,

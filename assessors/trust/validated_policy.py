@@ -12,7 +12,10 @@ described by its reference answers) and what happened there, and chooses, in thi
    failure, and on LLMs whose loss no fallback lowers by ``min_loss_gain``, is muted (a note); ``max_width``
    is raised while its ``uncertain`` verdicts fall on ``min_triggered`` or more LLMs and on no failure
    (a warning that only fires on LLMs that did well, and changes nothing when acted on, gets ignored);
-4. which flags trigger which fallback: the lowest mean loss (Brier) over the validation LLMs.
+4. the recalibrated fallback's slope prior ``slope_sd``: the lowest mean loss (Brier) over every validation
+   LLM, each recalibrated on its reference answers (how much of the model's spread this population's answers
+   bear out), unless it beats the stated default by less than ``min_loss_gain``;
+5. which flags trigger which fallback: the lowest mean loss over the validation LLMs.
 
 Where the validation LLMs cannot decide, the stated default is kept and ``chosen_by_`` says so.
 ``options()`` are :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`'s keyword arguments;
@@ -29,6 +32,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import DataError
+from assessors.trust.fallbacks import RECALIBRATED_NAME, SLOPE_SDS
 from assessors.trust.posterior_policy import PosteriorTrustPolicy
 from assessors.trust.posterior_report import OK, OPTIONS, OUT, OUT_FLAGS, UNCERTAIN, judge
 
@@ -60,6 +64,8 @@ class ValidatedTrustPolicy(BaseEstimator):
         Largest share of flagged validation LLMs that did not fail.
     fallbacks : sequence of str
         Candidate fallbacks (keys of the ``losses`` given to :meth:`fit`).
+    slope_sds : sequence of float
+        Candidate slope priors of the recalibrated fallback (``losses`` keys ``recalibrated@<sd>``).
     min_failures, min_triggered : int
         Validation failures / triggered validation LLMs needed to choose on them.
     quiet_flags : bool
@@ -68,13 +74,14 @@ class ValidatedTrustPolicy(BaseEstimator):
         Mean loss gain of a fallback on a flag's validation LLMs that keeps the flag from the quiet rule.
     stated_defaults : mapping
         Used where the validation LLMs cannot decide: ``misfit_alpha``, ``range_margin``,
-        ``max_width``, ``fallback`` and ``fallback_flags`` (a key of :data:`FLAG_SETS`).
+        ``max_width``, ``fallback``, ``fallback_flags`` (a key of :data:`FLAG_SETS`) and ``slope_sd``.
     """
 
     def __init__(self, level: float = 0.9, band_scales: Sequence[float] = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0),
                  misfit_alphas: Sequence[float] = (0.001, 0.01, 0.05), range_margins: Sequence[float] = (0.02, 0.05, 0.1),
                  max_widths: Sequence[float] = (0.15, 0.2, 0.3), max_false_alarms: float = 0.2,
-                 fallbacks: Sequence[str] = ("releveled", "reference_only"), min_failures: int = 3,
+                 fallbacks: Sequence[str] = ("releveled", "reference_only"), slope_sds: Sequence[float] = SLOPE_SDS,
+                 min_failures: int = 3,
                  min_triggered: int = 2, quiet_flags: bool = True, min_loss_gain: float = 0.005,
                  stated_defaults: Mapping | None = None):
         self.level = level
@@ -84,6 +91,7 @@ class ValidatedTrustPolicy(BaseEstimator):
         self.max_widths = max_widths
         self.max_false_alarms = max_false_alarms
         self.fallbacks = fallbacks
+        self.slope_sds = slope_sds
         self.min_failures = min_failures
         self.min_triggered = min_triggered
         self.quiet_flags = quiet_flags
@@ -95,7 +103,7 @@ class ValidatedTrustPolicy(BaseEstimator):
         d = {k: OPTIONS[k] for k in ("misfit_alpha", "range_margin", "max_width")}
         serving = PosteriorTrustPolicy()
         flags = {v: k for k, v in FLAG_SETS.items()}[serving.fallback_flags]
-        d.update(fallback=serving.fallback_kind, fallback_flags=flags)
+        d.update(fallback=serving.fallback_kind, fallback_flags=flags, slope_sd=serving.fallback_slope_sd)
         d.update(dict(self.stated_defaults or {}))
         return d
 
@@ -109,7 +117,8 @@ class ValidatedTrustPolicy(BaseEstimator):
         realised_accuracy, auc_latent, auc_reference : ndarray of shape (k,)
             What happened on the validation prompts (latent and reference-only AUC; NaN if undefined).
         losses : mapping str -> ndarray of shape (k,)
-            Per-LLM loss (lower is better) of ``latent`` (no fallback) and each candidate fallback.
+            Per-LLM loss (lower is better) of ``latent`` (no fallback), each candidate fallback and
+            ``recalibrated@<sd>`` for each of ``slope_sds``.
         """
         acc, a_lat, a_ref = (np.asarray(v, dtype=np.float64) for v in (realised_accuracy, auc_latent, auc_reference))
         if not (len(reports) == len(acc) == len(a_lat) == len(a_ref)) or "latent" not in losses:
@@ -120,6 +129,7 @@ class ValidatedTrustPolicy(BaseEstimator):
         self._fit_bands(reports, acc, a_lat)
         ranking_failed = np.nan_to_num(a_lat, nan=1.0) < np.nan_to_num(a_ref, nan=0.0)
         fail = self._fit_thresholds(reports, acc, ranking_failed, d)
+        losses = self._fit_slope(losses, d)
         if self.quiet_flags:
             self._fit_quiet(reports, fail, losses)
         self._fit_fallback(reports, losses, d)
@@ -214,6 +224,24 @@ class ValidatedTrustPolicy(BaseEstimator):
                                             f"on >= {self.min_triggered} validation LLMs, none of them a failure")
             self.thresholds_ = {**self.thresholds_, "max_width": width}
 
+    def _fit_slope(self, losses, d) -> dict:
+        """``slope_sd_`` (step 4); returns ``losses`` with ``recalibrated`` the loss under it."""
+        key = lambda sd: f"{RECALIBRATED_NAME}@{float(sd):g}"  # noqa: E731
+        sds = list(dict.fromkeys(float(v) for v in (d["slope_sd"], *self.slope_sds)))
+        missing = [key(v) for v in sds if key(v) not in losses]
+        if missing:
+            raise DataError(f"ValidatedTrustPolicy.fit: no losses {missing}; score the validation LLMs with "
+                            f"llm_outcomes(..., slope_sds=...) covering slope_sds and stated_defaults.slope_sd")
+        loss = {v: np.asarray(losses[key(v)], dtype=np.float64) for v in sds}
+        mean = {v: float(np.nanmean(x)) if np.isfinite(x).any() else np.inf for v, x in loss.items()}
+        self.slope_losses_ = {key(v): m for v, m in mean.items()}
+        n, best = int(np.isfinite(loss[sds[0]]).sum()), min(sds, key=mean.get)
+        self.slope_sd_, self.chosen_by_["slope_sd"] = best, f"lowest mean loss over {n} validation LLMs"
+        if n < self.min_triggered or not mean[sds[0]] - mean[best] >= self.min_loss_gain:
+            self.slope_sd_ = sds[0]  # too few LLMs, or no prior lowers their loss by min_loss_gain: the cautious default
+            self.chosen_by_["slope_sd"] = f"default (on {n} validation LLMs no prior lowers the mean loss by {self.min_loss_gain})"
+        return {**losses, RECALIBRATED_NAME: loss[self.slope_sd_]}
+
     def _fit_fallback(self, reports, losses, d) -> None:
         judged = [self._judge(r, **self.thresholds_) for r in reports]
         out = np.array([j.verdict == OUT for j in judged])
@@ -241,13 +269,15 @@ class ValidatedTrustPolicy(BaseEstimator):
         check_is_fitted(self, "fallback_")
         fs = FLAG_SETS[self.fallback_flags_]
         return {**self.thresholds_, "band_scale": self.band_scale_, "auc_band_scale": self.auc_band_scale_,
-                "muted_flags": list(self.muted_flags_), "fallback_kind": self.fallback_, "fallback_flags": None if fs is None else list(fs)}
+                "muted_flags": list(self.muted_flags_), "fallback_kind": self.fallback_,
+                "fallback_flags": None if fs is None else list(fs), "fallback_slope_sd": self.slope_sd_}
 
     def record(self) -> dict:
         """What a trained model stores (JSON-safe): ``source``, ``options``, ``chosen_by``,
-        ``n_validation_llms`` and the validation counts and band coverage behind the choice."""
+        ``n_validation_llms`` and the validation counts, band coverage and slope priors' losses behind the choice."""
         check_is_fitted(self, "fallback_")
         cov = {k: (float(v) if np.isfinite(v) else None) for k, v in self.coverage_.items()}
         return {"source": f"validated on {self.n_val_} validation LLMs", "options": self.options(),
                 "chosen_by": dict(self.chosen_by_), "n_validation_llms": int(self.n_val_),
-                "n_failures": int(self.n_failures_), "n_out_of_population": int(self.n_triggered_), "coverage": cov}
+                "n_failures": int(self.n_failures_), "n_out_of_population": int(self.n_triggered_), "coverage": cov,
+                "slope_losses": {k: (v if np.isfinite(v) else None) for k, v in self.slope_losses_.items()}}

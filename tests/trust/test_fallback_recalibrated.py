@@ -46,7 +46,7 @@ def test_weakly_ranked_llms_are_better_calibrated(sim):
     for k in d["new"][:12]:
         idx = np.sort(rng.choice(d["pool"], 100, replace=False))
         rel = ReleveledPredictor(model, d["X"][idx], np.zeros(len(idx)))  # only for the model's logits
-        z = np.log(rel(d["X"])) - np.log1p(-rel(d["X"])) - rel.offset_
+        z = rel.logit(d["X"])
         S = (rng.random(len(z)) < sigmoid(z / 3.0 + 0.5)).astype(float)
         y = S[idx]
         s = S[d["target"]]
@@ -68,3 +68,25 @@ def test_policy_builds_it_and_its_auc_band_is_the_models(sim):
     pred = fallback_predictor("recalibrated", model, d["X"][idx], y)
     assert isinstance(pred, RecalibratedPredictor) and pred.name == "recalibrated"
     assert served_auc_band([0.6, 0.7], (), "recalibrated", "reference_only", None) == ([0.6, 0.7], "posterior")
+
+
+@pytest.mark.parametrize(("slope", "chosen"), [(1.0, 1.0), (1 / 3, 0.1)])
+def test_slope_prior_follows_the_population(sim, slope, chosen):
+    """Validation LLMs that follow the model's full spread choose a wide slope prior; LLMs that follow it only
+    weakly keep the cautious default (no wider prior lowers their Brier score)."""
+    from assessors.trust.posterior_eval import fit_validated, llm_outcome
+    from assessors.trust.validated_policy import ValidatedTrustPolicy
+
+    model, d = sim
+    rng = np.random.default_rng(11)
+    reps, outs = [], []
+    for k in d["new"][:10]:
+        idx = np.sort(rng.choice(d["pool"], 100, replace=False))
+        z = ReleveledPredictor(model, d["X"][idx], np.zeros(len(idx))).logit(d["X"])  # the model's logits
+        S = (rng.random(len(z)) < sigmoid(slope * z + 0.5)).astype(float)
+        rep, out = llm_outcome(model, d["X"][idx], S[idx], d["X"][d["target"]], S[d["target"]], llm=str(k))
+        reps.append(rep)
+        outs.append(out)
+    pol = fit_validated(ValidatedTrustPolicy(fallbacks=("releveled", "recalibrated")), reps, outs)
+    assert pol.slope_sd_ == chosen, pol.slope_losses_
+    assert pol.slope_losses_[f"recalibrated@{chosen:g}"] - min(pol.slope_losses_.values()) < pol.min_loss_gain

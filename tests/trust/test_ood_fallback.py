@@ -60,9 +60,9 @@ def test_one_group_or_no_validation_llm_keeps_the_stated_default():
 
 def test_unknown_candidates_and_a_missing_population_model_are_clear_errors():
     X, groups, S_tr, S_val = _world(True, n=120)
-    with pytest.raises(ConfigError, match="unknown fallback"):
+    with pytest.raises(ConfigError, match="unknown trust fallback"):
         OODFallbackValidation(candidates=["magic"]).fit(_latent, None, X, S_tr, S_val, groups)
-    with pytest.raises(ConfigError, match="needs a population model"):
+    with pytest.raises(ConfigError, match="needs a model trained with a population model"):
         OODFallbackValidation().fit(_latent, None, X, S_tr, S_val, groups)
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from assessors.irt_math import sigmoid
 from assessors.metrics import auc
-from assessors.trust.fallbacks import ReleveledPredictor, fit_offset
+from assessors.trust.fallbacks import ReleveledPredictor, fit_slope_offset
 from tests.latent_sim import fit_simulated
 
 
@@ -16,13 +16,13 @@ def test_offset_is_recovered(delta):
     rng = np.random.default_rng(int(delta * 10) + 50)
     z = rng.normal(0, 1.5, 4000)
     y = (rng.random(len(z)) < sigmoid(z + delta)).astype(float)
-    assert fit_offset(z, y, prior_sd=10.0) == pytest.approx(delta, abs=0.15)
+    assert fit_slope_offset(z, y, prior_sd=10.0)[1] == pytest.approx(delta, abs=0.15)
 
 
 def test_prior_shrinks_the_offset_with_few_answers():
     z = np.zeros(5)
     y = np.ones(5)  # all right: the unpenalised offset is infinite
-    d = fit_offset(z, y, prior_sd=1.0)
+    d = fit_slope_offset(z, y, prior_sd=1.0)[1]
     assert 0 < d < 3 and np.isfinite(d)
 
 

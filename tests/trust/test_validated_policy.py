@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from assessors.errors import DataError
+from assessors.trust.fallbacks import SLOPE_SDS
 from assessors.trust.posterior_report import OK, OUT, PosteriorTrust, judge
 from assessors.trust.validated_policy import ValidatedTrustPolicy
 
@@ -17,8 +18,9 @@ def _rep(acc=0.5, half=0.05, ppp=0.5, rng=(0.2, 0.8), auc=0.7):
                                 accuracy_range_training=rng, mahalanobis=1.0, mahalanobis_max_training=3.0))
 
 
-def _losses(k, latent=0.2, releveled=0.2, reference_only=0.25):
-    return {"latent": np.full(k, latent), "releveled": np.full(k, releveled), "reference_only": np.full(k, reference_only)}
+def _losses(k, latent=0.2, releveled=0.2, reference_only=0.25, recalibrated=(0.3, 0.3, 0.3, 0.3)):
+    return {"latent": np.full(k, latent), "releveled": np.full(k, releveled), "reference_only": np.full(k, reference_only),
+            **{f"recalibrated@{sd:g}": np.full(k, v) for sd, v in zip(SLOPE_SDS, recalibrated)}}
 
 
 def test_band_is_widened_until_it_covers():
@@ -114,6 +116,25 @@ def test_serving_defaults_are_the_stated_defaults_of_the_validated_policy():
     serving = PosteriorTrustPolicy()
     assert serving.fallback_kind == d["fallback"]
     assert serving.fallback_flags == FLAG_SETS[d["fallback_flags"]]
+    assert serving.fallback_slope_sd == d["slope_sd"] == pol.slope_sds[0]
+
+
+@pytest.mark.parametrize(("recalibrated", "k", "chosen", "why"), [
+    ((0.20, 0.18, 0.15, 0.16), 10, 1.0, "lowest mean loss"),        # the population bears out the model's spread
+    ((0.20, 0.198, 0.197, 0.199), 10, 0.1, "default"),              # gains below min_loss_gain: the cautious default
+    ((0.20, 0.18, 0.15, 0.16), 1, 0.1, "on 1 validation LLMs"),     # one validation LLM cannot decide
+])
+def test_slope_prior_is_chosen_on_every_validation_llm(recalibrated, k, chosen, why):
+    pol = ValidatedTrustPolicy(fallbacks=("releveled", "recalibrated")).fit(
+        [_rep() for _ in range(k)], np.full(k, 0.5), np.full(k, 0.7), np.full(k, 0.6), _losses(k, recalibrated=recalibrated))
+    assert pol.slope_sd_ == chosen and pol.options()["fallback_slope_sd"] == chosen and why in pol.chosen_by_["slope_sd"]
+    assert pol.slope_losses_["recalibrated@1"] == pytest.approx(recalibrated[2])
+
+
+def test_slope_priors_without_losses_name_the_fix():
+    losses = {k: v for k, v in _losses(3).items() if k != "recalibrated@3"}
+    with pytest.raises(DataError, match=r"recalibrated@3.*slope_sds"):
+        ValidatedTrustPolicy().fit([_rep()] * 3, np.full(3, 0.5), np.full(3, 0.7), np.full(3, 0.6), losses)
 
 
 def test_verdict_scores_count_failures_flags_and_the_fallbacks_auc():
