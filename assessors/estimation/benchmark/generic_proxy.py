@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from assessors.estimation.benchmark.proxy import ItemProxy
+from assessors.estimation.benchmark.split_trees import split_trees
 
 
 class GenericAssessorProxy(ItemProxy):
@@ -68,11 +69,16 @@ class GenericAssessorProxy(ItemProxy):
         self.train_llms_, self.train_items_ = rows, items
         core = np.searchsorted(items, self.core_index_)
         self.model_ = clone(self.assessor).fit(self.X_[items], S[np.ix_(rows, items)], core)
+        self.trees_ = split_trees(self.model_, self.X_, S[rows[:4]][:, self.core_index_])
         return self
 
     def predict(self, core_success):
         R = np.atleast_2d(np.asarray(core_success, dtype=np.float32))
-        return np.clip(np.asarray(self.model_.predict_proba(self.X_, R), dtype=np.float64), 0.0, 1.0)
+        if self.trees_ is not None:  # the same probabilities without building k x n_items rows
+            P = self.trees_.predict(self.model_._fill(R))
+        else:
+            P = self.model_.predict_proba(self.X_, R)
+        return np.clip(np.asarray(P, dtype=np.float64), 0.0, 1.0)
 
 
 def _patterns(S: np.ndarray, dims: int | None) -> np.ndarray:
