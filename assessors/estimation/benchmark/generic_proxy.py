@@ -30,6 +30,10 @@ class GenericAssessorProxy(ItemProxy):
     min_llms : int
         Lower bound on the subsampled source LLMs.
     seed : int
+    factorised : bool
+        Predict an XGBoost assessor's every (target, item) pair by one product over its trees'
+        leaves (:mod:`~assessors.estimation.benchmark.split_trees`): the classifier's own numbers
+        without building the ``k x n_items`` rows. False (or another classifier) predicts row by row.
     """
 
     def __sklearn_tags__(self):  # the generic assessor drops NaN labels and fills NaN reference cells
@@ -38,12 +42,13 @@ class GenericAssessorProxy(ItemProxy):
         return tags
 
     def __init__(self, assessor=None, max_pairs: int | None = None, pattern_dims: int | None = None,
-                 min_llms: int = 16, seed: int = 0):
+                 min_llms: int = 16, seed: int = 0, factorised: bool = True):
         self.assessor = assessor
         self.max_pairs = max_pairs
         self.pattern_dims = pattern_dims
         self.min_llms = min_llms
         self.seed = seed
+        self.factorised = factorised
 
     def fit(self, source_success, features, core_index):
         from sklearn.base import clone
@@ -69,7 +74,7 @@ class GenericAssessorProxy(ItemProxy):
         self.train_llms_, self.train_items_ = rows, items
         core = np.searchsorted(items, self.core_index_)
         self.model_ = clone(self.assessor).fit(self.X_[items], S[np.ix_(rows, items)], core)
-        self.trees_ = split_trees(self.model_, self.X_, S[rows[:4]][:, self.core_index_])
+        self.trees_ = split_trees(self.model_, self.X_, S[rows[:4]][:, self.core_index_]) if self.factorised else None
         return self
 
     def predict(self, core_success):
