@@ -31,7 +31,7 @@ class SplitTrees:
 
     Parameters
     ----------
-    item_ind : ndarray of shape (n_items, n_leaves), float32
+    item_ind : ndarray of shape (n_leaves, n_items), float32
         1 where the item satisfies every item-column split on the leaf's path.
     ref_cond : tuple of arrays, each of shape (n_ref_conditions,)
         ``(leaf, column, threshold, goes_yes, missing_yes)`` of the reference-column splits.
@@ -49,8 +49,8 @@ class SplitTrees:
 
     def margin(self, ref: np.ndarray) -> np.ndarray:
         """Margins (k, n_items) of ``k`` targets with filled reference vectors ``ref`` (k, n_ref)."""
-        J = _indicator(np.asarray(ref, dtype=np.float32), *self.ref_cond, n_leaves=self.values.size)
-        return (J * self.values[None, :].astype(np.float32)) @ self.item_ind.T + np.float32(self.base)
+        J = _indicator(np.asarray(ref, dtype=np.float32), *self.ref_cond, n_leaves=self.values.size).T
+        return (J * self.values[None, :].astype(np.float32)) @ self.item_ind + np.float32(self.base)
 
     def predict(self, ref: np.ndarray) -> np.ndarray:
         """P(success) of shape (k, n_items) for filled reference vectors ``ref`` (k, n_ref)."""
@@ -131,14 +131,27 @@ def _leaf_paths(df) -> tuple[np.ndarray, tuple] | None:
 
 
 def _indicator(Z: np.ndarray, leaf, col, thr, goes_yes, miss_yes, n_leaves: int) -> np.ndarray:
-    """(n, n_leaves) float32: 1 where row ``Z[i]`` passes every condition of the leaf (XGBoost's rule:
+    """(n_leaves, n) float32: 1 where row ``Z[i]`` passes every condition of the leaf (XGBoost's rule:
     ``x < threshold`` goes to ``Yes``, a missing ``x`` to the node's ``Missing`` branch)."""
-    out = np.ones((Z.shape[0], n_leaves), dtype=bool)
-    if leaf.size:
-        x = Z[:, col]
-        yes = np.where(np.isnan(x), miss_yes[None, :], x < thr.astype(np.float32)[None, :])
-        ok = yes == goes_yes[None, :]
-        order = np.argsort(leaf, kind="stable")
-        lv, starts = np.unique(leaf[order], return_index=True)
-        out[:, lv] = np.logical_and.reduceat(ok[:, order], starts, axis=1)
+    n = Z.shape[0]
+    if not leaf.size:
+        return np.ones((n_leaves, n), dtype=np.float32)
+    order = np.argsort(leaf, kind="stable")
+    leaf, col, thr, goes_yes, miss_yes = leaf[order], col[order], thr[order], goes_yes[order], miss_yes[order]
+    # a node lies on the path of every leaf below it: test each distinct split once
+    nodes, node = np.unique(np.column_stack([col, thr, miss_yes]), axis=0, return_inverse=True)
+    x = np.ascontiguousarray(Z.T)[nodes[:, 0].astype(int)]  # (n_nodes, n)
+    yes = x < nodes[:, 1].astype(np.float32)[:, None]
+    nan = np.isnan(x)
+    if nan.any():
+        yes = np.where(nan, nodes[:, 2].astype(bool)[:, None], yes)
+    # rows: each condition's outcome, then an all-true row that pads leaves with shorter paths
+    ok = np.vstack([yes[node.ravel()] == goes_yes[:, None], np.ones((1, n), dtype=bool)])
+    _, starts, counts = np.unique(leaf, return_index=True, return_counts=True)
+    pos = np.arange(leaf.size) - np.repeat(starts, counts)  # a condition's place on its leaf's path
+    idx = np.full((n_leaves, pos.max() + 1), leaf.size)
+    idx[leaf, pos] = np.arange(leaf.size)
+    out = ok[idx[:, 0]]
+    for j in range(1, idx.shape[1]):  # at most the tree depth: an AND of whole rows
+        out &= ok[idx[:, j]]
     return out.astype(np.float32)
