@@ -1,8 +1,9 @@
 """Per-trial time and error of each benchmark estimator on the real score matrices; prints JSON.
 
 A trial = fit on the source LLMs + estimate for all target LLMs, one split, one core size.
-Per-source-split work (IRT fits, item correlations) is cached, so the first size of a split pays
-for it; we time both the first (cold) and the later sizes (warm) to give the cache effect, and
+Per-source-split work (IRT fits, item correlations) is cached and shared by the methods and sizes of
+one (split, trial), as in a harness worker, so the first size of a split pays for it (and p-IRT for
+the IRT fit gp-IRT reuses); we time both the first (cold) and the later sizes (warm), and
 report each method's error (EG: mean absolute error in accuracy points over targets, trials, sizes)
 and, for methods with intervals, their coverage of the true accuracy.
 
@@ -27,10 +28,10 @@ import yaml
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from sklearn.base import clone
-from threadpoolctl import threadpool_limits
 
 from assessors.estimation import harness
 from assessors.estimation.benchmark import base
+from assessors.threads import thread_limits
 
 
 def _variants(specs: list[str], ests: dict) -> dict:
@@ -75,32 +76,39 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     splits = args.splits.split(",")
     out = {"trials": args.trials, "sizes": sizes, "splits": splits, "load": os.getloadavg()[0], "per_benchmark": {}}
-    with threadpool_limits(1):
+    with thread_limits(1):  # BLAS, OpenMP and torch: one thread each, as each harness worker
         for name, c in bench.items():
             res = instantiate(c)
             S = res.success.astype(np.float64)
             acc = np.nanmean(S, 1)
-            row = {"shape": list(S.shape)}
-            for m, proto in ests.items():
-                cold, warm, err, cover = [], [], [], []
-                for split in splits:
-                    for t in range(args.trials):
-                        base._CACHE.clear()
-                        src, tgt = harness.model_split(acc, split, t)
+            times = {m: ([], []) for m in ests}  # (cold, warm) seconds per method
+            err = {m: [] for m in ests}
+            cover = {m: [] for m in ests}
+            for split in splits:
+                for t in range(args.trials):
+                    # as in a harness worker: the methods and sizes of one (split, trial) share the
+                    # per-source-split cache, so the first method to need a fit (p-IRT before gp-IRT)
+                    # pays for it
+                    base._CACHE.clear()
+                    src, tgt = harness.model_split(acc, split, t)
+                    for m, proto in ests.items():
                         for k, size in enumerate(s for s in sizes if s < S.shape[1]):
                             est = clone(proto).set_params(core_size=size, seed=t)
                             core = np.sort(np.random.default_rng(t).choice(S.shape[1], size, replace=False))
                             t0 = time.perf_counter()
                             est.fit(S[src], core_index=None if est.selects_core else core)
                             out_ = est.estimate(S[tgt][:, est.core_index_])
-                            (cold if k == 0 else warm).append(time.perf_counter() - t0)
-                            err.append(np.abs(out_.point - acc[tgt]).mean() * 100)
+                            times[m][k > 0].append(time.perf_counter() - t0)
+                            err[m].append(np.abs(out_.point - acc[tgt]).mean() * 100)
                             if out_.ci_low is not None:
-                                cover += list((out_.ci_low <= acc[tgt]) & (acc[tgt] <= out_.ci_high))
+                                cover[m] += list((out_.ci_low <= acc[tgt]) & (acc[tgt] <= out_.ci_high))
+            row = {"shape": list(S.shape)}
+            for m in ests:
+                (cold, warm), e, cv = times[m], err[m], cover[m]
                 row[m] = {"cold_s": round(float(np.mean(cold)), 4),
                           "warm_s": round(float(np.mean(warm)), 4) if warm else None,
-                          "eg": round(float(np.mean(err)), 3), "eg_se": round(float(np.std(err) / np.sqrt(len(err))), 3),
-                          "coverage": round(float(np.mean(cover)), 3) if cover else None, "n_intervals": len(cover)}
+                          "eg": round(float(np.mean(e)), 3), "eg_se": round(float(np.std(e) / np.sqrt(len(e))), 3),
+                          "coverage": round(float(np.mean(cv)), 3) if cv else None, "n_intervals": len(cv)}
             out["per_benchmark"][name] = row
             print(json.dumps({name: row}), flush=True)
     # projected full harness: 2 splits x 4 sizes x 100 trials; interpolation has a new source
@@ -113,6 +121,9 @@ def main() -> None:
             tot += 100 * (c + 3 * w) + (c + 399 * w)
         proj[m] = round(tot, 1)
     out["projected_full_harness_s_4_sizes_100_trials"] = proj
+    # mean seconds per fit over that harness's fits (2 splits x 4 sizes x 100 trials per benchmark)
+    out["mean_s_per_fit"] = {m: round(v / (800 * len(out["per_benchmark"])), 3) for m, v in proj.items()}
+    out["load_end"] = os.getloadavg()[0]
     out["projected_total_s"] = round(sum(proj.values()), 1)
     print(json.dumps(out, indent=1))
 

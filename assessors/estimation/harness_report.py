@@ -1,11 +1,14 @@
 """Tables, plots and the Markdown report of the benchmark-prediction harness."""
 from __future__ import annotations
 
+import logging
 from typing import Mapping
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
+
+log = logging.getLogger(__name__)
 
 
 def eg_table(records: pd.DataFrame) -> pd.DataFrame:
@@ -80,6 +83,13 @@ def timing_table(records: pd.DataFrame) -> pd.DataFrame:
     return tab.sort_values("total_s", ascending=False).round(4)
 
 
+def fewer_trials(records: pd.DataFrame) -> pd.Series:
+    """Methods run on fewer (benchmark, split, trial) units than the most-run method: name -> how many
+    they ran (empty when every method ran on all of them)."""
+    units = records[["method", "benchmark", "split", "trial"]].drop_duplicates().groupby("method").size()
+    return units[units < units.max()].sort_values()
+
+
 def _plots(eg, cov, joined, sizes):
     import matplotlib
 
@@ -150,9 +160,16 @@ def report(records: pd.DataFrame, sim: pd.DataFrame, run_, wall_seconds: float, 
     run_.log_metrics(metrics)
     md = ["# Benchmark prediction: estimation gap (EG) and reduction vs Random-Sampling (EGR)", "",
           f"Benchmarks: {', '.join(sorted(records['benchmark'].unique()))}. Sizes: {sizes}. "
-          f"Trials: {int(records['trial'].max()) + 1} (max). Wall time: {wall_seconds:.0f} s.", "",
-          f"## Averaged over benchmarks, n = {main} (EG in accuracy points, EGR in %)", "",
-          pt.to_markdown(), ""]
+          f"Trials: {int(records['trial'].max()) + 1} (max). Wall time: {wall_seconds:.0f} s.", ""]
+    few = fewer_trials(records)
+    if not few.empty:  # their figures rest on fewer trials than the others': never silently
+        n_all = len(records[["benchmark", "split", "trial"]].drop_duplicates())
+        line = ", ".join(f"{m} {n}" for m, n in few.items())
+        log.warning("benchmark prediction: methods run on fewer split-trials than the others (of %d): %s", n_all, line)
+        md += [f"**FEWER TRIALS: these methods ran on fewer of the {n_all} split-trials than the others, so their "
+               f"figures are noisier and not paired with every Random-Sampling trial: {line}.**", ""]
+    md += [f"## Averaged over benchmarks, n = {main} (EG in accuracy points, EGR in %)", "",
+           pt.to_markdown(), ""]
     anchors = paper_anchors
     if anchors:  # the paper's figures, from the configuration, printed beside ours
         table = pd.DataFrame.from_dict({m: dict(v) for m, v in anchors["table"].items()}, orient="index")

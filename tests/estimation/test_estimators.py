@@ -149,6 +149,17 @@ def test_irt_fits_are_shared_by_trials_on_one_source_split():
     assert a.irt_ is b.irt_ and a.lam_ == b.lam_  # one fit for the split, whatever the trial seed
     c = TinyBenchmarksIRT(core_size=10, seed=1, dims=2, irt_seed=None).fit(S[:30])
     assert c.irt_ is not a.irt_ and c.irt_.seed == 1
+    # p-IRT reuses gp-IRT's anchors (same fit, size and seed): the same core and weights, computed once
+    from assessors.estimation.benchmark import base
+
+    base._CACHE.clear()
+    gp = TinyBenchmarksIRT(core_size=10, seed=3, dims=2).fit(S[:30])
+    n_cached = len(base._CACHE)
+    p = TinyBenchmarksIRT(core_size=10, seed=3, dims=2, variant="pirt").fit(S[:30])
+    assert len(base._CACHE) == n_cached and p.core_index_ is gp.core_index_
+    np.testing.assert_array_equal(p.anchor_weights_, gp.anchor_weights_)
+    other = TinyBenchmarksIRT(core_size=10, seed=4, dims=2, variant="pirt").fit(S[:30])  # another k-means seed
+    assert len(base._CACHE) == n_cached + 1 and other.irt_ is gp.irt_
 
 
 def test_item_correlations_are_pearson_in_single_precision():

@@ -49,10 +49,14 @@ def test_run_with_recorder(monkeypatch):
                        "random_sampling_learn": {"_target_": f"{B}.random_sampling_learn.RandomSamplingLearn"},
                        "aipw": {"_target_": f"{B}.aipw.AIPW"}},
         "benchmark_prediction": {"splits": ["interpolation", "extrapolation"], "sizes": [20, 200], "trials": 3,
-                                 "main_size": 20, "target_fraction": 0.25, "benchmarks": {}, "progress": False}})
+                                 "main_size": 20, "target_fraction": 0.25, "benchmarks": {}, "progress": False,
+                                 "trials_per_method": {"aipw": 2}}})
     rec = Recorder()
     metrics = task.execute(cfg, rec)
     assert "report.md" in rec.texts and "EGR" in rec.texts["report.md"]
+    # a method on fewer trials is named in the report, with how many split-trials it ran (2 of 3 x 2 splits)
+    loud = [line for line in rec.texts["report.md"].splitlines() if line.startswith("**FEWER TRIALS")]
+    assert len(loud) == 1 and loud[0].endswith("aipw 4.**") and "of the 6 split-trials" in loud[0]
     table = rec.tables["tables/paper_table_n20.csv"].set_index("method")
     assert table.loc["random_sampling", "interpolation EGR"] == 0
     assert np.isfinite(table.loc["aipw", "extrapolation EG"])
@@ -61,7 +65,8 @@ def test_run_with_recorder(monkeypatch):
     assert (rec.tables["tables/records.csv"]["size"] == 20).all()  # 200 >= 150 items: skipped
     timing = rec.tables["tables/timing.csv"].set_index("method")
     assert set(timing.index) == {"random_sampling", "random_sampling_learn", "aipw"}
-    assert (timing["fits"] == 2 * 3).all() and (timing["total_s"] > 0).all()  # 2 splits x 3 trials, one size
+    assert timing["fits"].to_dict() == {"random_sampling": 6, "random_sampling_learn": 6, "aipw": 4}  # splits x trials
+    assert (timing["total_s"] > 0).all()
     assert timing["total_s"].is_monotonic_decreasing and "n=20" in timing
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from assessors.estimation.benchmark.proxy import ItemProxy
+from assessors.estimation.benchmark.split_trees import split_trees
 
 
 class GenericAssessorProxy(ItemProxy):
@@ -29,6 +30,10 @@ class GenericAssessorProxy(ItemProxy):
     min_llms : int
         Lower bound on the subsampled source LLMs.
     seed : int
+    factorised : bool
+        Predict an XGBoost assessor's every (target, item) pair by one product over its trees'
+        leaves (:mod:`~assessors.estimation.benchmark.split_trees`): the classifier's own numbers
+        without building the ``k x n_items`` rows. False (or another classifier) predicts row by row.
     """
 
     def __sklearn_tags__(self):  # the generic assessor drops NaN labels and fills NaN reference cells
@@ -37,12 +42,13 @@ class GenericAssessorProxy(ItemProxy):
         return tags
 
     def __init__(self, assessor=None, max_pairs: int | None = None, pattern_dims: int | None = None,
-                 min_llms: int = 16, seed: int = 0):
+                 min_llms: int = 16, seed: int = 0, factorised: bool = True):
         self.assessor = assessor
         self.max_pairs = max_pairs
         self.pattern_dims = pattern_dims
         self.min_llms = min_llms
         self.seed = seed
+        self.factorised = factorised
 
     def fit(self, source_success, features, core_index):
         from sklearn.base import clone
@@ -68,11 +74,16 @@ class GenericAssessorProxy(ItemProxy):
         self.train_llms_, self.train_items_ = rows, items
         core = np.searchsorted(items, self.core_index_)
         self.model_ = clone(self.assessor).fit(self.X_[items], S[np.ix_(rows, items)], core)
+        self.trees_ = split_trees(self.model_, self.X_, S[rows[:4]][:, self.core_index_]) if self.factorised else None
         return self
 
     def predict(self, core_success):
         R = np.atleast_2d(np.asarray(core_success, dtype=np.float32))
-        return np.clip(np.asarray(self.model_.predict_proba(self.X_, R), dtype=np.float64), 0.0, 1.0)
+        if self.trees_ is not None:  # the same probabilities without building k x n_items rows
+            P = self.trees_.predict(self.model_._fill(R))
+        else:
+            P = self.model_.predict_proba(self.X_, R)
+        return np.clip(np.asarray(P, dtype=np.float64), 0.0, 1.0)
 
 
 def _patterns(S: np.ndarray, dims: int | None) -> np.ndarray:

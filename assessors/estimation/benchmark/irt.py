@@ -22,7 +22,8 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
       as in the reference implementation.
 
     Both IRT fits depend only on the source split and ``irt_seed`` and are cached across core sizes
-    and, where trials share a source split (extrapolation), across trials.
+    and, where trials share a source split (extrapolation), across trials; the anchors (k-means, the
+    larger part of a fit once the IRT is cached) are cached too, so p-IRT and gp-IRT share them.
 
     Parameters
     ----------
@@ -51,17 +52,27 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
     def _irt_seed(self) -> int:
         return int(self.seed if self.irt_seed is None else self.irt_seed)
 
+    def _irt_key(self) -> tuple:
+        """What an IRT fit depends on besides its data."""
+        return (self.dims, tuple(sorted((self.irt_params or {}).items())), self._irt_seed())
+
     def _irt(self, S: np.ndarray, tag: str) -> MultidimIRT:
         params = dict(self.irt_params or {})
         seed = self._irt_seed()
-        key = (self.dims, tuple(sorted(params.items())), seed)
-        return cached(tag, S, key, lambda: MultidimIRT(dims=self.dims, seed=seed, **params).fit(S))
+        return cached(tag, S, self._irt_key(), lambda: MultidimIRT(dims=self.dims, seed=seed, **params).fit(S))
 
     def _select_core(self, S, features, rng):
         if self.variant not in ("gpirt", "pirt"):
             raise ConfigError(f"TinyBenchmarksIRT: variant must be 'gpirt' or 'pirt', got {self.variant!r}")
         self.irt_ = self._irt(S, "irt_full")
-        X = self.irt_.item_parameters()
+        # p-IRT and gp-IRT pick the same anchors (same fit, size and seed): computed once, for both
+        key = self._irt_key() + (int(self.core_size), int(self.seed))
+        core, self.anchor_weights_ = cached("irt_anchors", S, key, lambda: self._anchors(self.irt_.item_parameters()))
+        return core
+
+    def _anchors(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Anchor items (sorted positions) and their weights (cluster shares) from item parameters X
+        of shape (n_items, dims + 1)."""
         km = KMeans(n_clusters=self.core_size, n_init=1, random_state=int(self.seed)).fit(X)
         d2 = ((X[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1) if X.shape[0] * self.core_size < 5e6 \
             else None
@@ -75,8 +86,7 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
         core = np.unique(anchors)
         w = np.zeros(core.size)
         np.add.at(w, np.searchsorted(core, anchors), sizes)
-        self.anchor_weights_ = w / X.shape[0]
-        return core
+        return core, w / X.shape[0]
 
     def _fit(self, S, filled, features, rng):
         self.lam_ = 0.0
@@ -93,8 +103,7 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
             pred = irt.predict_success(th, unseen).mean(1)
             return float(np.abs(pred - np.nanmean(S[val][:, unseen], axis=1)).mean())
 
-        b = cached("gpirt_b", S, (self.dims, tuple(sorted((self.irt_params or {}).items())), self._irt_seed()),
-                   lam_error)
+        b = cached("gpirt_b", S, self._irt_key(), lam_error)
         v = np.nanvar(S, axis=1).mean() / (4 * self.core_index_.size)
         self.lam_ = b ** 2 / (v + b ** 2)
 
