@@ -148,8 +148,11 @@ def report(records: pd.DataFrame, sim: pd.DataFrame, run_, wall_seconds: float, 
         tables["tables/records.csv"] = records
     for path, df in tables.items():
         run_.log_table(df, path)
+    import matplotlib.pyplot as plt
+
     for path, fig in _plots(eg, cov, joined, sizes).items():
         run_.log_figure(fig, path)
+        plt.close(fig)  # a harness writes several reports in one process: keep their figures from piling up
     metrics = {"wall_seconds": wall_seconds}
     pt = paper_table(eg, main)
     for m, row in pt.iterrows():
