@@ -9,7 +9,7 @@ from hydra.utils import instantiate
 CONF = Path(__file__).resolve().parent.parent / "conf"
 # Groups whose options are components with a _target_ (experiment/hydra presets are not).
 COMPONENT_GROUPS = ["data", "split", "llm_split", "features", "selector", "classifier", "assessor", "tracking",
-                    "estimator", "router", "onboarding", "trust"]
+                    "estimator", "router", "onboarding", "trust", "task_calibration"]
 # Option files that hold keyword arguments for a function, not a component.
 OPTION_FILES = {"trust/report"}
 # Loaders read files when called; composing and resolving their target is the cheap check here

@@ -106,19 +106,22 @@ def require_enough(Y: np.ndarray, min_answers: int, task_ids: list[str], rows: R
                     f"least {int(min_answers)} known LLMs, or lower min_answers")
 
 
-def calibrate_model(model, X: np.ndarray, llm_rows: list[int], Y: np.ndarray, min_answers: int = 5):
+def calibrate_model(model, X: np.ndarray, llm_rows: list[int], Y: np.ndarray, min_answers: int = 5,
+                    calibration=None):
     """Calibrate the latent assessor of ``model`` (an :class:`~assessors.core.pyfunc.AssessorModel`) on the
     task's prompt features ``X`` (n, d) and the answers ``Y`` (k, n) of its known LLMs ``llm_rows`` (k,).
 
-    The known LLMs' abilities are their posterior from all their training answers when the model ships
-    it (``known_states``), else their training abilities. Returns the fitted
-    :class:`~assessors.core.task_calibration.TaskCalibration`.
+    ``calibration``: ``assessor, min_answers=... -> TaskCalibration`` (``conf/task_calibration/``'s
+    partial, built by the task layer); None: :class:`~assessors.core.task_calibration.TaskCalibration`'s
+    defaults. The known LLMs' abilities are their posterior from all their training answers when the
+    model ships it (``known_states``), else their training abilities. Returns the fitted calibration.
     """
-    from assessors.core.task_calibration import TaskCalibration
+    if calibration is None:
+        from assessors.core.task_calibration import TaskCalibration as calibration
 
     known = getattr(model, "known_states", None)
     theta = None if known is None else np.concatenate([known[i].theta for i in llm_rows], 1)
-    return TaskCalibration(model.assessor, min_answers=int(min_answers)).fit(X, Y, llm_rows, theta)
+    return calibration(model.assessor, min_answers=int(min_answers)).fit(X, Y, llm_rows, theta)
 
 
 def adapted_prompt_ood(prompt_ood, X_calibrated: np.ndarray):
@@ -148,13 +151,14 @@ def check_task(model, ids: list[str], texts: list[str], answers: pd.DataFrame, r
 
 def calibrate_and_log(model, ids: list[str], texts: list[str], X: np.ndarray, llm_rows: list[int], Y: np.ndarray,
                       tracker, min_answers: int = 5, source_uri: str | None = None,
-                      register_as: str | None = None) -> dict:
-    """Calibrate (:func:`calibrate_model`) and log (:func:`log_adapted`) a checked task (:func:`check_task`).
+                      register_as: str | None = None, calibration=None) -> dict:
+    """Calibrate (:func:`calibrate_model`, with ``calibration``) and log (:func:`log_adapted`) a checked
+    task (:func:`check_task`).
 
     Returns the summary: ``task_prompts``, ``calibration_llms``, the :meth:`TaskCalibration.report` counts,
     ``model_uri``, ``registered`` and ``items`` (the per-prompt table, also logged with the run).
     """
-    tc = calibrate_model(model, X, llm_rows, Y, min_answers)
+    tc = calibrate_model(model, X, llm_rows, Y, min_answers, calibration)
     items = pd.DataFrame({"instance_id": ids, "status": tc.status_, "n_answers": tc.n_answers_})
     summary = {"task_prompts": len(ids), "calibration_llms": len(llm_rows), **tc.report()}
     uri, registered = log_adapted(tracker, model, tc, X, texts, items, summary, source_uri, register_as)

@@ -120,3 +120,5 @@ class ServerSettings(_Cfg):
     known_llms: Any = Field(None, description="training LLMs to register by name: list, 'all' or null")
     default_cost: dict[str, float] = Field(default_factory=dict)
     trust: Optional[dict[str, Any]] = Field(None, description="Hydra node of a trust-report callable (reference -> dict)")
+    task_calibration: Optional[dict[str, Any]] = Field(None, description="Hydra node of POST /v1/tasks/calibrate's "
+                                                       "calibration (conf/task_calibration/); null: its class defaults")

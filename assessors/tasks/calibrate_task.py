@@ -8,24 +8,35 @@ model's item parameters on the task's prompts are calibrated against those LLMs'
 as a new pyfunc model (``register_as``: also a new version of that registered model). Output: the
 JSON summary (model URI, version, per-status counts) and, as run artifacts, each prompt's status.
 The checks, the calibration and the logging are :mod:`assessors.onboarding.task_onboarding`'s (shared
-with ``POST /v1/tasks/calibrate``).
+with ``POST /v1/tasks/calibrate``); how the model is calibrated is the ``task_calibration`` config group's
+(``conf/task_calibration/``), built by :func:`task_calibration`.
 """
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from assessors.data.columns import require_columns
 from assessors.data.loaders._common import read_csv
 from assessors.data.prompts import read_prompt_files
 from assessors.errors import ConfigError
 from assessors.onboarding.task_onboarding import Rows, calibrate_and_log, check_task
-from assessors.tasks.config import tracker_from_cfg
+from assessors.tasks.config import built, tracker_from_cfg
 from assessors.tasks.predict_common import report, tracking_uri_from_cfg
 
 log = logging.getLogger("assessors.predict")
+
+#: The default option of ``conf/task_calibration/``: what a config without that group calibrates with.
+DEFAULT_CALIBRATION = Path(__file__).resolve().parents[2] / "conf" / "task_calibration" / "default.yaml"
+
+
+def task_calibration(cfg: DictConfig):
+    """``cfg.task_calibration`` built: ``assessor -> TaskCalibration`` (a partial of the class its
+    ``_target_`` names); a config without that group (e.g. ``train.py``'s) gets ``DEFAULT_CALIBRATION``."""
+    node = cfg.get("task_calibration")
+    return built(node if node is not None else OmegaConf.load(DEFAULT_CALIBRATION))
 
 
 def run(cfg: DictConfig, model=None) -> dict:
@@ -46,7 +57,8 @@ def run(cfg: DictConfig, model=None) -> dict:
                              where=f"{ct.answers}: ")
     X = model.featurizer.transform(texts)
     summary = calibrate_and_log(model, ids, texts, X, llm_rows, Y, tracker_from_cfg(cfg), int(ct.min_answers),
-                                source_uri=cfg.get("model_uri"), register_as=ct.get("register_as"))
+                                source_uri=cfg.get("model_uri"), register_as=ct.get("register_as"),
+                              calibration=task_calibration(cfg))
     summary.pop("items")  # logged with the run
     if summary["prior_only"]:
         log.warning("no prompt of the task has %d answers: the adapted model is the trained one (prior only)",

@@ -23,6 +23,7 @@ def server_settings(cfg: DictConfig):
                                           "known_llms": plain(cfg.get("known_llms")),
                                           "default_cost": plain(cfg.get("default_cost") or {}),
                                           "trust": plain(cfg.get("trust")),
+                                          "task_calibration": plain(cfg.get("task_calibration")),
                                           "data_dir": _path(cfg, "data_dir"), "cache_dir": _path(cfg, "cache_dir")})
 
 
@@ -36,7 +37,9 @@ def engine_for_settings(settings):
     """A worker's engine: the settings' model and LLMs, with their router and trust nodes built here."""
     from assessors.serving.engine import engine_from_settings
 
-    return engine_from_settings(settings, router=built(settings.router), trust=built(settings.trust))
+    engine = engine_from_settings(settings, router=built(settings.router), trust=built(settings.trust))
+    engine.task_calibration = built(settings.task_calibration)  # POST /v1/tasks/calibrate's (None: defaults)
+    return engine
 
 
 def app_from_env():
@@ -74,6 +77,7 @@ def run(cfg: DictConfig, model=None) -> dict:
         uvicorn.run("assessors.tasks.serve:app_from_env", factory=True, workers=settings.workers, **options)
         return {}
     engine = engine_from_cfg(cfg, model, precision=settings.precision)
+    engine.task_calibration = built(settings.task_calibration)
     calibrate(cfg, engine)
     app = create_app(settings, engine=engine)
     log.info("serving %d LLMs on http://%s:%d (OpenAPI at /docs)", len(engine.registry), settings.host, settings.port)

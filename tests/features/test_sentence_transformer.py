@@ -167,3 +167,16 @@ def test_bfloat16_warm_up_covers_the_truncation_length_and_a_batch(minilm, monke
     monkeypatch.setattr(g, "_transform", lambda texts: calls.append(texts))
     g.warm_up()
     assert calls == [["warm-up"]]  # float32: one short encode
+
+
+def test_the_tail_option_is_cached_apart_from_the_default(compose, tmp_path):
+    """``features=minilm_tail`` differs from ``minilm`` only by its truncation side, and never reads its cache."""
+    from hydra.utils import instantiate
+
+    from assessors.features.cache import EmbeddingCache
+
+    head, tail = (instantiate(compose([f"features={name}"]).features) for name in ("minilm", "minilm_tail"))
+    assert tail.truncation_side == "left" and head.truncation_side == "right"
+    assert {k: v for k, v in tail.get_params().items() if k != "truncation_side"} == \
+        {k: v for k, v in head.get_params().items() if k != "truncation_side"}
+    assert EmbeddingCache(tmp_path, tail.identity()).dir != EmbeddingCache(tmp_path, head.identity()).dir

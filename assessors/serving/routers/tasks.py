@@ -91,7 +91,8 @@ async def calibrate(req: T.CalibrateTaskRequest, request: Request, engine=Depend
     async with st.task_lock:  # MLflow's active run is per process: one calibration at a time
         out = await anyio.to_thread.run_sync(
             lambda: calibrate_and_log(model, ids, texts, X, llm_rows, Y, log_to, req.min_answers,
-                                      source_uri=settings.model_uri, register_as=req.register_as))
+                                      source_uri=settings.model_uri, register_as=req.register_as,
+                                      calibration=getattr(engine, "task_calibration", None)))
     items = out.pop("items")
     return T.CalibrateTaskResponse(**out, serve=serve_command(settings, out["model_uri"], out["registered"]),
                                    items=items.to_dict("records"))
