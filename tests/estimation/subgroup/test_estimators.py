@@ -16,6 +16,7 @@ def test_direct_wilson_interval_contains_mean_and_rejects_bad_counts():
     assert np.allclose(dt.estimate_, [[0.0, 0.5, 1.0]])
     assert np.all(dt.lower_ <= dt.estimate_) and np.all(dt.upper_ >= dt.estimate_)
     assert dt.upper_[0, 0] > 0  # Wilson interval is not degenerate at 0/10
+    assert DirectEstimator().fit([[20]], [[20]]).upper_[0, 0] == 1.0  # not 1 - 1e-16: a truth of 1 is covered
     with pytest.raises(DataError, match="row 0, subgroup column 1"):
         DirectEstimator().fit([[1, 12]], [[10, 10]])
 

@@ -111,3 +111,24 @@ def test_harness_with_the_latent_prior_and_a_sample_as_large_as_the_data(tmp_pat
     cfg.subgroup.n_total, cfg.subgroup.min_per_group = 1000, 40  # every subgroup would be sampled whole
     with pytest.raises(ConfigError, match="sampled whole"):
         _run(cfg, RunLogger())
+
+
+def test_join_on_llms_keeps_shared_llms_and_each_part_s_subgroups():
+    from assessors.errors import DataError
+    from assessors.estimation.subgroup.harness import join_on_llms
+
+    def part(name, llms, n_items, seed):
+        rng = np.random.default_rng(seed)
+        inst = pd.DataFrame({"subgroup": name}, index=[f"{name}/{j}" for j in range(n_items)])
+        return Results(inst, llms, (rng.random((len(llms), n_items)) < 0.5).astype(np.float32), name=name)
+
+    a = part("a", ["m1", "m2", "m3", "m4"], 5, 0)
+    b = part("b", ["m4", "m3", "m2", "x"], 7, 1)
+    j = join_on_llms([a, b])
+    assert j.llms == ["m2", "m3", "m4"] and j.shape == (3, 12)
+    assert list(j.instances["subgroup"].unique()) == ["a", "b"]
+    assert np.array_equal(j.matrix(["m3"], ["b/2"]), b.matrix(["m3"], ["b/2"]))  # rows follow the names
+    with pytest.raises(DataError, match="instance id 'a/0' is in two parts"):
+        join_on_llms([a, a])
+    with pytest.raises(DataError, match="only 1 LLMs are in every part"):
+        join_on_llms([a, part("c", ["m1", "y", "z"], 3, 2)])
