@@ -132,3 +132,21 @@ def test_join_on_llms_keeps_shared_llms_and_each_part_s_subgroups():
         join_on_llms([a, a])
     with pytest.raises(DataError, match="only 1 LLMs are in every part"):
         join_on_llms([a, part("c", ["m1", "y", "z"], 3, 2)])
+
+
+@pytest.mark.slow
+def test_harness_on_the_joined_leaderboard_matrices():
+    # The second real data set with subgroups: MuSR's subtasks + IFEval, MATH-hard and ARC on their shared LLMs.
+    import os
+
+    from hydra import compose, initialize_config_dir
+
+    if not os.environ.get("ASSESSORS_DATA_DIR"):
+        pytest.skip("ASSESSORS_DATA_DIR not set")
+    conf = os.path.join(os.path.dirname(__file__), "..", "..", "..", "conf")
+    with initialize_config_dir(config_dir=os.path.abspath(conf), version_base="1.3"):
+        cfg = compose("train", overrides=["experiment=subgroup_eb", "data=score_matrix_musr", "subgroup.repeats=2",
+                                          "subgroup.join=${subgroup.join_sets.leaderboard}", "subgroup.progress=false"])
+    m = _run(cfg, RunLogger())
+    assert m["n_llms"] == 208 and m["n_subgroups"] == 6
+    assert m["mse_eb"] < m["mse_dt"]
