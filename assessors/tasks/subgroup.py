@@ -46,6 +46,9 @@ def execute(cfg, run) -> dict:
     if sub.get("prior_sources", "full") not in ("full", "sample"):
         raise ConfigError(f"subgroup.prior_sources must be 'full' or 'sample', got {sub.prior_sources!r}")
     results = instantiate(cfg.data)
+    join = list(sub.get("join") or [])
+    if join:  # more data sets beside `data`, on the LLMs they share: each brings its own subgroups
+        results = harness.join_on_llms([results] + [instantiate(d) for d in join])
     results, emb = harness.drop_incomplete(results, _embed(cfg, results))
     mode = sub.get("subgroups", "column")
     names, codes = harness.subgroup_codes(results, mode, instantiate(sub.kmeans) if mode == "kmeans" else None, emb)

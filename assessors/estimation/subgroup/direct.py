@@ -21,4 +21,6 @@ class DirectEstimator(SubgroupEstimator):
 
     def _fit(self, successes, trials, group_features, assessor_mean, answers=None):
         lo, hi = proportion_confint(successes, trials, alpha=self.alpha, method="wilson")
-        return successes / trials, np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+        est = successes / trials
+        # statsmodels' Wilson bound at k = n can round to 1 - 1e-16, just below the estimate
+        return est, np.minimum(np.asarray(lo, dtype=float), est), np.maximum(np.asarray(hi, dtype=float), est)

@@ -17,6 +17,19 @@ LLM, when ``scope="llm"``)::
 posterior-mean-truncation floors (the ``ebci`` default). With ``"none"`` (the paper's formula)
 the point estimate uses ``A`` as above; because ``cva`` is undefined at ``A = 0`` the *interval*
 then uses the PMT floor wherever ``A`` falls below it.
+
+``s2`` is where binomial cells differ from AKP's normal means. ``variance="add_one"`` (the paper's)
+takes DT's add-one variance everywhere. Near 0 or 1 it overstates the noise of the cell (an LLM
+that scores 0 has variance 0, not ``1/(n(n+2))``), so ``A`` is biased down and EB pulls exact zeros
+towards a prior that is off. ``variance="unbiased"`` estimates the moments with
+``k(n-k) / (n^2 (n-1))``, whose mean is ``theta(1-theta)/n`` for every ``theta``, so ``A`` is
+unbiased; weights and intervals keep the add-one variance. ``variance="fixed_point"`` also gives
+each cell's *weight* the binomial variance at its own EB estimate, ``t(1-t)/n`` with
+``t = m + w(t) eps`` (the fixed point of the weight equation, iterated from the add-one variance),
+so a cell at 0 whose LLM's other cells back a small ``A`` stays near 0. Its *interval* keeps the
+add-one variance: with the cell's own fixed-point variance the intervals under-cover (0.83 in a
+simulation with LLMs near 0), because that variance is small exactly where ``y`` is at 0 by
+chance. ``tests/estimation/subgroup/test_estimators.py`` checks the coverage of all three.
 """
 from __future__ import annotations
 
@@ -28,17 +41,22 @@ from assessors.estimation.subgroup.critical_value import cva_array
 from assessors.estimation.subgroup.regression import SyntheticRegression
 
 
-def eb_moments(eps: np.ndarray, s2: np.ndarray, fs_correction: str = "none"):
+VARIANCES = ("add_one", "unbiased", "fixed_point")
+
+
+def eb_moments(eps: np.ndarray, s2: np.ndarray, fs_correction: str = "none", s2_floor: np.ndarray | None = None):
     """Estimate ``(A, A_floored, kappa)`` from residuals ``eps`` and variances ``s2`` (1-d arrays).
 
     ``A`` follows ``fs_correction``; ``A_floored`` is always at least AKP's PMT floor
-    ``2 mean(s2^2) / (n mean(s2))`` and is what intervals use.
+    ``2 mean(v^2) / (n mean(v))`` with ``v = s2_floor`` (default ``s2``; it must be positive) and
+    is what intervals use.
     """
     n = len(eps)
+    v = s2 if s2_floor is None else s2_floor
     mu2 = float(np.mean(eps ** 2 - s2))
     mu4 = float(np.mean(eps ** 4 - 6 * s2 * eps ** 2 + 3 * s2 ** 2))
-    floor2 = 2 * np.mean(s2 ** 2) / (n * np.mean(s2))
-    floor4 = 32 * np.mean(s2 ** 4) / (n * np.mean(s2 ** 2))
+    floor2 = 2 * np.mean(v ** 2) / (n * np.mean(v))
+    floor4 = 32 * np.mean(v ** 4) / (n * np.mean(v ** 2))
     a_floored = max(mu2, floor2)
     if fs_correction == "none":
         a = max(mu2, 0.0)
@@ -48,6 +66,31 @@ def eb_moments(eps: np.ndarray, s2: np.ndarray, fs_correction: str = "none"):
         raise ConfigError(f"fs_correction must be 'none' or 'pmt', got {fs_correction!r}")
     kappa = max(mu4 / a_floored ** 2, 1.0 + floor4 / a_floored ** 2)
     return a, a_floored, kappa
+
+
+def unbiased_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
+    """``k(n-k) / (n^2 (n-1))``, unbiased for ``theta(1-theta)/n`` (add-one's value where ``n = 1``).
+
+    Arrays of shape (n_llms, n_groups); 0 for a cell of all successes or all failures.
+    """
+    n1 = np.maximum(trials - 1.0, 1.0)
+    return np.where(trials > 1, successes * (trials - successes) / (trials ** 2 * n1), dt_variance(successes, trials))
+
+
+def fixed_point_variance(y: np.ndarray, m: np.ndarray, a: np.ndarray, trials: np.ndarray, start: np.ndarray,
+                         iters: int = 50) -> np.ndarray:
+    """Binomial variance at the cell's own EB estimate: ``s2 = t(1-t)/n``, ``t = m + A/(A+s2) (y-m)``.
+
+    Iterated from ``start`` (the add-one variance); all arrays of shape (n_llms, n_groups). The map
+    is monotone in ``s2`` and settles in a few dozen steps. A cell whose ``t`` reaches 0 or 1 gets
+    variance 0, so EB keeps an exact 0 (or 1) when the LLM's other cells back it.
+    """
+    s2 = start
+    for _ in range(iters):
+        w = np.divide(a, a + s2, out=np.ones_like(s2), where=(a + s2) > 0)
+        t = np.clip(m + w * (y - m), 0.0, 1.0)
+        s2 = t * (1.0 - t) / trials
+    return s2
 
 
 class EmpiricalBayes(SubgroupEstimator):
@@ -70,6 +113,10 @@ class EmpiricalBayes(SubgroupEstimator):
         Fixed kurtosis bound (e.g. ``inf`` for the most robust intervals); None estimates it.
     clip_intervals : bool
         Intersect intervals with [0, 1] (accuracies cannot leave it; coverage can only improve).
+    variance : {"add_one", "unbiased", "fixed_point"}
+        The cells' sampling variance: DT's add-one variance (the paper's), unbiased moments, or
+        unbiased moments and weights at each cell's binomial variance at its EB estimate (see the
+        module docstring).
     cache_dir : str or None
         Where the critical-value table is cached (``paths.cache_dir``); None: the default cache.
 
@@ -77,15 +124,16 @@ class EmpiricalBayes(SubgroupEstimator):
     ----------
     estimate_, lower_, upper_ : ndarray of shape (n_llms, n_groups)
     direct_, regression_, variance_, weight_ : ndarray of shape (n_llms, n_groups)
-        DT estimate, cross-fitted prior-model estimate, DT variance and EB weight on DT.
+        DT estimate, cross-fitted prior-model estimate, DT (add-one) variance and EB weight on DT.
     a_hat_, kappa_ : ndarray of shape (n_llms, n_groups)
         The ``A`` and kurtosis used for each cell.
     """
 
     def __init__(self, regressor: SubgroupEstimator | None = None, alpha: float = 0.05, scope: str = "llm",
                  fs_correction: str = "none", kappa: float | None = None, clip_intervals: bool = True,
-                 cache_dir: str | None = None):
+                 variance: str = "add_one", cache_dir: str | None = None):
         self.regressor = regressor
+        self.variance = variance
         self.alpha = alpha
         self.scope = scope
         self.fs_correction = fs_correction
@@ -96,6 +144,8 @@ class EmpiricalBayes(SubgroupEstimator):
     def _fit(self, successes, trials, group_features, assessor_mean, answers=None):
         if self.scope not in ("llm", "pooled"):
             raise ConfigError(f"scope must be 'llm' or 'pooled', got {self.scope!r}")
+        if self.variance not in VARIANCES:
+            raise ConfigError(f"variance must be one of {VARIANCES}, got {self.variance!r}")
         from sklearn.base import clone
 
         reg = clone(self.regressor) if self.regressor is not None else SyntheticRegression()
@@ -104,6 +154,8 @@ class EmpiricalBayes(SubgroupEstimator):
         y = successes / trials
         m = reg.estimate_
         s2 = dt_variance(successes, trials)
+        # moments need a variance whose mean is the cell's true noise; the add-one one overstates it near 0/1
+        s2_mom = s2 if self.variance == "add_one" else unbiased_variance(successes, trials)
         eps = y - m
         a = np.empty_like(y)
         a_ci = np.empty_like(y)
@@ -112,11 +164,12 @@ class EmpiricalBayes(SubgroupEstimator):
         for f in np.unique(reg.fold_):
             cols = reg.fold_ == f
             for rows in units:
-                e, v = eps[rows][:, cols].ravel(), s2[rows][:, cols].ravel()
-                a_u, a_f, k_u = eb_moments(e, v, self.fs_correction)
+                e, v = eps[rows][:, cols].ravel(), s2_mom[rows][:, cols].ravel()
+                a_u, a_f, k_u = eb_moments(e, v, self.fs_correction, s2[rows][:, cols].ravel())
                 a[rows, cols], a_ci[rows, cols] = a_u, a_f
                 kap[rows, cols] = k_u if self.kappa is None else self.kappa
-        w = a / (a + s2)
+        s2_w = fixed_point_variance(y, m, a, trials, s2) if self.variance == "fixed_point" else s2
+        w = np.divide(a, a + s2_w, out=np.ones_like(s2), where=(a + s2_w) > 0)
         est = m + w * eps
         w_ci = a_ci / (a_ci + s2)
         cv = cva_array((s2 / a_ci).ravel(), kap.ravel(), self.alpha, cache_dir=self.cache_dir).reshape(y.shape)

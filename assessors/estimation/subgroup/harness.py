@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from assessors.errors import ConfigError
+from assessors.errors import ConfigError, DataError
 from assessors.estimation.subgroup.base import ItemAnswers
 from assessors.estimation.subgroup.sampling import draw_sample
 
@@ -51,6 +51,35 @@ def subgroup_codes(results, mode: str = "column", kmeans=None, embeddings=None):
         raise ConfigError(f"subgroup.subgroups must be 'column' or 'kmeans', got {mode!r}")
     names, codes = np.unique(labels, return_inverse=True)
     return names, codes
+
+
+def join_on_llms(parts):
+    """Data sets side by side on the LLMs they all hold, each instance keeping its own subgroup.
+
+    Parameters
+    ----------
+    parts : list of Results
+        Instance ids must differ across parts (the loaders prefix them with the benchmark).
+
+    Returns
+    -------
+    Results
+        The shared LLMs (in the first part's order) x every part's instances, success only.
+    """
+    from assessors.data.results import Results
+
+    shared = set.intersection(*(set(r.llms) for r in parts))
+    llms = [m for m in parts[0].llms if m in shared]
+    if len(llms) < 3:
+        raise DataError(f"joining {[r.name for r in parts]}: only {len(llms)} LLMs are in every part; "
+                        "join data sets that grade the same LLMs (by name)")
+    instances = pd.concat([r.instances[["prompt", "subgroup", "target"]] for r in parts])
+    dup = instances.index[instances.index.duplicated()]
+    if len(dup):
+        raise DataError(f"joining {[r.name for r in parts]}: instance id {dup[0]!r} is in two parts; join distinct data sets")
+    log.info("joined %s on %d shared LLMs", [r.name for r in parts], len(llms))
+    return Results(instances, llms, np.hstack([r.matrix(llms=llms) for r in parts]),
+                   name="+".join(r.name for r in parts))
 
 
 def drop_incomplete(results, embeddings=None):

@@ -111,3 +111,42 @@ def test_harness_with_the_latent_prior_and_a_sample_as_large_as_the_data(tmp_pat
     cfg.subgroup.n_total, cfg.subgroup.min_per_group = 1000, 40  # every subgroup would be sampled whole
     with pytest.raises(ConfigError, match="sampled whole"):
         _run(cfg, RunLogger())
+
+
+def test_join_on_llms_keeps_shared_llms_and_each_part_s_subgroups():
+    from assessors.errors import DataError
+    from assessors.estimation.subgroup.harness import join_on_llms
+
+    def part(name, llms, n_items, seed):
+        rng = np.random.default_rng(seed)
+        inst = pd.DataFrame({"subgroup": name}, index=[f"{name}/{j}" for j in range(n_items)])
+        return Results(inst, llms, (rng.random((len(llms), n_items)) < 0.5).astype(np.float32), name=name)
+
+    a = part("a", ["m1", "m2", "m3", "m4"], 5, 0)
+    b = part("b", ["m4", "m3", "m2", "x"], 7, 1)
+    j = join_on_llms([a, b])
+    assert j.llms == ["m2", "m3", "m4"] and j.shape == (3, 12)
+    assert list(j.instances["subgroup"].unique()) == ["a", "b"]
+    assert np.array_equal(j.matrix(["m3"], ["b/2"]), b.matrix(["m3"], ["b/2"]))  # rows follow the names
+    with pytest.raises(DataError, match="instance id 'a/0' is in two parts"):
+        join_on_llms([a, a])
+    with pytest.raises(DataError, match="only 1 LLMs are in every part"):
+        join_on_llms([a, part("c", ["m1", "y", "z"], 3, 2)])
+
+
+@pytest.mark.slow
+def test_harness_on_the_joined_leaderboard_matrices():
+    # The second real data set with subgroups: MuSR's subtasks + IFEval, MATH-hard and ARC on their shared LLMs.
+    import os
+
+    from hydra import compose, initialize_config_dir
+
+    if not os.environ.get("ASSESSORS_DATA_DIR"):
+        pytest.skip("ASSESSORS_DATA_DIR not set")
+    conf = os.path.join(os.path.dirname(__file__), "..", "..", "..", "conf")
+    with initialize_config_dir(config_dir=os.path.abspath(conf), version_base="1.3"):
+        cfg = compose("train", overrides=["experiment=subgroup_eb", "data=score_matrix_musr", "subgroup.repeats=2",
+                                          "subgroup.join=${subgroup.join_sets.leaderboard}", "subgroup.progress=false"])
+    m = _run(cfg, RunLogger())
+    assert m["n_llms"] == 208 and m["n_subgroups"] == 6
+    assert m["mse_eb"] < m["mse_dt"]
