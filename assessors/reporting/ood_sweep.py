@@ -16,8 +16,8 @@ from matplotlib.figure import Figure
 from assessors.reporting.plots import _colors, save_figure
 from assessors.reporting.tables import format_console, to_markdown
 
-#: The assessor the sweep is about; the other methods are baselines.
-MAIN = "latent"
+#: The assessor the sweep is about and the same assessor as served; the other methods are baselines.
+MAIN, SERVED = "latent", "served"
 
 
 def _overall(cells: pd.DataFrame) -> pd.DataFrame:
@@ -30,7 +30,7 @@ def metric_table(cells: pd.DataFrame, metric: str, presets: list[str] | None = N
         return pd.DataFrame()
     df = _overall(cells).dropna(subset=[metric])
     wide = df.groupby(["preset", "method", "k"])[metric].mean().unstack(["method", "k"])
-    wide = wide.reindex(columns=sorted(wide.columns, key=lambda c: (c[0] != MAIN, c[0], c[1])))
+    wide = wide.reindex(columns=sorted(wide.columns, key=lambda c: (c[0] not in (MAIN, SERVED), c[0], c[1])))
     wide.columns = [f"{m} k={k}" for m, k in wide.columns]
     order = [p for p in (presets or []) if p in wide.index] + [p for p in wide.index if p not in (presets or [])]
     return wide.reindex(order)
@@ -49,9 +49,11 @@ def goals_table(cells: pd.DataFrame) -> pd.DataFrame:
         row = {"preset": preset, "seed": seed}
         for k in ks:
             at = df[df["k"] == k]
-            lat = at.loc[at["method"] == MAIN, "auc"]
-            base = at[at["method"] != MAIN]
+            lat, served = at.loc[at["method"] == MAIN, "auc"], at.loc[at["method"] == SERVED, "auc"]
+            base = at[~at["method"].isin([MAIN, SERVED])]
             row[f"latent k={k}"] = float(lat.iloc[0]) if len(lat) else np.nan
+            if len(served):
+                row[f"served k={k}"] = float(served.iloc[0])
             row[f"best baseline k={k}"] = float(base["auc"].max()) if len(base) else np.nan
             row[f"(which) k={k}"] = base.loc[base["auc"].idxmax(), "method"] if len(base) else ""
         row["in distribution"] = float(ind.get((preset, seed), np.nan))
@@ -106,7 +108,8 @@ def build_report(cells: pd.DataFrame, out_dir: str | Path, presets: list[str], c
              "not use them). Scored on the held-out prompts outside the largest calibration set.", ""]
     for metric, title in [("auc", "Mean test AUC over test LLMs"), ("ece", "Mean ECE over test LLMs"),
                           ("band", "90% band coverage (share of test LLMs)"),
-                          ("below_chance", "Share of test LLMs with AUC below 0.5")]:
+                          ("below_chance", "Share of test LLMs with AUC below 0.5"),
+                          ("fallback", "Share of test LLMs served a fallback (served)")]:
         table = metric_table(cells, metric, presets)
         if not table.empty:
             lines += [f"## {title}", "", to_markdown(table), ""]

@@ -29,7 +29,7 @@ CONF = Path(__file__).resolve().parents[2] / "conf"
 TAG_PRESET, TAG_SWEEP = "ood_sweep.preset", "ood_sweep.name"
 #: Metric names of a cell's rows: ``cell/<method>/k<k>/<group>/<metric>`` (group ``all``: every scored prompt).
 PREFIX = "cell"
-METRICS = ("auc", "ece", "band", "n_llms", "n_prompts", "below_chance")
+METRICS = ("auc", "ece", "band", "n_llms", "n_prompts", "below_chance", "fallback")
 
 
 def compose_train(overrides: list[str]) -> DictConfig:
@@ -61,7 +61,7 @@ def cell_config(cfg: DictConfig, preset: str | None = None) -> DictConfig:
             if key in cfg:
                 inner[key] = cfg[key]
         inner.grid = {"split_name": preset, "budgets": list(sw.budgets), "baselines": dict(sw.baselines),
-                      "leave_one_llm_out": preset in sw.leave_one_llm_out}
+                      "leave_one_llm_out": preset in sw.leave_one_llm_out, "served": bool(sw.get("served", True))}
     return inner
 
 

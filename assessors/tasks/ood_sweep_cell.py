@@ -14,6 +14,12 @@ Methods given the calibration answers:
 * ``reference_only``, ``specific``, ``paper_generic``: unchanged by calibration answers (the test LLMs
   never answer them), scored on the same prompts at every budget.
 
+Beside the raw latent model, ``served`` is what ``predict.py`` would serve each test LLM at that budget:
+the latent model (calibrated at ``k > 0``, its prompt-side signal told the calibrated prompts, as
+``predict.py mode=calibrate_task`` stores it) with the trust parts ``train.py`` fits, through
+``train.py``'s serving path (:func:`~assessors.tasks.train.serve_test_llms`): each LLM's trust verdict
+may switch it to a fallback.
+
 A preset that holds out LLMs (frontier, KindsOfReasoning, RouterBench leave-one-LLM-out) has no new
 task: only ``k = 0``. Test LLMs enter by their reference answers; nothing reads their answers on the
 scored prompts except to score.
@@ -31,14 +37,18 @@ from sklearn.base import clone
 from assessors.metrics import ece, per_llm_auc
 from assessors.tasks.prepare import Prepared, fit_generic, prepare
 from assessors.tasks.timing import stage
-from assessors.tasks.train import all_train_data_assessor, fit_per_llm
+from assessors.tasks.served import served_table
+from assessors.tasks.train import all_train_data_assessor, fit_per_llm, serve_test_llms
+from assessors.tasks.train_trust import fit_trust_parts
 from assessors.threads import fit_threads
 
 log = logging.getLogger(__name__)
 
 #: The columns of a cell's long table (one row per method and budget; ``group`` is set on the
 #: in-distribution preset's rows scored on one hold-out's subtasks).
-COLUMNS = ["method", "k", "group", "auc", "ece", "band", "n_llms", "n_prompts", "below_chance"]
+COLUMNS = ["method", "k", "group", "auc", "ece", "band", "n_llms", "n_prompts", "below_chance", "fallback"]
+#: The method name of the latent assessor as served (after each test LLM's trust verdict).
+SERVED = "served"
 
 
 def held_out_groups(cfg) -> list[str] | None:
@@ -61,6 +71,39 @@ def band_coverage(model, X: np.ndarray, post, S: np.ndarray) -> float:
     band = model.predictive_accuracy(X, post, level=0.9)
     real = np.nanmean(S, axis=1)
     return float(((band["low"] <= real) & (real <= band["high"])).mean())
+
+
+def trust_parts(cfg, prep: Prepared, model, ref_ids: list[str], times: dict) -> dict | None:
+    """What ``train.py`` fits for trust beside the latent model (its prompt-side signal, its trust policy
+    and OOD fallback chosen on the validation LLMs and training prompts), timed into ``times``; None
+    when the cell does not report the served predictor (``grid.served`` false)."""
+    if not cfg.grid.get("served", True):
+        return None
+    with stage(times, "trust_fit_s"):
+        return {**fit_trust_parts(cfg, prep, model, ref_ids), "reference_ids": ref_ids}
+
+
+def served_row(cfg, prep: Prepared, fitted: dict, latent, X: np.ndarray, S: np.ndarray, P_raw: np.ndarray,
+               calibrated: np.ndarray | None = None) -> dict:
+    """The scores of the latent assessor ``latent`` as served to the test LLMs on prompts ``X`` (n, d).
+
+    ``fitted``: :func:`~assessors.tasks.train_trust.fit_trust_parts`'s trust parts; ``calibrated``
+    (n_cal, d): prompts ``latent`` was calibrated on, added to the prompt-side signal's index as
+    :func:`~assessors.onboarding.task_onboarding.adapted_prompt_ood` does for a calibrated model.
+    ``S``, ``P_raw``: successes and the raw model's predictions (n_test_llms, n). Returns ``auc``,
+    ``ece``, ``below_chance`` as :func:`scores`, ``band`` (share of test LLMs whose accuracy lies in
+    the served 90% band) and ``fallback`` (share of test LLMs switched to a fallback).
+    """
+    from assessors.onboarding.task_onboarding import adapted_prompt_ood
+
+    parts = {**fitted, "generic": latent}
+    if calibrated is not None:
+        parts["prompt_ood"] = adapted_prompt_ood(fitted.get("prompt_ood"), calibrated)
+    served = serve_test_llms(cfg, prep, parts, X=X)
+    table = served_table(served, P_raw, S, prep.llms["test"])
+    inside = table["in_band"].dropna()
+    return {**scores(S, served.P), "band": float(inside.astype(float).mean()) if len(inside) else np.nan,
+            "fallback": float((table["served"] != "assessor").mean())}
 
 
 def fit_all_train_data(cfg, prep: Prepared, X: np.ndarray, S: np.ndarray, chosen=None):
@@ -106,6 +149,7 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
         prep = prepare(cfg)
     with stage(t, "latent_fit_s"):
         model, ref_ids = fit_generic(cfg, prep)
+    fitted = trust_parts(cfg, prep, model, ref_ids, t)
     X_te, S_test = prep.X["test"], prep.S("test", "test")
     R_test = prep.results.matrix(prep.llms["test"], ref_ids)
     n = len(X_te)
@@ -132,15 +176,20 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
     first = None  # the "all train data" fit at k = 0: its choice of classifier is kept at every budget
     for k in ks:
         cal = np.sort(perm[:k])
-        latent = model
+        latent, calibrated = model, None
         if k:
             Y = np.full(S_known.shape, np.nan)
             Y[:, cal] = S_known[:, cal]
             with stage(t, f"calibrate_k{k}_s"):
-                latent = TaskCalibration(model).fit(X_te, Y, np.arange(len(prep.llms["train"]))).model_
+                tc = TaskCalibration(model).fit(X_te, Y, np.arange(len(prep.llms["train"])))
+            latent, calibrated = tc.model_, X_te[tc.status_ == "calibrated"]
         P = latent.predict_proba(X_sc, R_test)
         band = band_coverage(latent, X_sc, latent.reference_posterior(R_test), S_sc)
         rows.append({"method": "latent", "k": k, **scores(S_sc, P), "band": band, **common})
+        if fitted is not None:
+            with stage(t, f"served_k{k}_s"):
+                rows.append({"method": SERVED, "k": k, **common,
+                             **served_row(cfg, prep, fitted, latent, X_sc, S_sc, P, calibrated)})
         if baselines.get("all_train_data"):
             with stage(t, f"all_train_data_k{k}_fit_s"):
                 X_fit = np.vstack([prep.X["train"], X_te[cal]])
@@ -164,6 +213,7 @@ def in_distribution_by_group(cfg, groups: dict[str, list[str]]) -> tuple[pd.Data
         prep = prepare(cfg)
     with stage(t, "latent_fit_s"):
         model, ref_ids = fit_generic(cfg, prep)
+    fitted = trust_parts(cfg, prep, model, ref_ids, t)
     sub = prep.results.instances["subgroup"].astype(str).to_numpy()[prep.results.instance_index(prep.inst["test"])]
     R_test = prep.results.matrix(prep.llms["test"], ref_ids)
     post = model.reference_posterior(R_test)
@@ -173,8 +223,12 @@ def in_distribution_by_group(cfg, groups: dict[str, list[str]]) -> tuple[pd.Data
         if not keep.any():
             continue
         X, S = prep.X["test"][keep], prep.S("test", "test")[:, keep]
-        rows.append({"method": "latent", "k": 0, "group": name, **scores(S, model.predict_proba(X, R_test)),
-                     "band": band_coverage(model, X, post, S), "n_llms": len(S), "n_prompts": int(keep.sum())})
+        P = model.predict_proba(X, R_test)
+        common = {"k": 0, "group": name, "n_llms": len(S), "n_prompts": int(keep.sum())}
+        rows.append({"method": "latent", **scores(S, P), "band": band_coverage(model, X, post, S), **common})
+        if fitted is not None:
+            with stage(t, "served_s"):
+                rows.append({"method": SERVED, **served_row(cfg, prep, fitted, model, X, S, P), **common})
     return pd.DataFrame(rows), t
 
 
@@ -190,8 +244,8 @@ def leave_one_llm_out(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
         for key, v in ti.items():
             t[key] = t.get(key, 0.0) + v
         log.info("leave-one-LLM-out fold %d/%d (%s) done", i + 1, len(llms), llm)
-    long = pd.concat(folds, ignore_index=True)
+    long = pd.concat(folds, ignore_index=True).reindex(columns=COLUMNS)
     agg = long.groupby(["method", "k"], as_index=False).agg(
         auc=("auc", "mean"), ece=("ece", "mean"), band=("band", "mean"), n_llms=("n_llms", "sum"),
-        n_prompts=("n_prompts", "mean"), below_chance=("below_chance", "mean"))
+        n_prompts=("n_prompts", "mean"), below_chance=("below_chance", "mean"), fallback=("fallback", "mean"))
     return agg, t

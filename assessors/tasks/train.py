@@ -198,16 +198,17 @@ def raw_name(method: str) -> str:
     return f"{method} (raw)"
 
 
-def serve_test_llms(cfg, prep: Prepared, fitted: dict) -> Served:
+def serve_test_llms(cfg, prep: Prepared, fitted: dict, X: np.ndarray | None = None) -> Served:
     """What ``predict.py mode=score`` would serve each test LLM from its reference results, on the test
-    prompts: the trained model on the serving engine with ``cfg.serve.trust`` (``predict.py``'s ``trust``
-    defaults), see :func:`~assessors.tasks.served.serve_llms`."""
+    prompts (or on ``X`` (n, d)): the trained model on the serving engine with ``cfg.serve.trust``
+    (``predict.py``'s ``trust`` defaults), see :func:`~assessors.tasks.served.serve_llms`."""
     ref_ids = fitted["reference_ids"]
     model = serving_model(fitted["generic"], prep.featurizer, ref_ids, prep.results.matrix(prep.llms["train"], ref_ids),
                           prep.llms["train"], fitted)
     node = cfg.get("serve") or {}
     trust = plain(node.get("trust")) if node.get("trust") is not None else None
-    return serve_llms(model, prep.X["test"], prep.results.matrix(prep.llms["test"], ref_ids), prep.llms["test"],
+    X = prep.X["test"] if X is None else X
+    return serve_llms(model, X, prep.results.matrix(prep.llms["test"], ref_ids), prep.llms["test"],
                       trust, max_target=node.get("trust_target_max"))
 
 

@@ -55,6 +55,9 @@ def _cells() -> pd.DataFrame:
                          "auc": lat + 0.01 * seed, "ece": 0.1, "band": 0.5 + k / 400, "cell_s": 100.0})
             rows.append({"preset": "ood_logic", "seed": seed, "method": "all_train_data", "k": k, "group": None,
                          "auc": base, "ece": 0.05, "band": np.nan, "cell_s": 100.0})
+            # the latent assessor as served: above every baseline, yet never counted as one
+            rows.append({"preset": "ood_logic", "seed": seed, "method": "served", "k": k, "group": None,
+                         "auc": 0.9, "ece": 0.05, "band": 0.8, "fallback": 0.5 if k == 0 else 0.0, "cell_s": 100.0})
             rows.append({"preset": "ood_logic", "seed": seed, "method": "reference_only", "k": k, "group": None,
                          "auc": 0.58, "ece": 0.2, "band": np.nan, "cell_s": 100.0})
         rows.append({"preset": "in_distribution", "seed": seed, "method": "latent", "k": 0, "group": None,
@@ -78,9 +81,11 @@ def test_report_tables_compare_each_budget_with_the_best_baseline_at_that_budget
     assert row["best baseline k=0"] == 0.58 and row["(which) k=0"] == "reference_only"
     assert row["best baseline k=100"] == 0.61 and row["(which) k=100"] == "all_train_data"
     assert row["in distribution"] == 0.71
+    assert row["served k=0"] == 0.9 and row["latent k=0"] == 0.45
+    assert list(auc.columns[:2]) == ["latent k=0", "latent k=30"] and "served k=0" in auc.columns
     path = build_report(cells, tmp_path / "report", ["in_distribution", "ood_logic"], commit="abc1234")
     text = path.read_text()
-    assert "abc1234" in text and "| ood_logic" in text
+    assert "abc1234" in text and "| ood_logic" in text and "served a fallback" in text
     for name in ("auc_by_budget.png", "ece_by_budget.png", "band_by_budget.png", "cells.csv", "holdouts.csv"):
         assert (tmp_path / "report" / name).stat().st_size > 0, name
 
@@ -109,6 +114,10 @@ def test_small_sweep_on_dask_writes_the_report_and_a_rerun_skips_every_cell(tmp_
     logic = cells[(cells["preset"] == "ood_logic") & (cells["method"] == "latent")].set_index("k")
     assert sorted(logic.index) == [0, 30]
     assert ((logic["auc"] > 0) & (logic["auc"] < 1)).all() and logic["band"].between(0, 1).all()
+    # the latent assessor as served (train.py's trust verdict and fallback) next to the raw model
+    served = cells[(cells["preset"] == "ood_logic") & (cells["method"] == "served")].set_index("k")
+    assert sorted(served.index) == [0, 30] and served["fallback"].between(0, 1).all()
+    assert ((served["auc"] > 0) & (served["auc"] < 1)).all()
     # scored on each hold-out's subtasks among the five (bbh_snarks is one of ood_language's too)
     assert {"ood_logic", "ood_language"} <= set(cells.loc[cells["preset"] == "in_distribution", "group"].dropna())
 
@@ -129,7 +138,8 @@ def test_routerbench_leave_one_llm_out_tests_every_llm_once(compose):
                    "ood_sweep.baselines.all_train_data=false", "tracking=none"])
     cfg.ood_sweep.overrides = tiny
     long, times = _cell_rows(cfg)
-    assert set(long["method"]) == {"latent", "reference_only"}
+    assert set(long["method"]) == {"latent", "served", "reference_only"}
+    assert long.loc[long["method"] == "served", "fallback"].between(0, 1).all()
     assert (long["k"] == 0).all() and (long["n_llms"] == 11).all()  # the 11 folds pooled, one test LLM each
     assert long["auc"].between(0, 1).all() and long["below_chance"].between(0, 1).all()
     assert long.loc[long["method"] == "latent", "band"].between(0, 1).all()
