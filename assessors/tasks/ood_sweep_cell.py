@@ -142,7 +142,7 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
     -------
     (DataFrame with :data:`COLUMNS` but ``group``, dict of wall times in s)
     """
-    from assessors.core.task_calibration import TaskCalibration
+    from assessors.tasks.calibrate_task import task_calibration
 
     t = {}
     with stage(t, "prepare_s"):
@@ -181,7 +181,7 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
             Y = np.full(S_known.shape, np.nan)
             Y[:, cal] = S_known[:, cal]
             with stage(t, f"calibrate_k{k}_s"):
-                tc = TaskCalibration(model).fit(X_te, Y, np.arange(len(prep.llms["train"])))
+                tc = task_calibration(cfg)(model).fit(X_te, Y, np.arange(len(prep.llms["train"])))
             latent, calibrated = tc.model_, X_te[tc.status_ == "calibrated"]
         P = latent.predict_proba(X_sc, R_test)
         band = band_coverage(latent, X_sc, latent.reference_posterior(R_test), S_sc)
