@@ -40,7 +40,7 @@ def goals_table(cells: pd.DataFrame) -> pd.DataFrame:
     """Per subtask hold-out and seed: the latent assessor at each budget, the best baseline at the same
     budget, and the same assessor in distribution on the same subtasks (the in-distribution preset's
     row with that ``group``); DataFrame with one row per (preset, seed)."""
-    ind = cells[cells["group"].notna()].set_index(["group", "seed"])["auc"]
+    ind = cells[cells["group"].notna() & (cells["method"] == MAIN)].set_index(["group", "seed"])["auc"]
     rows = []
     for (preset, seed), df in _overall(cells).groupby(["preset", "seed"]):
         ks = sorted(df["k"].unique())
@@ -72,7 +72,7 @@ def budget_figure(cells: pd.DataFrame, metric: str, label: str, presets: list[st
     axes = fig.subplots(1, len(holdouts), squeeze=False)[0]
     methods = sorted(df["method"].unique(), key=lambda m: (m != MAIN, m))
     colors = dict(zip(methods, _colors(len(methods))))
-    ind = cells[cells["group"].notna()].dropna(subset=[metric])
+    ind = cells[cells["group"].notna() & (cells["method"] == MAIN)].dropna(subset=[metric])
     for ax, preset in zip(axes, holdouts):
         for method in methods:
             g = df[(df["preset"] == preset) & (df["method"] == method)].groupby("k")[metric]
