@@ -36,12 +36,8 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     X_target : ndarray of shape (m, d)
     s_target : ndarray of shape (m,)
         Its realised success on the target prompts (NaN = not evaluated).
-    training_answers, similarity_profile : optional
-        The training LLMs' answers (n_train_llms, n) on ``X_answered`` and their similarity profile (see
-        :func:`~assessors.trust.posterior_report.posterior_trust`).
-    training_accuracy : ndarray of shape (n_train_llms,), optional
-        The training LLMs' expected accuracy on ``X_target`` (see
-        :func:`~assessors.trust.posterior_report.posterior_trust`).
+    prompt_ood, seed, training_answers, similarity_profile, training_accuracy : optional
+        The report's (:func:`~assessors.trust.posterior_report.posterior_trust`).
     slope_sd, slope_sds : float, sequence of float
         The recalibrated fallback's slope prior; the candidates scored as ``brier_recalibrated@<sd>``.
 
