@@ -8,6 +8,8 @@ The report's thresholds, band widening and fallback are chosen on the split's *v
 the prompt-side out-of-distribution threshold on the validation prompts; the test LLMs' reports are then
 compared with what happened on the test prompts:
 
+* each policy below is scored on what the serving path serves every test LLM under it
+  (:func:`~assessors.trust.posterior_eval.served_outcomes`: ``PosteriorTrustPolicy.serve``);
 * a *failure* is a test LLM whose latent AUC falls below the "reference only" fallback's on its
   own answers, or whose realised accuracy lies outside the predicted 90% band;
 * recall = failures flagged ``out of population`` or ``uncertain``; false alarms = flagged LLMs
@@ -79,13 +81,10 @@ def degenerate_prepare(keep: float) -> None:
     pipeline.prepare = prepare
 
 
-def _outcomes(model, part: str, prep, idx, X_target, S_target, ood, seed: int, **options):
-    """Raw reports and outcomes of the ``part`` LLMs (answers on the reference prompts ``idx``)."""
-    from assessors.trust.posterior_eval import llm_outcomes
-
-    return llm_outcomes(model, prep.X["train"][idx], prep.S(part, "train")[:, idx], X_target, S_target,
-                        prep.llms[part], prompt_ood=ood, seed=seed, training_answers=prep.S("train", "train")[:, idx],
-                        **options)
+def _given(prep, part: str, idx, X_target, S_target) -> tuple:
+    """``llm_outcomes``' / ``served_outcomes``' data arguments for the ``part`` LLMs (answers on the reference
+    prompts ``idx``)."""
+    return prep.X["train"][idx], prep.S(part, "train")[:, idx], X_target, S_target, prep.llms[part]
 
 
 def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
@@ -94,29 +93,31 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
 
     from assessors.tasks.train_trust import fit_prompt_ood, trust_part, with_ood_fallback
     from assessors.tasks.trust_eval import verdict_scores
-    from assessors.trust.posterior_eval import fit_validated
+    from assessors.trust.posterior_eval import fit_validated, llm_outcomes, served_outcomes
     from assessors.trust.posterior_policy import PosteriorTrustPolicy
-    from assessors.trust.posterior_report import OUT
 
     cfg, prep, model, _ = fitted(seed, overrides)
     idx = fixed_selector(cfg, "random", n_questions, prep)
     ood = fit_prompt_ood(cfg, prep, model)  # what train.py stores with the model
     part = trust_part(prep)  # the validation prompts, or those trust.holdout_prompts kept out of the fit
-    val_reps, val_outs = _outcomes(model, "val", prep, idx, prep.X[part], prep.S("val", part), ood, seed)
+    known = {"training_answers": prep.S("train", "train")[:, idx]}
+    val_reps, val_outs = llm_outcomes(model, *_given(prep, "val", idx, prep.X[part], prep.S("val", part)),
+                                      prompt_ood=ood, seed=seed, **known)
     chooser = fit_validated(instantiate(cfg.trust.validated_policy), val_reps, val_outs)
     loud = fit_validated(instantiate(cfg.trust.validated_policy, quiet_flags=False), val_reps, val_outs)
     ood_choice = with_ood_fallback(cfg, prep, {"options": {}}, ood)["ood_fallback"]  # what train.py stores
-    reps, outs = _outcomes(model, "test", prep, idx, prep.X["test"], prep.S("test", "test"), ood, seed,
-                           slope_sd=chooser.slope_sd_)
+    test = _given(prep, "test", idx, prep.X["test"], prep.S("test", "test"))
+    reps, outs = llm_outcomes(model, *test, prompt_ood=ood, seed=seed, slope_sd=chooser.slope_sd_, **known)
 
-    def scored(opts, ood_fallback=ood_choice["choice"], **extra):
-        policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"],
-                                      ood_fallback=ood_fallback, prompt_ood=ood)
-        thr = {k: v for k, v in opts.items() if not k.startswith("fallback")}
-        return verdict_scores(reps, outs, policy.choose, ood_fallback, ood_choice.get("auc_band"),
-                              ood_choice.get("accuracy_error_band"), **thr, **extra)
+    def scored(opts, ood_fallback=ood_choice["choice"], prompt_ood=ood):
+        """The test LLMs scored on what the serving path serves them under these options."""
+        policy = PosteriorTrustPolicy(**opts, ood_fallback=ood_fallback, ood_auc_bands=ood_choice.get("auc_band"),
+                                      ood_accuracy_bands=ood_choice.get("accuracy_error_band"), prompt_ood=prompt_ood,
+                                      seed=seed)
+        return verdict_scores(served_outcomes(policy, model, *test, **known), outs)
 
-    legacy = lambda r: "reference_only" if r.verdict == OUT else None  # noqa: E731  (the previous default)
+    # the previous default: the report's fixed thresholds, the reference-only fallback on every out-of-population verdict
+    previous = {"fallback_kind": "reference_only", "fallback_flags": None}
     return {
         "seed": seed, "n_val_llms": len(val_reps), "n_test_llms": len(reps), "chosen": chooser.options(),
         "chosen_by": chooser.chosen_by_, "validation": {"n_failures": chooser.n_failures_,
@@ -124,12 +125,11 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
                                                          "coverage": chooser.coverage_, "losses": chooser.losses_,
                                                          "slope_losses": chooser.slope_losses_},
         "prompt_ood_threshold": ood.threshold_, "ood_fallback": ood_choice,
-        "validated": scored(chooser.options(), max_ood_share=ood.max_share),
-        "validated_reference_only_ood": scored(chooser.options(), ood_fallback="reference_only",
-                                               max_ood_share=ood.max_share),
-        "validated_no_prompt_ood": scored(chooser.options()),
-        "validated_no_quiet_rule": scored(loud.options(), max_ood_share=ood.max_share),
-        "previous_defaults": verdict_scores(reps, outs, legacy),
+        "validated": scored(chooser.options()),
+        "validated_reference_only_ood": scored(chooser.options(), ood_fallback="reference_only"),
+        "validated_no_prompt_ood": scored(chooser.options(), prompt_ood=None),
+        "validated_no_quiet_rule": scored(loud.options()),
+        "previous_defaults": scored(previous, prompt_ood=None),
     }
 
 

@@ -3,9 +3,10 @@
 Each scenario (``trust_eval.scenarios.<name>``) replaces config nodes (data, LLM split, ...) of the
 base config. Per scenario the configured assessor (any family) is fitted; each validation and test LLM
 is described by its answers on the reference prompts; the report's thresholds and fallback are chosen
-on the validation LLMs' reports about the validation prompts (``trust.validated_policy``) and scored on
-the test LLMs' reports about the test prompts (:func:`verdict_scores`:
-recall of failures, false alarms, band coverage, AUC of the model and of what is served). In the
+on the validation LLMs' reports about the validation prompts (``trust.validated_policy``); each test LLM is
+then served by the serving path under them (:func:`~assessors.trust.posterior_eval.served_outcomes`) and
+scored on the test prompts (:func:`verdict_scores`: recall of failures, false alarms, band coverage, AUC of
+the model and of what is served). In the
 outcome columns ``latent`` names the fitted assessor's own predictions, whatever its family.
 """
 from __future__ import annotations
@@ -22,8 +23,7 @@ from omegaconf import OmegaConf
 
 from assessors.tasks.prepare import fit_generic, prepare
 from assessors.tasks.wrapper import task_wrapper
-from assessors.trust.posterior_report import OK, OUT, judge
-from assessors.trust.fallbacks import served_accuracy_band, served_auc_band
+from assessors.trust.posterior_report import OK, OUT
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ SUMMARY = ("n_llms", "n_failures", "n_flagged", "n_fallback", "recall", "false_a
 
 def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
     """Per-test-LLM rows for one scenario, and its summary (with what was chosen on validation LLMs)."""
-    from assessors.trust.posterior_eval import fit_validated, llm_outcomes
+    from assessors.trust.posterior_eval import fit_validated, llm_outcomes, served_outcomes
     from assessors.trust.posterior_policy import PosteriorTrustPolicy
 
     t0 = time.perf_counter()
@@ -43,16 +43,17 @@ def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
     T = prep.results.matrix(prep.llms["train"], ref_ids)  # the training LLMs' reference answers
     X_ref = np.asarray(assessor.reference_features_, dtype=np.float32)
 
-    def outcomes(part: str, **options):
-        return llm_outcomes(assessor, X_ref, prep.results.matrix(prep.llms[part], ref_ids), prep.X[part],
-                            prep.S(part, part), prep.llms[part], seed=int(cfg.seed), training_answers=T,
-                            training_reference=T, **options)
+    def given(part: str) -> tuple:
+        return X_ref, prep.results.matrix(prep.llms[part], ref_ids), prep.X[part], prep.S(part, part), prep.llms[part]
 
-    chooser = fit_validated(instantiate(cfg.trust.validated_policy), *outcomes("val"))
+    known = {"training_answers": T, "training_reference": T}
+    chooser = fit_validated(instantiate(cfg.trust.validated_policy), *llm_outcomes(assessor, *given("val"),
+                                                                                     seed=int(cfg.seed), **known))
     opts = chooser.options()
-    policy = PosteriorTrustPolicy(fallback_kind=opts["fallback_kind"], fallback_flags=opts["fallback_flags"])
-    scores = verdict_scores(*outcomes("test", slope_sd=opts["fallback_slope_sd"]), policy.choose,
-                            **{k: v for k, v in opts.items() if not k.startswith("fallback")})
+    _, outcomes = llm_outcomes(assessor, *given("test"), seed=int(cfg.seed), slope_sd=opts["fallback_slope_sd"], **known)
+    # the test LLMs scored on what the serving path serves them under the chosen policy
+    served = served_outcomes(PosteriorTrustPolicy(**opts, seed=int(cfg.seed)), assessor, *given("test"), **known)
+    scores = verdict_scores(served, outcomes)
     rows = pd.DataFrame(scores.pop("llms")).assign(scenario=name)
     summary = {k: scores[k] for k in SUMMARY}
     summary.update(family=type(assessor).__name__, chosen=opts, chosen_by=chooser.chosen_by_,
@@ -62,42 +63,37 @@ def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
     return rows, summary
 
 
-def verdict_rows(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=None, ood_accuracy_bands=None,
-                 **thresholds) -> list[dict]:
-    """One row per held-out LLM: its re-judged verdict, whether it failed, the fallback applied and its AUC.
+def verdict_rows(served, outcomes) -> list[dict]:
+    """One row per held-out LLM: its verdict, whether it failed, the predictor it is served and its AUC.
 
-    ``reports`` are re-judged with ``thresholds`` (see :func:`judge`); ``choose(report)`` names the
-    fallback applied (None: the latent assessor). A *failure* is a latent AUC below the
-    reference-only fallback's, or a realised accuracy outside the (judged) band. ``served_auc_band`` is
-    the band of what the LLM is served (:func:`~assessors.trust.fallbacks.served_auc_band`, with the
-    policy's ``ood_fallback`` and ``ood_auc_bands``) and ``served_auc_in_band`` whether the served
-    predictor's AUC lies in it (None without a band); ``served_accuracy_band`` / ``served_accuracy_in_band``
-    the same for the accuracy (:func:`~assessors.trust.fallbacks.served_accuracy_band`, with
-    ``ood_accuracy_bands``).
+    ``served`` are :func:`~assessors.trust.posterior_eval.served_outcomes` (what the serving path gives
+    each LLM), ``outcomes`` the :func:`~assessors.trust.posterior_eval.llm_outcome` dicts of the same LLMs.
+    A *failure* is a latent AUC below the reference-only fallback's, or a realised accuracy outside the
+    report's band. ``served_auc_band`` is the band of what the LLM is served and ``served_auc_in_band``
+    whether its AUC lies in it (None without a band); ``served_accuracy_band`` / ``served_accuracy_in_band``
+    the same for the realised accuracy.
     """
     rows = []
-    for r, o in zip(reports, outcomes):
-        j = judge(r, **thresholds)
-        acc_in = j.accuracy_band[0] <= o["realised_accuracy"] <= j.accuracy_band[1]
-        fb = choose(j) or "latent"
-        band, band_from = served_auc_band(j.auc_band, j.flags, fb, ood_fallback, ood_auc_bands, j.auc_chance_low)
-        served_in = None if band is None else bool(band[0] <= o[f"auc_{fb}"] <= band[1])
-        answered = ((o["answered_successes"], o["n_answered"], o[f"mean_answered_{fb}"])
-                    if f"mean_answered_{fb}" in o else None)
-        _, acc_band, acc_from = served_accuracy_band(j.expected_accuracy, j.accuracy_band, j.flags, fb, ood_fallback,
-                                                     ood_accuracy_bands, o.get(f"mean_{fb}", np.nan), answered)
-        acc_served_in = None if acc_band is None else bool(acc_band[0] <= o["realised_accuracy"] <= acc_band[1])
-        rows.append({"llm": o["llm"], "verdict": j.verdict, "flags": j.flags, "notes": j.notes,
+    for r, o in zip(served, outcomes):
+        fb = r["fallback"]
+        acc_in = _inside(r["accuracy_band"], o["realised_accuracy"])
+        rows.append({"llm": o["llm"], "verdict": r["verdict"], "flags": r["flags"], "notes": r["notes"],
                      "failure": bool(o["auc_latent"] < o["auc_reference_only"] or not acc_in),
-                     "fallback": fb, "auc_with_fallback": o[f"auc_{fb}"], "brier_with_fallback": o[f"brier_{fb}"],
-                     "accuracy_in_band": bool(acc_in), "auc_in_band": bool(j.auc_band[0] <= o["auc_latent"] <= j.auc_band[1]),
-                     "served_auc_band": band, "served_auc_band_from": band_from, "served_auc_in_band": served_in,
-                     "served_accuracy_band": acc_band, "served_accuracy_band_from": acc_from,
-                     "served_accuracy_in_band": acc_served_in,
-                     "expected_accuracy": j.expected_accuracy, "accuracy_band": list(j.accuracy_band),
-                     "auc_band": list(j.auc_band), "prompt_ood_share": j.prompt_ood_share,
+                     "fallback": fb["predictor"] if fb["applied"] else "latent",
+                     "auc_with_fallback": r["auc_served"], "brier_with_fallback": r["brier_served"],
+                     "accuracy_in_band": acc_in, "auc_in_band": bool(_inside(r["auc_band"], o["auc_latent"])),
+                     "served_auc_band": fb["auc_band"], "served_auc_band_from": fb["auc_band_from"],
+                     "served_auc_in_band": _inside(fb["auc_band"], r["auc_served"]),
+                     "served_accuracy_band": fb["accuracy_band"], "served_accuracy_band_from": fb["accuracy_band_from"],
+                     "served_accuracy_in_band": _inside(fb["accuracy_band"], o["realised_accuracy"]),
+                     **{k: r[k] for k in ("expected_accuracy", "accuracy_band", "auc_band", "prompt_ood_share")},
                      **{k: v for k, v in o.items() if k != "llm"}})
     return rows
+
+
+def _inside(band, value) -> bool | None:
+    """Whether ``value`` lies in ``band`` ([low, high], None ends: never); None without a band."""
+    return None if band is None else bool(None not in band and band[0] <= value <= band[1])
 
 
 def _served_coverage(rows, what: str, n_key: str) -> dict:
@@ -110,8 +106,7 @@ def _mean(rows, key, sel):
     return float(np.nanmean([r[key] for r, s in zip(rows, sel) if s])) if sel.any() else None
 
 
-def verdict_scores(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=None, ood_accuracy_bands=None,
-                   **thresholds) -> dict:
+def verdict_scores(served, outcomes) -> dict:
     """Recall, false alarms, band coverage and AUC with the fallback of held-out LLMs (see :func:`verdict_rows`).
 
     Flagged = a verdict other than ``ok``; recall = flagged failures over failures; false alarms =
@@ -119,7 +114,7 @@ def verdict_scores(reports, outcomes, choose, ood_fallback=None, ood_auc_bands=N
     with a served band whose served AUC lies in it (``n_served_band`` of them have one);
     ``served_accuracy_band_coverage`` the same for the realised accuracy.
     """
-    rows = verdict_rows(reports, outcomes, choose, ood_fallback, ood_auc_bands, ood_accuracy_bands, **thresholds)
+    rows = verdict_rows(served, outcomes)
     fail = np.array([r["failure"] for r in rows])
     flagged = np.array([r["verdict"] != OK for r in rows])
     applied = np.array([r["fallback"] != "latent" for r in rows])

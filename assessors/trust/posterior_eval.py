@@ -1,9 +1,10 @@
 """What happened to an LLM next to its trust report: the data the verdict policy is chosen and scored on.
 
 :func:`llm_outcome` gives an LLM's report about some target prompts and, on them, its realised accuracy
-and the AUC, Brier score and mean prediction of the model (``latent``, whatever the family) and of each
-fallback; :func:`fit_validated` fits a :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`
-on validation LLMs' reports and outcomes (:func:`llm_outcomes`).
+and the AUC and Brier score of the model (``latent``, whatever the family) and of each fallback;
+:func:`fit_validated` fits a :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy` on validation
+LLMs' reports and outcomes (:func:`llm_outcomes`); :func:`served_outcomes` scores what the serving path
+(:meth:`~assessors.trust.posterior_policy.PosteriorTrustPolicy.serve`) serves each LLM.
 """
 from __future__ import annotations
 
@@ -35,20 +36,14 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     X_target : ndarray of shape (m, d)
     s_target : ndarray of shape (m,)
         Its realised success on the target prompts (NaN = not evaluated).
-    training_answers, similarity_profile : optional
-        The training LLMs' answers (n_train_llms, n) on ``X_answered`` and their similarity profile (see
-        :func:`~assessors.trust.posterior_report.posterior_trust`).
-    training_accuracy : ndarray of shape (n_train_llms,), optional
-        The training LLMs' expected accuracy on ``X_target`` (see
-        :func:`~assessors.trust.posterior_report.posterior_trust`).
+    prompt_ood, seed, training_answers, similarity_profile, training_accuracy : optional
+        The report's (:func:`~assessors.trust.posterior_report.posterior_trust`).
     slope_sd, slope_sds : float, sequence of float
         The recalibrated fallback's slope prior; the candidates scored as ``brier_recalibrated@<sd>``.
 
-    The outcome holds ``realised_accuracy``, ``n_answered``, ``answered_successes`` and ``auc_<p>`` /
-    ``brier_<p>`` / ``mean_<p>`` (mean prediction on the evaluated target prompts) for each of
+    The outcome holds ``realised_accuracy``, ``n_answered`` and ``auc_<p>`` / ``brier_<p>`` for each of
     :data:`PREDICTORS`, and ``population`` when ``prompt_ood`` holds a population model (a fallback without
-    answers is the latent prediction); ``mean_answered_<p>`` is a fallback's mean prediction on the answered
-    prompts.
+    answers is the latent prediction).
     """
     y = np.asarray(y, dtype=np.float64).ravel()
     X_answered, X_target = np.asarray(X_answered, dtype=np.float32), np.asarray(X_target, dtype=np.float32)
@@ -65,14 +60,8 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     preds = {"latent": p_lat, **{kind: fitted[kind](X_target) if kind in fitted else p_lat for kind in kinds}}
     s = np.asarray(s_target, dtype=np.float64)
     obs = np.isfinite(s)
-    out = {"llm": llm, "realised_accuracy": float(s[obs].mean()) if obs.any() else np.nan,
-           "n_answered": int(seen.sum()), "answered_successes": float(y[seen].sum())}
-    # what a served fallback's accuracy band is built on: its mean prediction on the answered prompts
-    out.update({f"mean_answered_{kind}": float(np.mean(f(X_answered[seen]))) for kind, f in fitted.items()})
-    for kind, p in preds.items():
-        out[f"auc_{kind}"] = masked_auc(s, p)
-        out[f"brier_{kind}"] = brier(s[obs], np.asarray(p)[obs]) if obs.any() else np.nan
-        out[f"mean_{kind}"] = float(np.asarray(p)[obs].mean()) if obs.any() else np.nan
+    out = {"llm": llm, "realised_accuracy": float(s[obs].mean()) if obs.any() else np.nan, "n_answered": int(seen.sum()),
+           **{k: v for kind, p in preds.items() for k, v in _scored(kind, s, p).items()}}
     rel = fitted.get(RELEVEL_NAME)  # the model's logits once, recalibrated under each candidate slope prior
     z_answered, z_target = (rel.logit(X_answered[seen]), rel.logit(X_target)) if rel else (None, None)
     for sd in slope_sds:
@@ -80,6 +69,25 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
         p = p_lat if rel is None else sigmoid(slope * z_target + offset)
         out[f"brier_{RECALIBRATED_NAME}@{float(sd):g}"] = brier(s[obs], p[obs]) if obs.any() else np.nan
     return rep, out
+
+
+def _scored(kind: str, s, p) -> dict:
+    """``{auc_<kind>, brier_<kind>}`` of predictions ``p`` (m,) against realised success ``s`` (m,), NaN = not evaluated."""
+    obs = np.isfinite(s)
+    return {f"auc_{kind}": masked_auc(s, p), f"brier_{kind}": brier(s[obs], np.asarray(p)[obs]) if obs.any() else np.nan}
+
+
+def _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference):
+    """Per row ``k`` of ``Y``: ``(k, its answered prompts (n_k, d), its answers (n_k,), the report's keyword
+    arguments about the training LLMs)``, as the serving registry describes an LLM (unanswered items left out)."""
+    X_answered, Y = np.asarray(X_answered, dtype=np.float32), np.asarray(Y, dtype=np.float64)
+    T = None if training_answers is None else np.asarray(training_answers, dtype=np.float64)
+    profile = None if T is None else training_profile(T)
+    train_acc = assessor.population_accuracy(np.asarray(X_target, dtype=np.float32), training_reference)
+    for k in range(len(Y)):
+        obs = np.isfinite(Y[k])
+        yield k, X_answered[obs], Y[k, obs], {"training_answers": None if T is None else T[:, obs],
+                                              "similarity_profile": profile, "training_accuracy": train_acc}
 
 
 def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_ood=None, seed: int = 0,
@@ -105,19 +113,22 @@ def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_oo
     slope_sd : float
         The recalibrated fallback's slope prior.
     """
-    X_answered, Y = np.asarray(X_answered, dtype=np.float32), np.asarray(Y, dtype=np.float64)
-    T = None if training_answers is None else np.asarray(training_answers, dtype=np.float64)
-    profile = None if T is None else training_profile(T)
-    train_acc = assessor.population_accuracy(np.asarray(X_target, dtype=np.float32), training_reference)
-    reps, outs = [], []
-    for k, llm in enumerate(llms):
-        obs = np.isfinite(Y[k])
-        r, o = llm_outcome(assessor, X_answered[obs], Y[k, obs], X_target, S_target[k], llm=llm,
-                           prompt_ood=prompt_ood, seed=seed, training_answers=None if T is None else T[:, obs],
-                           similarity_profile=profile, training_accuracy=train_acc, slope_sd=slope_sd)
-        reps.append(r)
-        outs.append(o)
-    return reps, outs
+    pairs = [llm_outcome(assessor, Xa, y, X_target, S_target[k], llm=llms[k], prompt_ood=prompt_ood, seed=seed,
+                         slope_sd=slope_sd, **given)
+             for k, Xa, y, given in _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference)]
+    return [r for r, _ in pairs], [o for _, o in pairs]
+
+
+def served_outcomes(policy, assessor, X_answered, Y, X_target, S_target, llms, *, training_answers=None,
+                    training_reference=None) -> list[dict]:
+    """What ``policy`` (a :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`) serves each of ``llms``,
+    scored: per LLM its report dict (verdict, flags, ``fallback``: the served predictor and its bands) with
+    ``auc_served`` and ``brier_served`` on ``S_target``. Arguments as :func:`llm_outcomes`'."""
+    out = []
+    for k, Xa, y, given in _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference):
+        report, _, p = policy.serve(assessor, Xa, y, X_target, llm=llms[k], **given)
+        out.append({**report, **_scored("served", np.asarray(S_target[k], dtype=np.float64), p)})
+    return out
 
 
 def fit_validated(policy, reports, outcomes):

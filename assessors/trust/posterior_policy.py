@@ -156,6 +156,17 @@ class PosteriorTrustPolicy:
             log.warning("trust verdict for %s is %r but the fallback is %s", llm, rep.message, why)
         return _json_safe(out), predictor
 
+    def serve(self, assessor, X_answered, y, X_target, **given) -> tuple[dict, Callable | None, np.ndarray]:
+        """``(report dict, predictor or None, predictions (m,))``: :meth:`assess` (``given``: its keyword
+        arguments) and the predictions served on ``X_target`` (m, d), the fallback's or the family's own."""
+        report, predictor = self.assess(assessor, X_answered, y, X_target, **given)
+        if predictor is not None:
+            return report, predictor, predictor(X_target)
+        y = np.asarray(y, dtype=np.float64).ravel()
+        seen = np.isfinite(y)
+        state = assessor.describe_answered(Evidence(np.asarray(X_answered, dtype=np.float32)[seen], y[seen]))
+        return report, None, assessor.predict_state(np.asarray(X_target, dtype=np.float32), state)[0]
+
     def served(self, rep, predictor, X_target, X_answered, y) -> dict:
         """What the LLM is served and its bands: ``{predictor, auc_band, auc_band_from, expected_accuracy,
         accuracy_band, accuracy_band_from}`` (see :mod:`~assessors.trust.fallbacks`)."""

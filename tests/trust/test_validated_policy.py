@@ -144,12 +144,18 @@ def test_verdict_scores_count_failures_flags_and_the_fallbacks_auc():
     outs = [{"llm": str(i), "realised_accuracy": acc, "auc_latent": al, "auc_reference_only": ar, "auc_releveled": al,
              "brier_latent": 0.2, "brier_releveled": 0.2, "brier_reference_only": 0.2}
             for i, (acc, al, ar) in enumerate([(0.5, 0.6, 0.7), (0.5, 0.7, 0.6), (0.9, 0.7, 0.6), (0.5, 0.7, 0.6)])]
-    out = verdict_scores(reps, outs, lambda r: "releveled" if r.verdict == OUT else None)
+    # what the serving path gives: the releveled fallback on out-of-population LLMs (the same ranking, its AUC)
+    served = [{**r.to_dict(), "auc_served": o["auc_latent"], "brier_served": 0.2,
+               "fallback": {"applied": r.verdict == OUT, "predictor": "releveled" if r.verdict == OUT else "latent",
+                            "auc_band": list(r.auc_band), "auc_band_from": "posterior", "accuracy_band": None,
+                            "accuracy_band_from": None}} for r, o in zip(reps, outs)]
+    out = verdict_scores(served, outs)
     # failures: LLM 0 (ranking), LLM 2 (accuracy outside the band); flagged: LLMs 0 and 1
-    assert (out["n_failures"], out["n_flagged"], out["n_flagged_failures"]) == (2, 2, 1)
+    assert (out["n_failures"], out["n_flagged"], out["n_flagged_failures"], out["n_fallback"]) == (2, 2, 1, 2)
     assert out["recall"] == 0.5 and out["false_alarm_rate"] == 0.5
     assert out["fallback_llms_auc"] == pytest.approx({"with_fallback": 0.65, "reference_only": 0.65, "latent": 0.65})
     assert out["other_llms_auc"] == pytest.approx({"with_fallback": 0.7, "latent": 0.7})
+    assert out["served_auc_band_coverage"] == 0.75 and out["served_accuracy_band_coverage"] is None  # LLM 0: 0.6 below
 
 
 def test_out_of_population_lowers_the_auc_band_to_chance():
