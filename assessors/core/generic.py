@@ -31,6 +31,9 @@ class GenericAssessor(Assessor, BaseEstimator):
     classifier : assessors.classifiers.grid.ParamGrid
         Candidate classifiers; the one with the best average win rate over validation
         LLMs is kept (the paper's model selection), or the first if no validation data.
+        A candidate with ``early_stopping_rounds`` (XGBoost) stops adding trees where its
+        eval metric on the validation LLMs' pairs stops improving (at its ``n_estimators``
+        without validation data).
     instance_features : {"embedding", "similarity", "similarity_interaction", "none"}
         Instance part of each row: the prompt embedding, its cosine similarity to each
         reference prompt, the similarity plus similarity x reference success, or nothing
@@ -132,14 +135,30 @@ class GenericAssessor(Assessor, BaseEstimator):
         """Fit each candidate classifier; with validation data and a choice to make, score each
         (a Series of per-validation-LLM AUCs). Returns ``[(name, fitted)]`` and ``{name: scores}``."""
         dense = None if _is_streaming(candidates) else rows.to_array()
+        stop_set = None
         fitted, scores = [], {}
         for name, est in candidates:
-            est = clone(est).fit(rows if dense is None or _streams(est) else dense, y, **fit_kw)
+            est, kw = clone(est), dict(fit_kw)
+            if _early_stops(est):
+                if validation is None:
+                    # nothing to stop on: the cap of trees, as without early stopping
+                    est.set_params(early_stopping_rounds=None)
+                else:
+                    stop_set = stop_set if stop_set is not None else self._eval_set(*validation)
+                    kw.update(eval_set=[stop_set], verbose=False)
+            est = est.fit(rows if dense is None or _streams(est) else dense, y, **kw)
             fitted.append((name, est))
             if validation is not None and len(candidates) > 1:
                 self.classifier_ = est
                 scores[name] = self._validation_aucs(*validation)
         return fitted, scores
+
+    def _eval_set(self, X_val, S_val, R_val) -> tuple[np.ndarray, np.ndarray]:
+        """The validation LLMs' answered pairs ``(rows (n_pairs, width), labels (n_pairs,))``: what a
+        classifier with ``early_stopping_rounds`` stops on (its eval metric on them, e.g. log loss)."""
+        rows, y = self._rows(np.asarray(X_val, dtype=np.float32), np.asarray(R_val, dtype=np.float32),
+                             np.asarray(S_val, dtype=np.float32))
+        return rows.to_array(), y
 
     def _choose(self, fitted: list, scores: dict) -> None:
         """Keep the candidate with the best validation win rate (the first without usable scores)."""
@@ -294,6 +313,12 @@ def _few_rows_threads(est, n_rows: int):
     n = est.get_params().get("n_jobs")
     fewer = threads_for_rows(n_rows, n)
     return est if fewer == n else clone(est).set_params(n_jobs=fewer)
+
+
+def _early_stops(est) -> bool:
+    """Whether a classifier is configured to stop adding trees on an eval set (XGBoost's
+    ``early_stopping_rounds``): it then needs the validation pairs at fit time."""
+    return est.get_params().get("early_stopping_rounds") is not None
 
 
 def _streams(est) -> bool:

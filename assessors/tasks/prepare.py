@@ -8,7 +8,6 @@ all fit it this way).
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,6 +18,7 @@ from assessors.data.results import Results
 from assessors.errors import ConfigError
 from assessors.features.parts import featurize_parts
 from assessors.tasks.config import plain
+from assessors.tasks.timing import stage
 from assessors.threads import budgeted, fit_threads
 
 log = logging.getLogger(__name__)
@@ -50,9 +50,8 @@ class Prepared:
 def prepare(cfg: DictConfig) -> Prepared:
     """Load, validate, split and featurize (steps 1-4 of the pipeline)."""
     t = {}
-    t0 = time.perf_counter()
-    results: Results = instantiate(cfg.data)
-    t["load_s"] = time.perf_counter() - t0
+    with stage(t, "load_s"):
+        results: Results = instantiate(cfg.data)
     log.info("loaded %r", results)
     if cfg.get("validate") is not None:
         from assessors.data.exclusion import exclude_flagged
@@ -68,9 +67,8 @@ def prepare(cfg: DictConfig) -> Prepared:
                               float(OmegaConf.select(cfg, "trust.holdout_prompts", default=0.0) or 0.0), int(cfg.seed))
     llms = instantiate(cfg.llm_split).split(results)
     log.info("instances %s; LLMs %s", {k: len(v) for k, v in inst.items()}, {k: len(v) for k, v in llms.items()})
-    t0 = time.perf_counter()
-    featurizer, X = featurize(cfg, results, inst, llms["train"])
-    t["features_s"] = time.perf_counter() - t0
+    with stage(t, "features_s"):
+        featurizer, X = featurize(cfg, results, inst, llms["train"])
     return Prepared(results, inst, llms, X, featurizer, t)
 
 

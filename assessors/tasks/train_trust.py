@@ -6,7 +6,6 @@ Everything here reads validation LLMs and training or validation prompts only, n
 from __future__ import annotations
 
 import logging
-import time
 
 import numpy as np
 from hydra.utils import instantiate
@@ -14,6 +13,7 @@ from omegaconf import OmegaConf
 
 from assessors.errors import NoPosteriorError
 from assessors.tasks.prepare import Prepared
+from assessors.tasks.timing import stage
 from assessors.threads import budgeted, fit_threads
 
 log = logging.getLogger(__name__)
@@ -76,13 +76,12 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
         if run is not None:
             run.set_tags({"trust_policy.source": f"stated defaults ({why})"})
         return None
-    t0 = time.perf_counter()
     part = trust_part(prep)
-    policy = fit_validated(instantiate(node), *llm_outcomes(
-        assessor, assessor.reference_features_, prep.results.matrix(prep.llms["val"], ref_ids), prep.X[part],
-        prep.S("val", part), prep.llms["val"], prompt_ood=prompt_ood, seed=int(cfg.seed),
-        training_answers=prep.results.matrix(prep.llms["train"], ref_ids)))
-    prep.timings["trust_policy_fit_s"] = time.perf_counter() - t0  # the OOD fallback's choice is timed apart
+    with stage(prep.timings, "trust_policy_fit_s"):  # the OOD fallback's choice is timed apart
+        policy = fit_validated(instantiate(node), *llm_outcomes(
+            assessor, assessor.reference_features_, prep.results.matrix(prep.llms["val"], ref_ids), prep.X[part],
+            prep.S("val", part), prep.llms["val"], prompt_ood=prompt_ood, seed=int(cfg.seed),
+            training_answers=prep.results.matrix(prep.llms["train"], ref_ids)))
     record = with_ood_fallback(cfg, prep, policy.record(), prompt_ood, run)
     if run is not None:
         run.log_params({f"trust_policy.{k}": str(v) for k, v in record["options"].items()})
@@ -111,7 +110,6 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
         record["options"].update(ood_fallback="reference_only", ood_auc_bands=None, ood_accuracy_bands=None)
         record["ood_fallback"] = {"choice": "reference_only", "chosen_by": f"stated default ({why})"}
         return record
-    t0 = time.perf_counter()
     chooser = instantiate(node)
     # the unfitted population model (refitted per fold), when the signal holds a fitted one
     population = prompt_ood.population if fitted_population(prompt_ood) is not None else None
@@ -121,10 +119,10 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
     groups = (inst.loc[prep.inst["train"], "subgroup"].fillna("<none>").astype(str).to_numpy()
               if "subgroup" in inst.columns else np.zeros(len(prep.inst["train"]), dtype=str))
     threads = fit_threads(threads=cfg.get("threads"))
-    chooser.fit(lambda: instantiate(budgeted(cfg.assessor, threads)), population, prep.X["train"],
-                prep.S("train", "train"), prep.S("val", "train"), groups)
+    with stage(prep.timings, "trust_ood_fallback_fit_s"):
+        chooser.fit(lambda: instantiate(budgeted(cfg.assessor, threads)), population, prep.X["train"],
+                    prep.S("train", "train"), prep.S("val", "train"), groups)
     rec = chooser.record()
-    prep.timings["trust_ood_fallback_fit_s"] = time.perf_counter() - t0
     record["options"].update(ood_fallback=rec["choice"], ood_auc_bands=rec["auc_band"] or None,
                              ood_accuracy_bands=rec["accuracy_error_band"] or None)
     record["ood_fallback"] = rec
