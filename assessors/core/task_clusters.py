@@ -8,7 +8,7 @@ observations (their per-prompt difficulty corrections with their noise plus a pe
 cluster with few calibrated prompts is shrunk towards 0. The number of clusters (1: none beyond the
 task-level shift the correction already has) is chosen by cross-validation over the calibrated
 prompts: the held-out prompts' answers from the known LLMs, predicted with the network's parameters
-and their cluster's offset.
+and their cluster's offset; clusters must beat none by more than the standard error of the gain.
 """
 from __future__ import annotations
 
@@ -96,20 +96,24 @@ def fit_offsets(task_X, cal, obs, noise, beta, Y, theta, prior_var, grid, n_fold
     """
     U = unit_rows(np.asarray(task_X, dtype=np.float32))
     folds = np.random.default_rng(0).permutation(len(cal)) % n_folds
-    cv, fitted = {}, {}
-    for K in sorted(set(int(k) for k in grid if 1 <= k <= len(cal))):
+    cv, fitted, per_fold = {}, {}, {}
+    for K in sorted({1} | set(int(k) for k in grid if 1 <= k <= len(cal))):
         km = KMeans(K, n_init=5, random_state=0).fit(U) if K > 1 else None
         lab = km.labels_[cal] if km is not None else np.zeros(len(cal), int)
-        score = 0.0
+        per_fold[K] = np.zeros(n_folds)
         for f in range(n_folds):
             tr, te = folds != f, folds == f
             for m in range(len(obs)):
                 mu, _ = offset_posterior(obs[m, tr], noise[m, tr], lab[tr], K, prior_var[m], prior_var[m])
                 a, b = beta[m][te, :-1], beta[m][te, -1] + mu[lab[te]]
-                score += _loglik(Y[:, te], theta[m], a, b)
-        cv[K] = round(score, 2)
+                per_fold[K][f] += _loglik(Y[:, te], theta[m], a, b)
+        cv[K] = round(float(per_fold[K].sum()), 2)
         fitted[K] = (km, lab)
-    best = max(cv, key=lambda k: (cv[k], -k)) if cv else 1
+    # clusters only when they beat none by more than the folds' standard error of the gain: with a few
+    # dozen calibrated prompts the best of several cluster counts otherwise wins by chance
+    gain = {K: per_fold[K] - per_fold[1] for K in per_fold if K > 1}
+    clear = [K for K, g in gain.items() if g.sum() > np.sqrt(n_folds) * g.std(ddof=1)]
+    best = max(clear, key=lambda k: cv[k]) if clear else 1
     if best == 1:
         return None
     km, lab = fitted[best]
