@@ -15,7 +15,11 @@ models calibrate new items:
    shift, a smooth part and a per-prompt part, their scales chosen per coordinate by marginal
    likelihood) carries the corrections to every prompt of the task: calibrated prompts get their own,
    the rest the task's, shrunk towards 0 when the calibrated prompts disagree or are few.
-4. What the calibrated prompts leave unknown about the task as a whole (the correction's posterior
+4. Optionally (``cluster_grid``), before step 3, one difficulty offset per k-means cluster of the task's
+   prompts (:mod:`assessors.core.task_clusters`; their number, none included, chosen by cross-validation
+   on the calibration answers): a task's difficulty often moves by group, which cosine similarity misses.
+   The Gaussian process then carries what the clusters leave.
+5. What the calibrated prompts leave unknown about the task as a whole (the correction's posterior
    covariance, averaged over the task's prompts) widens the adapted model's accuracy bands.
 
 The adapted model (``model_``) is a copy of the latent model whose item parameters on the task's
@@ -31,6 +35,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.core.posterior import check_answers, laplace_posterior
+from assessors.core.task_clusters import ClusteredCorrection, fit_offsets, nearest
 from assessors.core.task_correction import NetworkSpace, TaskCorrection, covariance, fit_coordinate
 from assessors.errors import DataError
 from assessors.features.base import unit_rows
@@ -66,6 +71,9 @@ class TaskCalibration(BaseEstimator):
         Candidate kernel spaces of the smooth part (one chosen per coordinate by marginal likelihood):
         cosine similarity of the prompts' features, or of the item network's last hidden layer
         (a Bayesian fine-tune of its output layer on the task).
+    cluster_grid : tuple of int
+        Candidate numbers of k-means clusters of the task's prompts with their own difficulty offset,
+        chosen by cross-validation on the calibration answers; 1 is none, ``()`` turns the step off.
 
     Attributes
     ----------
@@ -80,11 +88,14 @@ class TaskCalibration(BaseEstimator):
         added (in quadrature) to the adapted model's ``accuracy_error_sd_``, so its accuracy bands widen.
     chosen_ : list of list of tuple
         Per member and coordinate ``(scale multiple, length, space)`` chosen.
+    clusters_ : ClusterOffsets or None
+        The cluster offsets (None: none chosen or the step off); ``clusters_.cv`` holds the
+        cross-validated log-likelihood per number of clusters.
     """
 
     def __init__(self, assessor, min_answers: int = 5, scale_grid=(0.25, 0.5, 1.0, 2.0, 4.0),
                  length_grid=(0.05, 0.1, 0.2, 0.5, 1.0), item_share: float = 1.0, augment_profiles: bool = True,
-                 discrimination: bool = True, spaces=("prompt",)):
+                 discrimination: bool = True, spaces=("prompt",), cluster_grid=()):
         self.assessor = assessor
         self.min_answers = min_answers
         self.scale_grid = scale_grid
@@ -93,6 +104,7 @@ class TaskCalibration(BaseEstimator):
         self.augment_profiles = augment_profiles
         self.discrimination = discrimination
         self.spaces = spaces
+        self.cluster_grid = cluster_grid
 
     def fit(self, X: np.ndarray, Y: np.ndarray, llm_rows, theta: np.ndarray | None = None) -> "TaskCalibration":
         """Calibrate the task's prompts ``X`` on the known LLMs' answers ``Y``.
@@ -130,15 +142,29 @@ class TaskCalibration(BaseEstimator):
         if "network" in self.spaces:
             self.correction_.network = NetworkSpace(model._inputs, [mb["weights"] for mb in base.members_])
             self.correction_.calibrated_network = [self.correction_.network(X[enough], m) for m in range(len(prior))]
+        spreads = [np.maximum(np.hstack([ra, rb[:, None]]).std(0), 1e-3) for ra, rb in ref]  # (D + 1,) each
+        betas = [np.hstack([a, b[:, None]])[enough] for a, b in prior]
+        pseudo = [self._pseudo(beta, Y[:, enough], theta[m], spreads[m]) for m, beta in enumerate(betas)
+                  ] if enough.any() else []
+        self.clusters_ = None
+        if pseudo and len(self.cluster_grid):
+            # an offset shifts its cluster's difficulties only: observed with the discriminations held
+            alone = [self._pseudo(beta, Y[:, enough], theta[m], spreads[m], True) for m, beta in enumerate(betas)]
+            obs_b, noise_b = (np.array([ps[i][:, 0] for ps in alone]) for i in (0, 1))
+            self.clusters_ = fit_offsets(X, np.flatnonzero(enough), obs_b, noise_b, betas, Y[:, enough], theta,
+                                         np.array([s[-1] for s in spreads]) ** 2, self.cluster_grid)
+            if self.clusters_ is not None:  # the Gaussian process carries what the clusters leave
+                shift, _ = self.clusters_.moments(X[enough])
+                for m, (obs, _) in enumerate(pseudo):
+                    obs[:, -1] -= shift[m]
         fits, self.chosen_ = [], []
-        for m, (a, b) in enumerate(prior):
-            spread = np.maximum(np.hstack([ref[m][0], ref[m][1][:, None]]).std(0), 1e-3)  # (D + 1,)
-            coords = self._fit_member(np.hstack([a, b[:, None]])[enough], Y[:, enough], theta[m], spread,
-                                      m) if enough.any() else []
+        for m, spread in enumerate(spreads):
+            coords = self._fit_member(*pseudo[m], spread, m) if pseudo else []
             fits.append(coords)
             self.chosen_.append([(f.scales[0] / s, f.length, f.space) for f, s in zip(coords, spread)])
         self.correction_.fits = fits
-        model.item_correction_ = self.correction_
+        model.item_correction_ = (self.correction_ if self.clusters_ is None
+                                  else ClusteredCorrection(self.correction_, self.clusters_))
         # the band of a new LLM's accuracy on the task also carries what the calibrated prompts leave
         # unknown about the task as a whole (a shift shared by its prompts does not average out)
         self.task_spread_ = self._task_spread(model, X, theta) if enough.any() else 0.0
@@ -151,18 +177,27 @@ class TaskCalibration(BaseEstimator):
             self.status_[:] = "prior_only"
         return self
 
-    def _fit_member(self, beta, Y, theta, spread, member: int) -> list:
-        """One member's coordinate fits from its network parameters ``beta`` (n_cal, D + 1) of the
-        calibrated prompts, their answers ``Y`` (k, n_cal) and the known abilities ``theta`` (k, D)."""
+    @staticmethod
+    def _pseudo(beta, Y, theta, spread, difficulty_only: bool = False):
+        """Per calibrated prompt, the correction's Gaussian pseudo-observation: mean and variance (n_cal, D + 1)
+        each (n_cal, 1 with ``difficulty_only``: the discriminations held at the network's), from its
+        network parameters ``beta`` (n_cal, D + 1), its answers ``Y`` (k, n_cal) and the known
+        abilities ``theta`` (k, D)."""
         Z = np.hstack([theta, -np.ones((len(theta), 1))])  # logit = Z @ beta
+        logit = beta @ Z.T  # (n_cal, k)
+        if difficulty_only:
+            Z, spread = Z[:, -1:], spread[-1:]
         wide = np.diag(1.0 / (2.0 * spread) ** 2)
         # the correction of each prompt by MAP under a wide prior; ``b`` of laplace_posterior is the
         # negated network logit of each (prompt, LLM), so its parameter is the correction itself
-        delta, cov = laplace_posterior(Z, -(beta @ Z.T), Y.T, np.zeros(len(spread)), wide)
+        delta, cov = laplace_posterior(Z, -logit, Y.T, np.zeros(len(spread)), wide)
         lik = np.linalg.inv(cov) - wide + 1e-6 * np.eye(len(spread))  # the answers' precision alone
         lik_cov = np.linalg.inv(lik)
         obs = np.einsum("nij,njk,nk->ni", lik_cov, np.linalg.inv(cov), delta)  # the likelihood's own mean
-        noise = np.minimum(np.diagonal(lik_cov, axis1=1, axis2=2), 1e4)
+        return obs, np.minimum(np.diagonal(lik_cov, axis1=1, axis2=2), 1e4)
+
+    def _fit_member(self, obs, noise, spread, member: int) -> list:
+        """One member's coordinate fits from its pseudo-observations ``obs``, ``noise`` (n_cal, D + 1)."""
         c = self.correction_
         spaces = {sp: c.calibrated if sp == "prompt" else c.calibrated_network[member] for sp in self.spaces}
         coords = []
@@ -190,6 +225,10 @@ class TaskCalibration(BaseEstimator):
                 v = np.linalg.solve(f.chol, covariance(Uq, Uc, f.scales, f.length).T)
                 post = covariance(Uq, Uq, f.scales, f.length) - v.T @ v  # (q, q)
                 v_m += Z[:, j] ** 2 * np.einsum("kq,qr,kr->k", w, post, w)
+            if self.clusters_ is not None:  # a cluster's offset is shared by its prompts: sum, then square
+                lab = nearest(Q, self.clusters_.centers)
+                per_cluster = w @ np.eye(len(self.clusters_.centers))[lab]  # (k, K)
+                v_m += per_cluster ** 2 @ self.clusters_.var[m]
             var.append(np.maximum(v_m, 0.0))
         return float(np.sqrt(np.mean(var)))
 
@@ -211,6 +250,8 @@ class TaskCalibration(BaseEstimator):
         if not self.correction_.fits or not self.correction_.fits[0]:
             return {"a": a, "b": b, "a_sd": np.zeros_like(a), "b_sd": np.zeros_like(b)}
         _, var = self.correction_.moments(X)
+        if self.clusters_ is not None:  # the offsets' uncertainty adds to the difficulties' spread
+            var[..., -1] += np.where(self.correction_.membership(X), self.clusters_.moments(X)[1], 0.0)
         sd = np.sqrt(var)
         return {"a": a, "b": b, "a_sd": sd[..., :-1], "b_sd": sd[..., -1]}
 
