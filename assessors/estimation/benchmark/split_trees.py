@@ -67,7 +67,9 @@ def split_trees(assessor, X: np.ndarray, check_ref: np.ndarray | None = None) ->
     with, NaN allowed; default: the training fill).
     """
     clf = getattr(assessor, "classifier_", None)
-    if assessor._mode not in ("embedding", "similarity") or not hasattr(clf, "get_booster"):
+    # only a boosted-tree classifier on a target-independent item part factorises (the classifier first:
+    # an assessor without one, e.g. the latent model, has no item part either)
+    if not hasattr(clf, "get_booster") or assessor._mode not in ("embedding", "similarity"):
         return None
     booster = clf.get_booster()
     if clf.get_params().get("objective") != "binary:logistic" or booster.feature_names is not None \
