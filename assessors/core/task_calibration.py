@@ -132,31 +132,14 @@ class TaskCalibration(BaseEstimator):
         training = (base.profiles_.features_ if getattr(base, "profiles_", None) is not None
                     else unit_rows(base.reference_features_).astype(np.float16))
         self.correction_ = TaskCorrection(unit_rows(X[enough]), unit_rows(X).astype(np.float16), training, [])
-        model = copy.copy(base)
-        model.item_correction_ = None
-        if self.augment_profiles and getattr(base, "profiles_", None) is not None and enough.any():
-            model.profiles_ = TaskProfiles(base.profiles_, _with_calibration(base.profiles_, X[enough], Y[:, enough],
-                                                                             rows), self.correction_)
+        model = self._adapted_copy(X, Y, rows, enough)
         prior = model._params(X)  # the network's parameters, with the augmented profiles
         ref = base._params(base.reference_features_)
-        if "network" in self.spaces:
-            self.correction_.network = NetworkSpace(model._inputs, [mb["weights"] for mb in base.members_])
-            self.correction_.calibrated_network = [self.correction_.network(X[enough], m) for m in range(len(prior))]
         spreads = [np.maximum(np.hstack([ra, rb[:, None]]).std(0), 1e-3) for ra, rb in ref]  # (D + 1,) each
         betas = [np.hstack([a, b[:, None]])[enough] for a, b in prior]
         pseudo = [self._pseudo(beta, Y[:, enough], theta[m], spreads[m]) for m, beta in enumerate(betas)
                   ] if enough.any() else []
-        self.clusters_ = None
-        if pseudo and len(self.cluster_grid):
-            # an offset shifts its cluster's difficulties only: observed with the discriminations held
-            alone = [self._pseudo(beta, Y[:, enough], theta[m], spreads[m], True) for m, beta in enumerate(betas)]
-            obs_b, noise_b = (np.array([ps[i][:, 0] for ps in alone]) for i in (0, 1))
-            self.clusters_ = fit_offsets(X, np.flatnonzero(enough), obs_b, noise_b, betas, Y[:, enough], theta,
-                                         np.array([s[-1] for s in spreads]) ** 2, self.cluster_grid)
-            if self.clusters_ is not None:  # the Gaussian process carries what the clusters leave
-                shift, _ = self.clusters_.moments(X[enough])
-                for m, (obs, _) in enumerate(pseudo):
-                    obs[:, -1] -= shift[m]
+        self.clusters_ = self._fit_clusters(X, Y, enough, theta, betas, spreads, pseudo) if pseudo else None
         fits, self.chosen_ = [], []
         for m, spread in enumerate(spreads):
             coords = self._fit_member(*pseudo[m], spread, m) if pseudo else []
@@ -176,6 +159,38 @@ class TaskCalibration(BaseEstimator):
         if not enough.any():
             self.status_[:] = "prior_only"
         return self
+
+    def _adapted_copy(self, X, Y, rows, enough):
+        """A copy of the assessor to adapt: its profiles augmented with the calibration answers (when
+        ``augment_profiles``), and the correction's network space set up (when ``spaces`` has it)."""
+        base = self.assessor
+        model = copy.copy(base)
+        model.item_correction_ = None
+        if self.augment_profiles and getattr(base, "profiles_", None) is not None and enough.any():
+            model.profiles_ = TaskProfiles(base.profiles_, _with_calibration(base.profiles_, X[enough], Y[:, enough],
+                                                                             rows), self.correction_)
+        if "network" in self.spaces:
+            self.correction_.network = NetworkSpace(model._inputs, [mb["weights"] for mb in base.members_])
+            self.correction_.calibrated_network = [self.correction_.network(X[enough], m)
+                                                   for m in range(len(base.members_))]
+        return model
+
+    def _fit_clusters(self, X, Y, enough, theta, betas, spreads, pseudo):
+        """The per-cluster difficulty offsets (None: no clusters chosen, or none offered); when chosen,
+        their shift is taken out of the pseudo-observations ``pseudo`` (in place) so that the Gaussian
+        process carries only what the clusters leave."""
+        if not len(self.cluster_grid):
+            return None
+        # an offset shifts its cluster's difficulties only: observed with the discriminations held
+        alone = [self._pseudo(beta, Y[:, enough], theta[m], spreads[m], True) for m, beta in enumerate(betas)]
+        obs_b, noise_b = (np.array([ps[i][:, 0] for ps in alone]) for i in (0, 1))
+        clusters = fit_offsets(X, np.flatnonzero(enough), obs_b, noise_b, betas, Y[:, enough], theta,
+                               np.array([s[-1] for s in spreads]) ** 2, self.cluster_grid)
+        if clusters is not None:
+            shift, _ = clusters.moments(X[enough])
+            for m, (obs, _) in enumerate(pseudo):
+                obs[:, -1] -= shift[m]
+        return clusters
 
     @staticmethod
     def _pseudo(beta, Y, theta, spread, difficulty_only: bool = False):

@@ -100,13 +100,7 @@ def fit_offsets(task_X, cal, obs, noise, beta, Y, theta, prior_var, grid, n_fold
     for K in sorted({1} | set(int(k) for k in grid if 1 <= k <= len(cal))):
         km = KMeans(K, n_init=5, random_state=0).fit(U) if K > 1 else None
         lab = km.labels_[cal] if km is not None else np.zeros(len(cal), int)
-        per_fold[K] = np.zeros(n_folds)
-        for f in range(n_folds):
-            tr, te = folds != f, folds == f
-            for m in range(len(obs)):
-                mu, _ = offset_posterior(obs[m, tr], noise[m, tr], lab[tr], K, prior_var[m], prior_var[m])
-                a, b = beta[m][te, :-1], beta[m][te, -1] + mu[lab[te]]
-                per_fold[K][f] += _loglik(Y[:, te], theta[m], a, b)
+        per_fold[K] = _fold_loglik(obs, noise, beta, Y, theta, prior_var, lab, K, folds)
         cv[K] = round(float(per_fold[K].sum()), 2)
         fitted[K] = (km, lab)
     # clusters only when they beat none by more than the folds' standard error of the gain: with a few
@@ -120,6 +114,20 @@ def fit_offsets(task_X, cal, obs, noise, beta, Y, theta, prior_var, grid, n_fold
     post = [offset_posterior(obs[m], noise[m], lab, best, prior_var[m], prior_var[m]) for m in range(len(obs))]
     return ClusterOffsets(km.cluster_centers_.astype(np.float32), np.array([p[0] for p in post]),
                           np.array([p[1] for p in post]), cv)
+
+
+def _fold_loglik(obs, noise, beta, Y, theta, prior_var, lab, K, folds) -> np.ndarray:
+    """Held-out log-likelihood per fold (n_folds,) of the answers ``Y`` with ``K`` clusters' offsets
+    (labels ``lab`` of the calibrated prompts) fitted on the other folds, summed over members."""
+    n_folds = int(folds.max()) + 1
+    out = np.zeros(n_folds)
+    for f in range(n_folds):
+        tr, te = folds != f, folds == f
+        for m in range(len(obs)):
+            mu, _ = offset_posterior(obs[m, tr], noise[m, tr], lab[tr], K, prior_var[m], prior_var[m])
+            a, b = beta[m][te, :-1], beta[m][te, -1] + mu[lab[te]]
+            out[f] += _loglik(Y[:, te], theta[m], a, b)
+    return out
 
 
 @dataclass

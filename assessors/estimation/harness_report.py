@@ -127,6 +127,30 @@ def _plots(eg, cov, joined, sizes):
     return figs
 
 
+def _metrics(pt: pd.DataFrame, cov: pd.DataFrame, main: int, wall_seconds: float) -> dict[str, float]:
+    """The headline metrics: the paper table at ``main`` items and every coverage, flat."""
+    metrics = {"wall_seconds": wall_seconds}
+    for m, row in pt.iterrows():
+        for col, v in row.items():
+            metrics[f"{m}.{col.replace(' ', '_')}.n{main}"] = float(v)
+    for _, r in cov.iterrows():
+        metrics[f"{r['method']}.{r['split']}.coverage.n{r['size']}"] = float(r["coverage"])
+    return metrics
+
+
+def _fewer_trials_note(records: pd.DataFrame) -> list[str]:
+    """Report lines (and a log warning) naming the methods run on fewer split-trials than the others:
+    their figures rest on fewer trials, which is never said silently."""
+    few = fewer_trials(records)
+    if few.empty:
+        return []
+    n_all = len(records[["benchmark", "split", "trial"]].drop_duplicates())
+    line = ", ".join(f"{m} {n}" for m, n in few.items())
+    log.warning("benchmark prediction: methods run on fewer split-trials than the others (of %d): %s", n_all, line)
+    return [f"**FEWER TRIALS: these methods ran on fewer of the {n_all} split-trials than the others, so their "
+            f"figures are noisier and not paired with every Random-Sampling trial: {line}.**", ""]
+
+
 def report(records: pd.DataFrame, sim: pd.DataFrame, run_, wall_seconds: float, main_size: int = 50,
            log_records: bool = True, paper_anchors: Mapping | None = None) -> dict[str, float]:
     """Compute tables, log them with plots and a Markdown report; return headline metrics.
@@ -153,24 +177,13 @@ def report(records: pd.DataFrame, sim: pd.DataFrame, run_, wall_seconds: float, 
     for path, fig in _plots(eg, cov, joined, sizes).items():
         run_.log_figure(fig, path)
         plt.close(fig)  # a harness writes several reports in one process: keep their figures from piling up
-    metrics = {"wall_seconds": wall_seconds}
     pt = paper_table(eg, main)
-    for m, row in pt.iterrows():
-        for col, v in row.items():
-            metrics[f"{m}.{col.replace(' ', '_')}.n{main}"] = float(v)
-    for _, r in cov.iterrows():
-        metrics[f"{r['method']}.{r['split']}.coverage.n{r['size']}"] = float(r["coverage"])
+    metrics = _metrics(pt, cov, main, wall_seconds)
     run_.log_metrics(metrics)
     md = ["# Benchmark prediction: estimation gap (EG) and reduction vs Random-Sampling (EGR)", "",
           f"Benchmarks: {', '.join(sorted(records['benchmark'].unique()))}. Sizes: {sizes}. "
           f"Trials: {int(records['trial'].max()) + 1} (max). Wall time: {wall_seconds:.0f} s.", ""]
-    few = fewer_trials(records)
-    if not few.empty:  # their figures rest on fewer trials than the others': never silently
-        n_all = len(records[["benchmark", "split", "trial"]].drop_duplicates())
-        line = ", ".join(f"{m} {n}" for m, n in few.items())
-        log.warning("benchmark prediction: methods run on fewer split-trials than the others (of %d): %s", n_all, line)
-        md += [f"**FEWER TRIALS: these methods ran on fewer of the {n_all} split-trials than the others, so their "
-               f"figures are noisier and not paired with every Random-Sampling trial: {line}.**", ""]
+    md += _fewer_trials_note(records)
     md += [f"## Averaged over benchmarks, n = {main} (EG in accuracy points, EGR in %)", "",
            pt.to_markdown(), ""]
     anchors = paper_anchors
