@@ -19,7 +19,7 @@ TINY_LATENT = [
 ]
 STATED = {"misfit_alpha": 0.01, "range_margin": 0.02, "max_width": 0.15, "band_scale": 1.0, "auc_band_scale": 1.0,
           "muted_flags": [], "fallback_kind": "recalibrated", "fallback_flags": None, "ood_fallback": "reference_only",
-          "ood_auc_bands": None, "ood_accuracy_bands": None}
+          "fallback_slope_sd": 0.1, "ood_auc_bands": None, "ood_accuracy_bands": None}
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_training_stores_the_policy_chosen_on_validation_llms(trained):
     assert stored is not None, "train.py assessor=latent stored no trust policy with the model"
     assert stored["n_validation_llms"] == 8 and stored["source"] == "validated on 8 validation LLMs"
     assert set(stored["options"]) == set(STATED)
-    steps = {"band_scale", "auc_band_scale", "thresholds", "fallback"}
+    steps = {"band_scale", "auc_band_scale", "thresholds", "fallback", "slope_sd"}
     assert steps <= set(stored["chosen_by"]) <= steps | {"max_width", "muted_flags"}  # the quiet rule's, if it acted
     # logged to MLflow: params and the JSON artifact
     run = trained["run"]
