@@ -29,18 +29,29 @@ from assessors.threads import budgeted, fit_threads, thread_limits
 CONF = Path(__file__).resolve().parent.parent / "conf"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def seed_args(doc: str):
+    """``--seed`` parsed from the command line, and the JSON output started with it and the load."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
+    return a, {"seed": a.seed, "load_1min_before": os.getloadavg()[0]}
+
+
+def seed_reference_set(seed: int, overrides: tuple = ()):
+    """The default run's config (``train.yaml`` at ``seed`` with ``overrides``), its prepared data, the
+    reference ids its selector chooses and their rows among the training prompts."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose("train", overrides=[f"seed={a.seed}", "assessor=paper_generic"])
-    out = {"seed": a.seed, "load_1min_before": os.getloadavg()[0]}
+        cfg = compose("train", overrides=[f"seed={seed}", *overrides])
+    prep = prepare(cfg)
+    ref_ids = fit_selector(instantiate(cfg.selector), prep).reference_ids_
+    return cfg, prep, ref_ids, pd.Index(prep.inst["train"]).get_indexer(ref_ids)
+
+
+def main() -> None:
+    a, out = seed_args(__doc__)
     threads = fit_threads()
     with thread_limits(threads):
-        prep = prepare(cfg)
-        ref_ids = fit_selector(instantiate(cfg.selector), prep).reference_ids_
-        ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
+        cfg, prep, ref_ids, ref_idx = seed_reference_set(a.seed, ("assessor=paper_generic",))
         paper = instantiate(budgeted(cfg.assessor, threads))  # the paper's grid: depths 3 and 6
         rows, y = paper._training_rows(prep.X["train"], prep.S("train", "train"), ref_idx)
         X = rows.to_array()

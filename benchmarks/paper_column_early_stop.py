@@ -9,37 +9,28 @@ kept, fit wall and CPU time, and mean validation and test AUC of each (JSON).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from assessors.metrics import per_llm_auc
-from assessors.tasks.prepare import fit_selector, prepare
-from assessors.threads import budgeted, fit_threads, thread_limits
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's package and benchmarks
 
-CONF = Path(__file__).resolve().parent.parent / "conf"
+from assessors.metrics import per_llm_auc  # noqa: E402
+from assessors.threads import budgeted, fit_threads, thread_limits  # noqa: E402
+from benchmarks.paper_column_candidates import seed_args, seed_reference_set  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose("train", overrides=[f"seed={a.seed}"])
-    out = {"seed": a.seed, "load_1min_before": os.getloadavg()[0]}
+    a, out = seed_args(__doc__)
     threads = fit_threads()
     with thread_limits(threads):
-        prep = prepare(cfg)
-        ref_ids = fit_selector(instantiate(cfg.selector), prep).reference_ids_
-        ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
+        cfg, prep, ref_ids, ref_idx = seed_reference_set(a.seed)
         X_val, S_val, R_val = prep.validation(ref_ids)
         S_te, R_te = prep.S("test", "test"), prep.results.matrix(prep.llms["test"], ref_ids)
         for name, rounds in (("early_stopping", 10), ("all_trees", None)):
