@@ -284,6 +284,21 @@ class GenericAssessor(Assessor, BaseEstimator):
         except MissingReferenceError:
             self.require_posterior("evidence on prompts outside the reference set")  # raises
 
+    # ----------------------------------------------------------------- row parts
+    def fill_reference(self, R: np.ndarray) -> np.ndarray:
+        """Reference vectors ``R`` (k, n_ref) as the classifier reads them: float32, a NaN cell filled
+        with the training LLMs' mean on that reference prompt."""
+        check_is_fitted(self, "classifier_", msg="GenericAssessor is not fitted")
+        return self._fill(R)
+
+    def pair_rows(self, X: np.ndarray, R: np.ndarray) -> PairRows:
+        """The classifier's input rows for ``k`` LLMs with reference vectors ``R`` (k, n_ref) on prompts
+        ``X`` (m, d), LLM-major (row ``l * m + i``) and built on demand: ``.inst`` (m, f) is the item part,
+        ``.ref`` (k, n_ref) the filled reference vectors, ``.mode`` how a row joins them (the item part
+        depends on the LLM only in ``similarity_interaction``), ``.to_array()`` the rows (k * m, width)."""
+        check_is_fitted(self, "classifier_", msg="GenericAssessor is not fitted")
+        return self._rows(np.asarray(X, dtype=np.float32), R)[0]
+
     def _predict_rows(self, X: np.ndarray, R: np.ndarray) -> np.ndarray:
         rows, _ = self._rows(X, R)
         src = rows if _streams(self.classifier_) else rows.to_array()

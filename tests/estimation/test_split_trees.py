@@ -55,3 +55,18 @@ def test_other_classifiers_and_modes_predict_row_by_row():
     inter = GenericAssessor(_xgb_assessor().classifier, instance_features="similarity_interaction")
     inter.fit(S.T.astype(np.float32), S, core)  # an item part that depends on the target: not factorisable
     assert split_trees(inter, S.T) is None
+
+
+def test_pair_rows_are_what_the_classifier_scores():
+    rng = np.random.default_rng(2)
+    S = (rng.random((30, 120)) < 0.6).astype(np.float64)
+    core = np.arange(0, 120, 6)
+    g = _xgb_assessor().fit(S.T.astype(np.float32), S, core)
+    R = S[:3, core].copy()
+    R[0, :5] = np.nan  # filled with the training LLMs' mean on those reference prompts
+    rows = g.pair_rows(S.T, R)
+    assert rows.mode == "embedding" and rows.shape == (3 * 120, 30 + core.size)
+    np.testing.assert_array_equal(rows.ref, g.fill_reference(R))
+    np.testing.assert_allclose(rows.ref[0, :5], S[:, core[:5]].mean(0), atol=1e-6)
+    p = g.classifier_.predict_proba(rows.to_array())[:, 1].reshape(3, 120)
+    np.testing.assert_allclose(p, g.predict_proba(S.T, R), atol=1e-6)

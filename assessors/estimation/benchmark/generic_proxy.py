@@ -80,7 +80,7 @@ class GenericAssessorProxy(ItemProxy):
     def predict(self, core_success):
         R = np.atleast_2d(np.asarray(core_success, dtype=np.float32))
         if self.trees_ is not None:  # the same probabilities without building k x n_items rows
-            P = self.trees_.predict(self.model_._fill(R))
+            P = self.trees_.predict(self.model_.fill_reference(R))
         else:
             P = self.model_.predict_proba(self.X_, R)
         return np.clip(np.asarray(P, dtype=np.float64), 0.0, 1.0)

@@ -19,6 +19,8 @@ import logging
 
 import numpy as np
 
+from assessors.irt_math import sigmoid
+
 log = logging.getLogger(__name__)
 
 #: Largest difference in predicted probability, on a check sample of real rows, at which the
@@ -54,7 +56,7 @@ class SplitTrees:
 
     def predict(self, ref: np.ndarray) -> np.ndarray:
         """P(success) of shape (k, n_items) for filled reference vectors ``ref`` (k, n_ref)."""
-        return 1.0 / (1.0 + np.exp(-self.margin(ref).astype(np.float64)))
+        return sigmoid(self.margin(ref).astype(np.float64))
 
 
 def split_trees(assessor, X: np.ndarray, check_ref: np.ndarray | None = None) -> SplitTrees | None:
@@ -67,15 +69,21 @@ def split_trees(assessor, X: np.ndarray, check_ref: np.ndarray | None = None) ->
     with, NaN allowed; default: the training fill).
     """
     clf = getattr(assessor, "classifier_", None)
-    # only a boosted-tree classifier on a target-independent item part factorises (the classifier first:
-    # an assessor without one, e.g. the latent model, has no item part either)
-    if not hasattr(clf, "get_booster") or assessor._mode not in ("embedding", "similarity"):
+    # only a boosted-tree classifier factorises (the classifier first: an assessor without one, e.g. the
+    # latent model, has no pair rows either)
+    if not hasattr(clf, "get_booster"):
+        return None
+    X = np.asarray(X, dtype=np.float32)
+    # reference vectors of a few real rows, for the base margin and the check that the factorisation is the classifier
+    R = assessor.reference_fill_[None, :] if check_ref is None else np.asarray(check_ref, dtype=np.float32)[:4]
+    rows = assessor.pair_rows(X, R)
+    if rows.mode not in ("embedding", "similarity"):  # the item part must not depend on the target
         return None
     booster = clf.get_booster()
     if clf.get_params().get("objective") != "binary:logistic" or booster.feature_names is not None \
             or getattr(clf, "n_classes_", 2) != 2 or _early_stopped(clf):
         return None
-    inst = assessor._instance_part(np.asarray(X, dtype=np.float32))
+    inst = rows.inst
     leaves = _leaf_paths(booster.trees_to_dataframe())
     if leaves is None:
         return None
@@ -86,12 +94,9 @@ def split_trees(assessor, X: np.ndarray, check_ref: np.ndarray | None = None) ->
     ref_cond = tuple(c[~on_item] for c in cond)
     ref_cond = (ref_cond[0], ref_cond[1] - f, *ref_cond[2:])
     model = SplitTrees(item_ind, ref_cond, values, 0.0)
-    # the base margin, and a check that the factorisation is the classifier: a few real rows
-    R = assessor.reference_fill_[None, :] if check_ref is None else np.asarray(check_ref, dtype=np.float32)[:4]
     items = np.linspace(0, len(inst) - 1, min(len(inst), 64)).astype(int)
-    rows, _ = assessor._rows(np.asarray(X, dtype=np.float32)[items], R)
-    true = clf.predict(rows.to_array(), output_margin=True).reshape(len(R), items.size)
-    diff = true - model.margin(assessor._fill(R))[:, items]
+    true = clf.predict(assessor.pair_rows(X[items], R).to_array(), output_margin=True).reshape(len(R), items.size)
+    diff = true - model.margin(rows.ref)[:, items]
     model.base = float(np.median(diff))
     if np.abs(diff - model.base).max() > TOLERANCE:
         log.warning("generic assessor proxy: factorised trees differ from the classifier by %.2g; "
