@@ -35,8 +35,10 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.core.posterior import check_answers, laplace_posterior
+from assessors.core.task_calibration_profiles import TaskProfiles, with_calibration
 from assessors.core.task_clusters import ClusteredCorrection, fit_offsets, nearest
 from assessors.core.task_correction import NetworkSpace, TaskCorrection, covariance, fit_coordinate
+from assessors.data.names import check_unique
 from assessors.errors import DataError
 from assessors.features.base import unit_rows
 from assessors.irt_math import sigmoid
@@ -167,7 +169,7 @@ class TaskCalibration(BaseEstimator):
         model = copy.copy(base)
         model.item_correction_ = None
         if self.augment_profiles and getattr(base, "profiles_", None) is not None and enough.any():
-            model.profiles_ = TaskProfiles(base.profiles_, _with_calibration(base.profiles_, X[enough], Y[:, enough],
+            model.profiles_ = TaskProfiles(base.profiles_, with_calibration(base.profiles_, X[enough], Y[:, enough],
                                                                              rows), self.correction_)
         if "network" in self.spaces:
             self.correction_.network = NetworkSpace(model._inputs, [mb["weights"] for mb in base.members_])
@@ -277,41 +279,6 @@ class TaskCalibration(BaseEstimator):
                 **{s: int((self.status_ == s).sum()) for s in STATUS}}
 
 
-class TaskProfiles:
-    """Neighbour profiles of an adapted model: a task prompt's profile also reads the calibrated
-    prompts (``augmented``), every other prompt keeps the training profile (``base``), so the reference
-    set's item parameters, and with them new LLMs' posteriors from reference answers, do not move."""
-
-    def __init__(self, base, augmented, correction: TaskCorrection):
-        self.base, self.augmented, self.correction = base, augmented, correction
-
-    @property
-    def features_(self):
-        return self.base.features_
-
-    def inputs(self, X: np.ndarray) -> np.ndarray:
-        """The item network's input (m, d + n_dims): see :meth:`NeighbourProfiles.inputs`."""
-        out = self.base.inputs(X)
-        inside = self.correction.membership(X) if len(X) else np.zeros(0, bool)
-        if inside.any():
-            out[inside] = self.augmented.inputs(np.asarray(X, dtype=np.float32)[inside])
-        return out
-
-
-def _with_calibration(profiles, X, Y, rows):
-    """A copy of ``profiles`` whose training prompts also hold the calibrated prompts ``X`` (n, d) with
-    the known LLMs' answers ``Y`` (k, n) in their columns ``rows`` (the other LLMs: not evaluated)."""
-    out = copy.copy(profiles)
-    extra = np.full((len(X), profiles.answers_.shape[1]), 255, np.uint8)
-    for i, r in enumerate(rows):
-        seen = np.isfinite(Y[i])
-        extra[seen, r] = Y[i, seen].astype(np.uint8)
-    out.features_ = np.vstack([profiles.features_, unit_rows(X).astype(np.float16)])
-    out.answers_ = np.vstack([profiles.answers_, extra])
-    out._memo = None  # profiles computed against the old prompts are stale
-    return out
-
-
 def _check_calibration(X, Y, llm_rows, n_known: int):
     """The task's prompts ``X`` (n, d) as float32, the answers ``Y`` (k, n) checked (0/1/NaN) and the
     known LLMs' rows (k,); a :class:`DataError` naming the rows for a wrong shape, an unknown or a
@@ -326,8 +293,5 @@ def _check_calibration(X, Y, llm_rows, n_known: int):
     if len(bad):
         raise DataError(f"calibration answers rows {bad.tolist()} name LLMs the model does not know "
                         f"(llm_rows {rows[bad].tolist()}; it knows rows 0..{n_known - 1}); drop them")
-    dup = np.flatnonzero(np.bincount(rows - rows.min(), minlength=1)[rows - rows.min()] > 1) if len(rows) else []
-    if len(dup):
-        raise DataError(f"calibration answers rows {dup.tolist()} repeat an LLM (llm_rows {rows[dup].tolist()}); "
-                        "give one row per LLM")
+    check_unique(rows.tolist(), "calibration answers", "llm_rows value", fix="give one row per LLM")
     return X, Y, rows

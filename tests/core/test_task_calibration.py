@@ -143,7 +143,7 @@ def test_bad_input_is_a_clear_error_naming_the_rows(sim):
         TaskCalibration(model).fit(X, bad, rows)
     with pytest.raises(DataError, match=r"rows \[1\] name LLMs the model does not know"):
         TaskCalibration(model).fit(X, Y, [0, 99, 2, 3, 4])
-    with pytest.raises(DataError, match=r"rows \[1, 3\] repeat an LLM"):
+    with pytest.raises(DataError, match=r"duplicated llm_rows value 1 at row 3 \(first at row 1.*give one row per LLM"):
         TaskCalibration(model).fit(X, Y, [0, 1, 2, 1, 4])
     with pytest.raises(DataError, match="expected"):
         TaskCalibration(model).fit(X[:10], Y, rows)
