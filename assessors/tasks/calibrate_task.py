@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from assessors.data.columns import require_columns
 from assessors.data.loaders._common import read_csv
@@ -28,15 +28,10 @@ from assessors.tasks.predict_common import report, tracking_uri_from_cfg
 
 log = logging.getLogger("assessors.predict")
 
-#: The default option of ``conf/task_calibration/``: what a config without that group calibrates with.
-DEFAULT_CALIBRATION = Path(__file__).resolve().parents[2] / "conf" / "task_calibration" / "default.yaml"
-
-
 def task_calibration(cfg: DictConfig):
-    """``cfg.task_calibration`` built: ``assessor -> TaskCalibration`` (a partial of the class its
-    ``_target_`` names); a config without that group (e.g. ``train.py``'s) gets ``DEFAULT_CALIBRATION``."""
-    node = cfg.get("task_calibration")
-    return built(node if node is not None else OmegaConf.load(DEFAULT_CALIBRATION))
+    """``cfg.task_calibration`` built: ``assessor -> TaskCalibration`` (a partial of the class its ``_target_``
+    names; the group is in the defaults of ``train.py`` and ``predict.py``)."""
+    return built(cfg.task_calibration)
 
 
 def run(cfg: DictConfig, model=None) -> dict:

@@ -27,7 +27,7 @@ def test_the_default_option_mirrors_the_class_defaults(compose):
     assert isinstance(built, TaskCalibration)
     defaults = {k: p.default for k, p in inspect.signature(TaskCalibration).parameters.items() if k != "assessor"}
     assert _params(built) == _params(TaskCalibration(None, **defaults))
-    # a config without the group (train.py's, which the OOD sweep composes) gets the same option
+    # train.py's config, which the OOD sweep composes, has the same option
     assert _params(task_calibration(compose())(None)) == _params(built)
 
 
