@@ -61,7 +61,7 @@ def cell_config(cfg: DictConfig, preset: str | None = None) -> DictConfig:
             if key in cfg:
                 inner[key] = cfg[key]
         inner.grid = {"split_name": preset, "budgets": list(sw.budgets), "baselines": dict(sw.baselines),
-                      "leave_one_llm_out": preset in sw.leave_one_llm_out, "served": bool(sw.get("served", True))}
+                      "leave_one_llm_out": preset in sw.leave_one_llm_out, "served": bool(sw.served)}
     return inner
 
 

@@ -77,10 +77,21 @@ def trust_parts(cfg, prep: Prepared, model, ref_ids: list[str], times: dict) -> 
     """What ``train.py`` fits for trust beside the latent model (its prompt-side signal, its trust policy
     and OOD fallback chosen on the validation LLMs and training prompts), timed into ``times``; None
     when the cell does not report the served predictor (``grid.served`` false)."""
-    if not cfg.grid.get("served", True):
+    if not cfg.grid.served:
         return None
     with stage(times, "trust_fit_s"):
         return {**fit_trust_parts(cfg, prep, model, ref_ids), "reference_ids": ref_ids}
+
+
+def fit_cell(cfg) -> tuple[dict, Prepared, object, list[str], dict | None]:
+    """What every cell fits first, timed: the prepared split, the latent assessor with its reference ids and
+    :func:`trust_parts`. Returns ``(wall times in s, prepared, model, reference ids, trust parts or None)``."""
+    t = {}
+    with stage(t, "prepare_s"):
+        prep = prepare(cfg)
+    with stage(t, "latent_fit_s"):
+        model, ref_ids = fit_generic(cfg, prep)
+    return t, prep, model, ref_ids, trust_parts(cfg, prep, model, ref_ids, t)
 
 
 def served_row(cfg, prep: Prepared, fitted: dict, latent, X: np.ndarray, S: np.ndarray, P_raw: np.ndarray,
@@ -144,12 +155,7 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
     """
     from assessors.tasks.calibrate_task import task_calibration
 
-    t = {}
-    with stage(t, "prepare_s"):
-        prep = prepare(cfg)
-    with stage(t, "latent_fit_s"):
-        model, ref_ids = fit_generic(cfg, prep)
-    fitted = trust_parts(cfg, prep, model, ref_ids, t)
+    t, prep, model, ref_ids, fitted = fit_cell(cfg)
     X_te, S_test = prep.X["test"], prep.S("test", "test")
     R_test = prep.results.matrix(prep.llms["test"], ref_ids)
     n = len(X_te)
@@ -208,12 +214,7 @@ def in_distribution_by_group(cfg, groups: dict[str, list[str]]) -> tuple[pd.Data
     hold-out's subtasks: ``groups`` maps a hold-out preset to its subtask globs."""
     import fnmatch
 
-    t = {}
-    with stage(t, "prepare_s"):
-        prep = prepare(cfg)
-    with stage(t, "latent_fit_s"):
-        model, ref_ids = fit_generic(cfg, prep)
-    fitted = trust_parts(cfg, prep, model, ref_ids, t)
+    t, prep, model, ref_ids, fitted = fit_cell(cfg)
     sub = prep.results.instances["subgroup"].astype(str).to_numpy()[prep.results.instance_index(prep.inst["test"])]
     R_test = prep.results.matrix(prep.llms["test"], ref_ids)
     post = model.reference_posterior(R_test)
