@@ -150,13 +150,10 @@ class AIPW(BenchmarkEstimator):
         f = np.where(obs, f_lab, 0.0)
         ybar = y.sum(1) / n
         fbar = f.sum(1) / n
-        if self.power_tuning:
-            dof = np.maximum(n - 1, 1)
-            cov = (((y - ybar[:, None]) * (f - fbar[:, None])) * obs).sum(1) / dof
-            var_f = (((f - fbar[:, None]) ** 2) * obs).sum(1) / dof
-            lam = np.clip(np.divide(cov, var_f, out=np.zeros_like(cov), where=var_f > 1e-12), 0.0, 1.0)
-        else:
-            lam = np.ones_like(ybar)
+        dof = np.maximum(n - 1, 1)
+        cov = (((y - ybar[:, None]) * (f - fbar[:, None])) * obs).sum(1) / dof
+        var_f = (((f - fbar[:, None]) ** 2) * obs).sum(1) / dof
+        lam = self._power_lambda(cov, var_f)
         # rest = items whose result is not observed (outside the core, or missing in it)
         core_f_all = np.where(obs, f_all[:, self.core_index_], 0.0).sum(1)
         n_rest = N - n
@@ -167,8 +164,20 @@ class AIPW(BenchmarkEstimator):
         point = (n * ybar + n_rest * theta_rest) / N
         var_r = self._residual_variance(r, rbar, obs, n, lam, fbar)
         se = np.sqrt(var_r * np.clip(1 - n / N, 0, 1) / n)
-        z = t_dist.ppf(1 - self.alpha / 2, np.maximum(n - len(self.proxies_), 1))
-        return Estimate(point, *self._one_class_hull(Y, point - z * se, point + z * se))
+        return self._t_interval(Y, point, se, np.maximum(n - len(self.proxies_), 1))
+
+    def _power_lambda(self, num: np.ndarray, den: np.ndarray) -> np.ndarray:
+        """The proxy's coefficient ``lam`` (k,) of each target: with ``power_tuning``, the variance-minimising
+        ``num / den`` (k,) clipped to [0, 1] (0 where ``den`` vanishes); without it, 1."""
+        if not self.power_tuning:
+            return np.ones_like(num)
+        return np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 1e-12), 0.0, 1.0)
+
+    def _t_interval(self, Y: np.ndarray, point: np.ndarray, se: np.ndarray, dof) -> Estimate:
+        """``point`` (k,) with Student's t interval ``point -+ t(1 - alpha/2, dof) se`` (``dof`` scalar or (k,)),
+        widened by :meth:`_one_class_hull` for targets whose core answers ``Y`` (k, n_core) are all equal."""
+        q = t_dist.ppf(1 - self.alpha / 2, dof)
+        return Estimate(point, *self._one_class_hull(Y, point - q * se, point + q * se))
 
     def _one_class_hull(self, Y: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(lo, hi)`` widened, for targets whose core answers are all equal, to hold the exact

@@ -39,11 +39,9 @@ core with equal residuals from a zero-width interval, and the quantile is Studen
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import t as t_dist
 
 from assessors.errors import ConfigError
 from assessors.estimation.benchmark.aipw import AIPW
-from assessors.estimation.benchmark.base import Estimate
 from assessors.estimation.benchmark.latent_proxy import LatentProxy
 from assessors.estimation.benchmark.stratified import design_moments
 
@@ -133,11 +131,7 @@ class PPSAIPW(AIPW):
         wsum = np.maximum(w.sum(1), 1e-12)
         ac = a - (w * a).sum(1, keepdims=True) / wsum[:, None]
         cc = c - (w * c).sum(1, keepdims=True) / wsum[:, None]
-        if self.power_tuning:
-            num, den = (w * ac * cc).sum(1), (w * cc * cc).sum(1)
-            lam = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 1e-12), 0.0, 1.0)
-        else:
-            lam = np.ones(Y.shape[0])
+        lam = self._power_lambda((w * ac * cc).sum(1), (w * cc * cc).sum(1))
         r = np.where(obs, y - lam[:, None] * f, 0.0)
         seen_f = np.where(obs, f_all[:, self.core_index_], 0.0).sum(1)
         if d is None:  # Horvitz-Thompson: each core residual stands for (1 - pi)/pi unseen items
@@ -158,6 +152,4 @@ class PPSAIPW(AIPW):
         A = ((w * z).sum(1) + wp * zp.sum(0)) / np.maximum(wsum + 2 * wp, 1e-12)
         ss = (w * (z - A[:, None]) ** 2).sum(1) + wp * ((zp - A) ** 2).sum(0)
         var = n / np.maximum(n + 2 * k - 1, 1) * ss / N ** 2
-        q = t_dist.ppf(1 - self.alpha / 2, np.maximum(n - len(self.proxies_), 1))
-        se = np.sqrt(var)
-        return Estimate(point, *self._one_class_hull(Y, point - q * se, point + q * se))
+        return self._t_interval(Y, point, np.sqrt(var), np.maximum(n - len(self.proxies_), 1))

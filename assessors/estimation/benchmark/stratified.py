@@ -33,11 +33,9 @@ are near 0 and a 50/50 pseudo item dominates the variance estimate: on the harne
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import t as t_dist
 
 from assessors.errors import ConfigError
 from assessors.estimation.benchmark.aipw import AIPW
-from assessors.estimation.benchmark.base import Estimate
 from assessors.estimation.benchmark.latent_proxy import LatentProxy
 
 
@@ -138,12 +136,7 @@ class StratifiedAIPW(AIPW):
             N_h = float((self.stratum_ == h).sum())
             w = (N_h / N) ** 2 * np.clip(1 - n / N_h, 0, 1) / n1  # the stratum's weight in the variance
             parts.append((c, o, n, n1, ybar, fbar, cov, var_f, N_h, w))
-        if self.power_tuning:
-            num = sum(p[9] * p[6] for p in parts)
-            den = sum(p[9] * p[7] for p in parts)
-            lam = np.clip(np.divide(num, den, out=np.zeros_like(num), where=den > 1e-12), 0.0, 1.0)
-        else:
-            lam = np.ones(Y.shape[0])
+        lam = self._power_lambda(sum(p[9] * p[6] for p in parts), sum(p[9] * p[7] for p in parts))
         point, var, var2_dof = np.zeros(Y.shape[0]), np.zeros(Y.shape[0]), np.zeros(Y.shape[0])
         for h, (c, o, n, n1, ybar, fbar, _, _, N_h, w) in enumerate(parts):
             items = self.stratum_ == h
@@ -161,6 +154,4 @@ class StratifiedAIPW(AIPW):
         # Satterthwaite's degrees of freedom: few when the variance rests on strata with few answers
         dof = np.divide(var ** 2, var2_dof, out=np.ones_like(var), where=var2_dof > 0)
         dof = np.clip(dof, 1, np.maximum(n_total - H - len(self.proxies_) + 1, 1))
-        z = t_dist.ppf(1 - self.alpha / 2, dof)
-        se = np.sqrt(var)
-        return Estimate(point, *self._one_class_hull(Y, point - z * se, point + z * se))
+        return self._t_interval(Y, point, np.sqrt(var), dof)
