@@ -41,9 +41,8 @@ from __future__ import annotations
 import numpy as np
 
 from assessors.errors import ConfigError
-from assessors.estimation.benchmark.aipw import AIPW
 from assessors.estimation.benchmark.latent_proxy import LatentProxy
-from assessors.estimation.benchmark.stratified import design_moments
+from assessors.estimation.benchmark.stratified import LatentDesignAIPW, design_moments
 
 
 def inclusion_probabilities(size: np.ndarray, n: int) -> np.ndarray:
@@ -70,7 +69,7 @@ def pareto_sample(pi: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarra
     return np.sort(np.argsort(q, kind="stable")[:n])
 
 
-class PPSAIPW(AIPW):
+class PPSAIPW(LatentDesignAIPW):
     """AIPW with the latent posterior as proxy on a core drawn proportional to the predicted residual sd.
 
     Parameters
@@ -88,18 +87,12 @@ class PPSAIPW(AIPW):
         Every item's inclusion probability ``pi_j``.
     """
 
-    selects_core = True
-    selects_on_raw = True  # the item fit leaves missing cells out of the likelihood
-
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, proxy: LatentProxy | None = None,
                  folds: int = 5, power_tuning: bool = True, pseudo_counts: float = 2.0, uniform_share: float = 0.25,
                  weighting: str = "ht"):
         super().__init__(core_size, seed, alpha, proxy, folds, power_tuning, "finite_population", pseudo_counts)
         self.uniform_share = uniform_share
         self.weighting = weighting
-
-    def _default_proxy(self):
-        return LatentProxy()
 
     def _select_core(self, S, features, rng):
         if not 0.0 <= float(self.uniform_share) <= 1.0:

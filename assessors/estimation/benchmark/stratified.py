@@ -62,7 +62,18 @@ def design_moments(est: AIPW, S: np.ndarray, features) -> tuple[np.ndarray, np.n
     return model.fit(S, features, []).population_moments()
 
 
-class StratifiedAIPW(AIPW):
+class LatentDesignAIPW(AIPW):
+    """AIPW on a core drawn by a design the latent model fixes from the source LLMs alone
+    (:func:`design_moments`); its proxy is ``LatentProxy()`` unless ``proxy`` says otherwise."""
+
+    selects_core = True
+    selects_on_raw = True  # the item fit leaves missing cells out of the likelihood
+
+    def _default_proxy(self):
+        return LatentProxy()
+
+
+class StratifiedAIPW(LatentDesignAIPW):
     """AIPW with the latent posterior as proxy on a core stratified by predicted difficulty.
 
     Parameters
@@ -84,9 +95,6 @@ class StratifiedAIPW(AIPW):
         Stratum of every item.
     """
 
-    selects_core = True
-    selects_on_raw = True  # the item fit leaves missing cells out of the likelihood
-
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, proxy: LatentProxy | None = None,
                  folds: int = 5, power_tuning: bool = True, pseudo_counts: float = 2.0, strata: int = 5,
                  allocation: str = "neyman", min_per_stratum: int = 2, pseudo_share: str = "proxy"):
@@ -95,9 +103,6 @@ class StratifiedAIPW(AIPW):
         self.allocation = allocation
         self.min_per_stratum = min_per_stratum
         self.pseudo_share = pseudo_share
-
-    def _default_proxy(self):
-        return LatentProxy()
 
     def _select_core(self, S, features, rng):
         if self.allocation not in ("neyman", "proportional"):
