@@ -44,7 +44,8 @@ def _runs(scope, reps=30):
     a_hat, covered, err, width = [], [], [], []
     for rep in range(reps):
         k = rng.binomial(trials.astype(int), theta).astype(float)
-        eb = EmpiricalBayes(regressor=KnownPrior(mean, random_state=rep), scope=scope, variance="unbiased").fit(k, trials)
+        prior = KnownPrior(mean, random_state=rep)
+        eb = EmpiricalBayes(regressor=prior, scope=scope, variance="unbiased").fit(k, trials)
         a_hat.append(eb.a_hat_.mean(0))
         covered.append((eb.lower_ <= theta) & (theta <= eb.upper_))
         err.append((eb.estimate_ - theta) ** 2)
@@ -57,8 +58,9 @@ def test_group_scope_recovers_each_subgroups_prior_variance_and_covers():
     mean, theta, tau, _, _ = heteroscedastic_world()
     realised = np.mean((theta - mean) ** 2, 0)  # the spread of this world's 80 cells per subgroup
     _, a_hat, covered, err, width, dt, _ = _runs("group")
-    # mean over 30 draws: within 10% where A is large (measured 0.95-1.05), and where A is near 0
-    # within the upward bias of the 0 floor (measured 3e-4 at a realised 1e-4; s2 is about 8e-3)
+    # mean over 30 draws: 0.88-0.96 times the realised spread where tau >= 0.05 (shrinkage towards
+    # the pool pulls the largest down), and near 0 within the upward bias of the 0 floor and the
+    # pool (measured 4e-4 at a realised 1e-4; s2 is about 8e-3)
     assert np.allclose(a_hat, realised, atol=1e-3, rtol=0.1), (a_hat, realised)
     assert covered.mean() >= 0.93, covered.mean()  # nominal 0.95 over 30 x 960 cells
     assert covered.mean((0, 1)).min() >= 0.90, covered.mean((0, 1))  # and within every subgroup
@@ -83,7 +85,8 @@ def test_moment_units_partition_the_cells():
             count[rows, cols] += 1
         assert len(units) == n_units and np.all(count == 1)
     with pytest.raises(ConfigError, match="scope must be one of"):
-        EmpiricalBayes(regressor=KnownPrior(np.full((3, 5), 0.5)), scope="cell").fit(np.ones((3, 5)), np.full((3, 5), 4))
+        EmpiricalBayes(regressor=KnownPrior(np.full((3, 5), 0.5)), scope="cell").fit(np.ones((3, 5)),
+                                                                                   np.full((3, 5), 4))
 
 
 def test_subgroup_moments_shrink_to_the_pool_only_when_subgroups_do_not_differ():
