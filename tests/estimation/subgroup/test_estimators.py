@@ -84,7 +84,7 @@ def test_eb_intervals_reach_nominal_average_coverage_kappa_inf():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scope", ["llm", "pooled"])
+@pytest.mark.parametrize("scope", ["llm", "pooled", "group"])
 def test_eb_intervals_reach_nominal_average_coverage_estimated_kappa(scope):
     coverage, w_eb, w_dt = _coverage(scope, None, 25)
     assert coverage >= 0.93, coverage  # measured 0.935 (llm scope) with 20 subgroups per fold

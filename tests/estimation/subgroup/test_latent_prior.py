@@ -57,7 +57,8 @@ def test_prior_never_sees_the_labels_it_corrects():
     assert not np.allclose(again.estimate_[0, other], prior.estimate_[0, other])  # the other fold does see it
 
 
-def test_eb_with_latent_prior_is_unbiased_and_covers_in_simulation():
+@pytest.mark.parametrize("scope", ["llm", pytest.param("group", marks=pytest.mark.slow)])
+def test_eb_with_latent_prior_is_unbiased_and_covers_in_simulation(scope):
     # Truth = each cell's full-data accuracy, as in the harness; 20 draws of 10 items per subgroup.
     success, codes, rng = latent_world()
     G = codes.max() + 1
@@ -65,7 +66,8 @@ def test_eb_with_latent_prior_is_unbiased_and_covers_in_simulation():
     errs, covered, w_eb, w_dt, mse_dt, mse_prior = [], [], [], [], [], []
     for rep in range(20):
         k, n, sample = sample_counts(success, codes, 10, rng)
-        eb = EmpiricalBayes(regressor=fast_prior(random_state=rep)).fit(k, n, answers=ItemAnswers(sample, codes, success))
+        eb = EmpiricalBayes(regressor=fast_prior(random_state=rep), scope=scope).fit(k, n,
+                                                                                  answers=ItemAnswers(sample, codes, success))
         dt = DirectEstimator().fit(k, n)
         errs.append((eb.estimate_ - truth).mean())
         covered.append((eb.lower_ <= truth) & (truth <= eb.upper_))
