@@ -38,6 +38,7 @@ def main() -> None:
 
     from assessors.core.generic import GenericAssessor
     from assessors.tasks.prepare import prepare
+    from paper_column_candidates import answered, row_builder
 
     data_dir = os.environ.get("ASSESSORS_DATA_DIR", str(ROOT.parent / "shared" / "data"))
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
@@ -46,15 +47,11 @@ def main() -> None:
     prep = prepare(cfg)
     S, X = prep.S("train", "train"), prep.X["train"]
     ref = np.random.default_rng(0).choice(X.shape[0], a.size, replace=False)
-    # the generic assessor's own row builder, with the state its fit() would set
-    g = GenericAssessor(classifier=None)
-    g.reference_features_, R = X[ref], S[:, ref]
-    g.reference_fill_ = np.nan_to_num(np.nanmean(R, 0), nan=0.5).astype(np.float32)
+    g = row_builder(GenericAssessor(classifier=None), X, S, ref)
     keep = np.setdiff1d(np.arange(X.shape[0]), ref)
-    rows, y = g._rows(X[keep], R, S[:, keep])
     R_val = prep.results.matrix(prep.llms["val"], [prep.inst["train"][i] for i in ref])
-    rows_val, y_val = g._rows(prep.X["val"], R_val, prep.S("val", "val"))
-    A, A_val = rows.to_array(), rows_val.to_array()
+    A, y = answered(g.pair_rows(X[keep], S[:, ref]).to_array(), S[:, keep])
+    A_val, y_val = answered(g.pair_rows(prep.X["val"], R_val).to_array(), prep.S("val", "val"))
     print(json.dumps({"rows": A.shape[0], "columns": A.shape[1]}), flush=True)
     solver = {"l1": dict(l1_ratio=1.0, solver="liblinear"), "l2": dict(l1_ratio=0.0, solver="lbfgs")}[a.penalty]
     for scaling in a.scalings:

@@ -21,7 +21,10 @@ import pandas as pd
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from sklearn.base import clone
+from sklearn.dummy import DummyClassifier
 
+from assessors.classifiers.grid import ParamGrid
+from assessors.core.rows import observed_pairs
 from assessors.metrics import per_llm_auc, rank_by_win_rate
 from assessors.tasks.prepare import fit_selector, prepare
 from assessors.threads import budgeted, fit_threads, thread_limits
@@ -47,17 +50,33 @@ def seed_reference_set(seed: int, overrides: tuple = ()):
     return cfg, prep, ref_ids, pd.Index(prep.inst["train"]).get_indexer(ref_ids)
 
 
+def row_builder(assessor, X: np.ndarray, S: np.ndarray, ref_idx: np.ndarray):
+    """A clone of the generic assessor ``assessor`` fitted with a constant classifier on prompts ``X`` (n, d),
+    training LLMs' answers ``S`` (n_llms, n) and reference rows ``ref_idx``: its
+    :meth:`~assessors.core.generic.GenericAssessor.pair_rows` are the rows its own fit would build."""
+    return clone(assessor).set_params(classifier=ParamGrid(DummyClassifier())).fit(X, S, ref_idx)
+
+
+def answered(rows: np.ndarray, S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows (n_pairs, width) and labels (n_pairs,) of the answered cells of ``S`` (n_llms, n_prompts),
+    taken from ``rows`` (n_llms * n_prompts, width) in ``pair_rows``'s LLM-major order (what fit trains on)."""
+    llm_idx, inst_idx, y = observed_pairs(S)
+    return rows[llm_idx * S.shape[1] + inst_idx], y
+
+
 def main() -> None:
     a, out = seed_args(__doc__)
     threads = fit_threads()
     with thread_limits(threads):
         cfg, prep, ref_ids, ref_idx = seed_reference_set(a.seed, ("assessor=paper_generic",))
         paper = instantiate(budgeted(cfg.assessor, threads))  # the paper's grid: depths 3 and 6
-        rows, y = paper._training_rows(prep.X["train"], prep.S("train", "train"), ref_idx)
-        X = rows.to_array()
+        X_tr, S_tr = prep.X["train"], prep.S("train", "train")
+        rows_of = row_builder(paper, X_tr, S_tr, ref_idx)
+        keep = np.setdiff1d(np.arange(len(X_tr)), ref_idx)  # a reference prompt's row would hold its label
+        X, y = answered(rows_of.pair_rows(X_tr[keep], S_tr[:, ref_idx]).to_array(), S_tr[:, keep])
         X_val, S_val, R_val = prep.validation(ref_ids)
         S_te, R_te = prep.S("test", "test"), prep.results.matrix(prep.llms["test"], ref_ids)
-        val, test = paper._rows(X_val, R_val)[0].to_array(), paper._rows(prep.X["test"], R_te)[0].to_array()
+        val, test = rows_of.pair_rows(X_val, R_val).to_array(), rows_of.pair_rows(prep.X["test"], R_te).to_array()
         scores = {}
         for name, est in paper.classifier.candidates():
             t0, c0 = time.perf_counter(), time.process_time()

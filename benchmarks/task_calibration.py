@@ -52,9 +52,11 @@ def in_distribution(seed: int, groups, overrides) -> float:
     """The latent model on a random split, mean test AUC on its test prompts of the subtasks ``groups``."""
     from assessors.tasks.ood_sweep_cell import in_distribution_by_group
 
-    cfg = compose([f"seed={seed}", "assessor=latent", "tracking=none", "plots=false", "split=random", *overrides])
+    # the sweep cell's ``grid`` node, without the served predictor (only the raw latent model is reported)
+    cfg = compose([f"seed={seed}", "assessor=latent", "tracking=none", "plots=false", "split=random",
+                   "+grid.served=false", *overrides])
     rows, _ = in_distribution_by_group(cfg, {"task": list(groups)})
-    return round(float(rows.loc[rows["group"] == "task", "auc"].iloc[0]), 4)
+    return round(float(rows.loc[(rows["group"] == "task") & (rows["method"] == "latent"), "auc"].iloc[0]), 4)
 
 
 def budget_cells(model, X_te, S_known, S_test, R_test, budgets, seed: int, draws: int = 3) -> list[dict]:

@@ -52,8 +52,9 @@ def test_the_column_stops_where_the_validation_llms_log_loss_is_lowest(compose, 
     assert est.best_iteration == int(np.argmin(loss))
     assert len(loss) == min(300, est.best_iteration + 11) and len(loss) < 300
     # it predicts with the kept trees, not the 10 fitted after them
-    rows = stopped._rows(prep.X["test"], prep.results.matrix(prep.llms["test"], ref_ids))[0].to_array()
-    kept = stopped._predict_rows(prep.X["test"], prep.results.matrix(prep.llms["test"], ref_ids)).ravel()
+    R_test = prep.results.matrix(prep.llms["test"], ref_ids)
+    rows = stopped.pair_rows(prep.X["test"], R_test).to_array()
+    kept = stopped.predict_proba(prep.X["test"], R_test).ravel()
     cut = est.predict_proba(rows, iteration_range=(0, est.best_iteration + 1))[:, 1]
     np.testing.assert_allclose(kept, cut, rtol=1e-6)
     # without validation LLMs there is nothing to stop on: every tree, as the paper's grid fits them
