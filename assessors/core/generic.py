@@ -102,7 +102,7 @@ class GenericAssessor(Assessor, BaseEstimator):
             candidates = candidates[:1]
         log.info("generic assessor: %d training pairs x %d features, %d candidate classifiers",
                  len(rows), rows.width, len(candidates))
-        fit_kw = {}
+        fit_kw, jobs = {}, 1
         if self._mode == "none" and all(has_fit_parameter(est, "sample_weight") for _, est in candidates):
             # no reference vector: all LLMs' rows for an instance are equal, so fit one weighted
             # row per (instance, label) -- the same summed loss on ~n_llms x fewer rows
@@ -110,8 +110,13 @@ class GenericAssessor(Assessor, BaseEstimator):
             idx, y, fit_kw["sample_weight"] = collapse_pairs(rows.inst_idx, y)
             rows = PairRows(rows.inst, rows.ref, np.zeros(len(idx), np.int64), idx, "none")
             log.info("all-train baseline: %d pairs collapsed to %d weighted rows", n_pairs, len(idx))
+            budget = candidates[0][1].get_params().get("n_jobs")
             candidates = [(name, _few_rows_threads(_no_row_subsampling(est), len(idx))) for name, est in candidates]
-        fitted, scores = self._fit_candidates(candidates, rows, y, fit_kw, validation)
+            # the threads a few-rows fit leaves idle fit the other candidates at once (the same trees)
+            fewer = candidates[0][1].get_params().get("n_jobs")
+            if budget is not None and fewer is not None and int(fewer) > 0:
+                jobs = max(1, min(len(candidates), int(budget) // int(fewer)))
+        fitted, scores = self._fit_candidates(candidates, rows, y, fit_kw, validation, jobs)
         self._choose(fitted, scores)
         return self
 
@@ -131,12 +136,16 @@ class GenericAssessor(Assessor, BaseEstimator):
             raise DataError(f"generic assessor: training labels are all {y[0]!r}; nothing to learn")
         return rows, y
 
-    def _fit_candidates(self, candidates, rows: PairRows, y, fit_kw: dict, validation) -> tuple[list, dict]:
-        """Fit each candidate classifier; with validation data and a choice to make, score each
-        (a Series of per-validation-LLM AUCs). Returns ``[(name, fitted)]`` and ``{name: scores}``."""
+    def _fit_candidates(self, candidates, rows: PairRows, y, fit_kw: dict, validation,
+                        jobs: int = 1) -> tuple[list, dict]:
+        """Fit each candidate classifier, ``jobs`` at once in threads; with validation data and a choice
+        to make, score each (a Series of per-validation-LLM AUCs). Returns ``[(name, fitted)]`` and
+        ``{name: scores}``."""
+        from joblib import Parallel, delayed
+
         dense = None if _is_streaming(candidates) else rows.to_array()
         stop_set = None
-        fitted, scores = [], {}
+        todo = []
         for name, est in candidates:
             est, kw = clone(est), dict(fit_kw)
             if _early_stops(est):
@@ -146,9 +155,13 @@ class GenericAssessor(Assessor, BaseEstimator):
                 else:
                     stop_set = stop_set if stop_set is not None else self._eval_set(*validation)
                     kw.update(eval_set=[stop_set], verbose=False)
-            est = est.fit(rows if dense is None or _streams(est) else dense, y, **kw)
-            fitted.append((name, est))
-            if validation is not None and len(candidates) > 1:
+            todo.append((name, est, rows if dense is None or _streams(est) else dense, kw))
+        # XGBoost and scikit-learn release the GIL while fitting
+        fitted = Parallel(n_jobs=min(jobs, len(todo)), backend="threading")(
+            delayed(lambda name, est, data, kw: (name, est.fit(data, y, **kw)))(*t) for t in todo)
+        scores = {}
+        if validation is not None and len(candidates) > 1:
+            for name, est in fitted:
                 self.classifier_ = est
                 scores[name] = self._validation_aucs(*validation)
         return fitted, scores

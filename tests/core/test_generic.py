@@ -74,3 +74,24 @@ def test_collapsed_rows_fit_on_one_thread_with_the_same_trees(prep):
     two = XGBClassifier(**xgb.get_params()).fit(X[idx], lab, sample_weight=w)
     np.testing.assert_array_equal(base.predict_proba(prep.X["test"], np.zeros((1, 0), np.float32))[0],
                                   two.predict_proba(prep.X["test"])[:, 1].astype(np.float32))
+
+
+def test_collapsed_candidates_fit_at_once_on_the_threads_left_idle(prep, monkeypatch):
+    """Two threads and rows too few to share: each candidate fits on one thread, both at once, with the
+    choice and predictions of fitting them one after the other."""
+    from xgboost import XGBClassifier
+
+    X, S = prep.X["train"], prep.S("train", "train")
+    val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
+    jobs = []
+    fit_candidates = GenericAssessor._fit_candidates
+    monkeypatch.setattr(GenericAssessor, "_fit_candidates",
+                        lambda self, *a: jobs.append(a[-1]) or fit_candidates(self, *a))
+    fits = {}
+    for n in (1, 2):
+        grid = ParamGrid(XGBClassifier(n_estimators=30, subsample=1.0, n_jobs=n, random_state=0), {"max_depth": [2, 4]})
+        fits[n] = GenericAssessor(grid, use_reference=False).fit(X, S, np.array([], dtype=int), validation=val)
+    assert jobs == [1, 2]
+    assert fits[1].classifier_name_ == fits[2].classifier_name_ and fits[1].selection_.equals(fits[2].selection_)
+    R = np.zeros((1, 0), np.float32)
+    np.testing.assert_array_equal(fits[1].predict_proba(prep.X["test"], R), fits[2].predict_proba(prep.X["test"], R))
