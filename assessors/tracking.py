@@ -86,6 +86,10 @@ class RunLogger:
     def log_figure(self, fig, path: str) -> None:
         self.artifacts[path] = fig
 
+    def log_figure_file(self, fig, local_path: str, path: str) -> None:
+        """Log ``fig``, already saved at ``local_path``, as ``path`` (rendered once, not again)."""
+        self.artifacts[path] = fig
+
     def log_table(self, df: pd.DataFrame, path: str) -> None:
         self.artifacts[path] = df
 
@@ -153,6 +157,11 @@ class MlflowRun(RunLogger):
 
     def log_figure(self, fig, path):
         self._mlflow.log_figure(fig, path)
+
+    def log_figure_file(self, fig, local_path, path):
+        if Path(local_path).name != Path(path).name:  # the artifact takes the name of the file copied
+            return self.log_figure(fig, path)
+        self._mlflow.log_artifact(str(local_path), str(Path(path).parent) if str(Path(path).parent) != "." else None)
 
     def log_table(self, df, path):
         with tempfile.TemporaryDirectory() as d:

@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
+from assessors.classifiers.layers import mlp_layers
 from assessors.classifiers.rows import as_row_source, column_stats, iter_chunks, take
 from assessors.errors import DataError
 from assessors.irt_math import sigmoid
@@ -27,16 +28,6 @@ try:  # the unified package, else the standalone one that pyproject pins
     import lightning.pytorch as pl
 except ImportError:  # pragma: no cover - depends on which distribution is installed
     import pytorch_lightning as pl
-
-
-def mlp_layers(n_features: int, hidden_sizes, dropout: float, n_out: int = 1) -> nn.Sequential:
-    """[Linear -> ReLU -> Dropout] per hidden size, then Linear(n_out): maps (batch, n_features) to (batch, n_out)."""
-    layers, width = [], n_features
-    for h in hidden_sizes:
-        layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(dropout)]
-        width = h
-    layers.append(nn.Linear(width, n_out))
-    return nn.Sequential(*layers)
 
 
 class MLPModule(pl.LightningModule):

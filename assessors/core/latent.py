@@ -81,7 +81,7 @@ class LatentAssessor(Assessor, BaseEstimator):
         settings). One by default: the steps are tiny and latency-bound, and two threads spinning
         against each other made training several times slower on 2 busy cores.
     progress : bool
-        Lightning progress bars.
+        Log each epoch's validation score (the streaming fit: Lightning's progress bar).
 
     Attributes
     ----------
@@ -211,8 +211,8 @@ class LatentAssessor(Assessor, BaseEstimator):
         """
         if validation is not None and len(validation[1]):
             X_val, S_val, R_val = validation
-            return (ValidationLLMScores(self._inputs(X_val), S_val, self._inputs(self.reference_features_), R_val),
-                    np.arange(len(X)))
+            return (ValidationLLMScores(self._inputs(X_val), S_val, self._inputs(self.reference_features_), R_val,
+                                        auc=self.monitor == "auc"), np.arange(len(X)))
         n_val = int(round(len(X) * float(self.validation_fraction)))
         if n_val == 0:
             raise DataError("latent assessor: no validation data and validation_fraction=0; "

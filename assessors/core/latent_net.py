@@ -1,24 +1,32 @@
-"""Training one member of the latent-ability assessor with PyTorch Lightning.
+"""Training one member of the latent-ability assessor in PyTorch.
 
 The network maps a prompt's features to item parameters ``[a (D), b]``; each training LLM has a
 learned ability ``theta`` (D); ``logit = theta . a - b``. Training streams (LLM, prompt, label)
 triples from index arrays grouped by prompt: a batch is a set of prompts with all their graded
 pairs, so the item network runs once per prompt in the batch and no (pair x feature) matrix is
 ever built. Inference needs no torch: :func:`item_parameters` runs the stored weights in numpy.
+
+:func:`train_member` is a plain loop (AdamW, early stopping with the best epoch's weights restored):
+the steps are tiny, and a Lightning Trainer cost more per step than the step itself, besides a
+multi-second import. The streaming fit (:mod:`assessors.core.latent_stream`), which may run on
+several processes, trains the same module under Lightning.
 """
 from __future__ import annotations
 
+import logging
 import math
-import warnings
 
 import numpy as np
 import torch
 from torch import nn
 
-from assessors.classifiers.mlp import _KeepBest, _quiet_lightning, mlp_layers, pl
+from assessors.classifiers.layers import mlp_layers
+from assessors.threads import torch_threads
+
+log = logging.getLogger(__name__)
 
 
-class LatentIRTModule(pl.LightningModule):
+class LatentIRTModule(nn.Module):
     """Item network + training abilities, with a Gaussian prior ``N(0, prior_var I)`` on abilities.
 
     Parameters
@@ -54,7 +62,9 @@ class LatentIRTModule(pl.LightningModule):
         out = self.net((x - self.mean) / self.std)
         return out[:, :self.dims], out[:, self.dims]
 
-    def training_step(self, batch, batch_idx):
+    def loss(self, batch) -> torch.Tensor:
+        """The training objective of one batch ``(x, llm index, prompt position, label)``: mean log loss
+        plus the prior's share."""
         x, li, ii, y = batch
         a, b = self.items(x)
         logit = (self.theta[li] * a[ii]).sum(-1) - b[ii]
@@ -63,11 +73,7 @@ class LatentIRTModule(pl.LightningModule):
         prior = 0.5 * self.theta.pow(2).sum() / (self.prior_var * self.n_pairs)
         return nll + prior
 
-    def validation_step(self, batch, batch_idx):
-        for name, value in self.validate_fn(self).items():
-            self.log(name, float(value), on_epoch=True, batch_size=1)
-
-    def configure_optimizers(self):
+    def optimizer(self) -> torch.optim.Optimizer:
         groups = [{"params": self.net.parameters(), "weight_decay": self.weight_decay},
                   {"params": [self.theta], "weight_decay": 0.0}]  # abilities: the explicit prior above
         return torch.optim.AdamW(groups, lr=self.lr)
@@ -107,12 +113,11 @@ def train_member(X, llm_idx, inst_idx, y, n_llms: int, *, train_prompts, dims, h
     """Fit one member; returns its weights (numpy), training abilities and the epochs run.
 
     ``validate(module)`` returns the per-epoch validation metrics; ``monitor`` (lower is better) is
-    the one early stopping watches, and the best epoch's weights are restored.
+    the one early stopping watches: training stops after ``patience`` epochs without improvement (or
+    at a non-finite score), and the best epoch's weights are restored. ``progress`` logs each epoch.
     """
     X = np.ascontiguousarray(X, dtype=np.float32)
-    with _quiet_lightning(num_threads), torch.random.fork_rng(devices=[]), warnings.catch_warnings():
-        # the loader has no workers, so the length of the iterable dataset is exact
-        warnings.filterwarnings("ignore", message=".*IterableDataset.*__len__.*")
+    with torch_threads(num_threads), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         module = LatentIRTModule(X.shape[1], n_llms, dims, hidden_sizes, dropout, lr, weight_decay, prior_var,
                                  n_pairs=len(y), validate=validate)
@@ -121,16 +126,48 @@ def train_member(X, llm_idx, inst_idx, y, n_llms: int, *, train_prompts, dims, h
         module.std.copy_(torch.from_numpy(np.maximum(sub.std(0), 1e-6)))
         data = _PromptBatches(X, np.asarray(llm_idx, np.int64), np.asarray(inst_idx, np.int64),
                               np.asarray(y, np.float32), np.asarray(train_prompts, np.int64), batch_prompts, seed + 1)
-        loader = torch.utils.data.DataLoader(data, batch_size=None)
-        keep = _KeepBest(monitor)
-        callbacks = [keep, pl.callbacks.EarlyStopping(monitor, patience=int(patience))]
-        trainer = pl.Trainer(max_epochs=int(max_epochs), accelerator="cpu", devices=1, logger=False,
-                             enable_checkpointing=False, enable_model_summary=False, enable_progress_bar=progress,
-                             num_sanity_val_steps=0, use_distributed_sampler=False, callbacks=callbacks)
-        trainer.fit(module, loader, torch.utils.data.DataLoader([0], batch_size=None))
+        epochs, best_epoch, best = _fit_loop(module, data, validate, monitor, int(max_epochs), int(patience), progress)
     module = module.cpu().eval()
     return {"weights": weights_of(module), "theta": module.theta.detach().numpy().astype(np.float64).copy(),
-            "epochs": int(trainer.current_epoch), "best_epoch": int(keep.epoch), "best": float(keep.best)}
+            "epochs": epochs, "best_epoch": best_epoch, "best": best}
+
+
+def _fit_loop(module: LatentIRTModule, data, validate, monitor: str, max_epochs: int, patience: int,
+              progress: bool) -> tuple[int, int, float]:
+    """AdamW over ``data`` for up to ``max_epochs`` epochs, scored by ``validate`` after each; restores
+    the best epoch's weights. Returns (epochs run, best epoch, its score).
+
+    It takes the steps a Lightning Trainer took here before (one shuffled pass per epoch, then
+    validation in eval mode without gradients; a score rounded to float32, as Lightning logged it), and
+    draws from torch's generator in the same order (each pass over a DataLoader draws a base seed), so
+    a member trained with it has the same weights.
+    """
+    opt = module.optimizer()
+    loader = torch.utils.data.DataLoader(data, batch_size=None)
+    best, best_epoch, state, wait, epoch = math.inf, -1, None, 0, 0
+    for epoch in range(max_epochs):
+        module.train()
+        for batch in loader:
+            loss = module.loss(batch)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        module.eval()
+        with torch.no_grad():
+            for _ in torch.utils.data.DataLoader([0], batch_size=None):  # Lightning's one validation batch
+                score = float(np.float32(validate(module)[monitor]))
+        if progress:
+            log.info("epoch %d: %s %.4f", epoch, monitor, score)
+        if score < best:
+            best, best_epoch, wait = score, epoch, 0
+            state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+        else:
+            wait += 1
+        if not math.isfinite(score) or wait >= patience:
+            break
+    if state is not None:
+        module.load_state_dict(state)
+    return epoch + 1, best_epoch, best
 
 
 def weights_of(module: LatentIRTModule) -> dict:

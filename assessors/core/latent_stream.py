@@ -87,6 +87,20 @@ class PromptBlocks(torch.utils.data.IterableDataset):
                    torch.from_numpy(local.astype(np.int64)), torch.from_numpy(block[local, li].astype(np.float32)))
 
 
+class _LightningIRT(LatentIRTModule, pl.LightningModule):
+    """The latent IRT module under a Lightning Trainer (strategies such as DDP over processes)."""
+
+    def training_step(self, batch, batch_idx):
+        return self.loss(batch)
+
+    def validation_step(self, batch, batch_idx):
+        for name, value in self.validate_fn(self).items():
+            self.log(name, float(value), on_epoch=True, batch_size=1)
+
+    def configure_optimizers(self):
+        return self.optimizer()
+
+
 class _Threads(pl.Callback):
     """Torch threads in every process, spawned DDP ranks included."""
 
@@ -127,8 +141,8 @@ def train_member_stream(path, X, train_prompts, *, n_llms, n_pairs, dims, hidden
         warnings.filterwarnings("ignore", message=".*IterableDataset.*__len__.*")
         warnings.filterwarnings("ignore", message=".*sync_dist=True.*")
         torch.manual_seed(seed)
-        module = LatentIRTModule(X.shape[1], n_llms, dims, hidden_sizes, dropout, lr, weight_decay, prior_var,
-                                 n_pairs=n_pairs, validate=validate)
+        module = _LightningIRT(X.shape[1], n_llms, dims, hidden_sizes, dropout, lr, weight_decay, prior_var,
+                               n_pairs=n_pairs, validate=validate)
         module.register_buffer("run_info", torch.zeros(3, dtype=torch.float64))
         sub = X[train_prompts]
         module.mean.copy_(torch.from_numpy(sub.mean(0)))

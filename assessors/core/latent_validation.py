@@ -1,4 +1,4 @@
-"""Early-stopping scores of the latent-ability assessor, computed once per epoch on the Lightning module.
+"""Early-stopping scores of the latent-ability assessor, computed once per epoch on the training module.
 
 The in-memory fit (:class:`~assessors.core.latent.LatentAssessor`) and the streaming fit
 (:class:`~assessors.core.latent_stream.StreamingLatentAssessor`) both use these, so the two train
@@ -67,12 +67,17 @@ class ValidationLLMScores:
         Reference prompts.
     R_val : ndarray of shape (k, n_ref)
         Validation LLMs' reference answers.
+    auc : bool
+        Also minus the mean per-LLM AUC (``val_neg_auc``); off, only ``val_loss``, which early
+        stopping on the loss reads (the AUCs took most of each epoch's validation time).
     """
 
-    def __init__(self, X_val: np.ndarray, S_val: np.ndarray, X_ref: np.ndarray, R_val: np.ndarray):
+    def __init__(self, X_val: np.ndarray, S_val: np.ndarray, X_ref: np.ndarray, R_val: np.ndarray,
+                 auc: bool = True):
         self.X_val, self.X_ref = np.asarray(X_val, dtype=np.float32), np.asarray(X_ref, dtype=np.float32)
         self.S_val = check_answers(S_val, "validation success")
         self.R_val = check_answers(R_val, "validation reference answers")
+        self.auc = bool(auc)
 
     def __call__(self, module) -> dict[str, float]:
         a_r, b_r = _item_parameters(module, self.X_ref)
@@ -80,7 +85,10 @@ class ValidationLLMScores:
         prior = GaussianPrior.fit(module.theta.detach().double().numpy())
         th, cov = laplace_posterior(a_r, b_r, self.R_val, prior.mean, prior.precision)
         p, _ = probit_predictive(*logit_moments(th, cov, a_v, b_v))
-        return early_stopping_scores(self.S_val, p)
+        if self.auc:
+            return early_stopping_scores(self.S_val, p)
+        total, count = _log_loss_sum(self.S_val, p)
+        return {"val_loss": total / max(count, 1)}
 
 
 def graded(block: np.ndarray) -> np.ndarray:

@@ -169,15 +169,19 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
         preds = {headline: served.P, raw: preds.pop("generic"), **preds}
         long = score_methods(prep, preds)
         prep.timings["total_s"] = time.perf_counter() - t_all
-        served_rows = served_table(served, preds[raw], prep.S("test", "test"), prep.llms["test"])
-        summary, auc, notes = report_run(run, long, preds, prep.S("test", "test"), fitted["generic"],
-                                         fitted["reference_ids"], validation=prep.results.meta.get("validation"),
-                                         plots=cfg.get("plots", True), headline=headline, raw=raw,
-                                         served=served_rows)
+        with stage(prep.timings, "report_s"):  # tables, figures, metrics
+            served_rows = served_table(served, preds[raw], prep.S("test", "test"), prep.llms["test"])
+            summary, auc, notes = report_run(run, long, preds, prep.S("test", "test"), fitted["generic"],
+                                             fitted["reference_ids"], validation=prep.results.meta.get("validation"),
+                                             plots=cfg.get("plots", True), headline=headline, raw=raw,
+                                             served=served_rows)
         timings = {f"time/{k}": float(v) for k, v in prep.timings.items()}
         run.log_metrics(timings)
         summary.update(timings)
-        command = log_model(cfg, run, prep, fitted)
+        after = {}
+        with stage(after, "log_model_s"):
+            command = log_model(cfg, run, prep, fitted)
+        run.log_metrics({f"time/{k}": v for k, v in after.items()})
         print_report(auc, notes, summary, fitted["generic"].classifier_name_, run.location, headline=headline,
                      raw=raw, served=served_rows)
         if run.tags.get("model_uri"):

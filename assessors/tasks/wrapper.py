@@ -114,10 +114,16 @@ class RunFolderCopy:
             out.write_text(json.dumps(redact(data), indent=1, default=str))
 
     def log_figure(self, fig, path: str) -> None:
-        self._run.log_figure(fig, path)
         out = self._path(path)
-        if out is not None:
-            fig.savefig(out)
+        copy = getattr(self._run, "log_figure_file", None)
+        if out is None or copy is None:
+            self._run.log_figure(fig, path)
+            if out is not None:
+                fig.savefig(out)
+            return
+        # rendered once, into the run folder; the tracked run copies that file
+        fig.savefig(out)
+        copy(fig, str(out), path)
 
 
 def report_headline(text: str, max_lines: int = 30) -> str:

@@ -194,3 +194,27 @@ def test_latent_assessor_as_the_aipw_proxy(sim_fit):
     target[0, :5] = np.nan  # hidden core cells
     P = proxy.predict(target)
     assert P.shape == (3, 300) and np.all((P > 0) & (P < 1))
+
+
+def test_member_training_stops_after_patience_and_restores_the_best_epoch():
+    """Early stopping of one member: scripted validation scores (best at epoch 2, then three worse) stop
+    training after epoch 5 and restore the weights of epoch 2; a non-finite score stops at once."""
+    from assessors.core.latent_net import train_member
+
+    X, S, _, _, _ = simulate(n_llms=20, n_prompts=200, seed=3)
+    li, ii = np.nonzero(np.isfinite(S))
+    scores, seen = iter([0.9, 0.8, 0.7, 0.75, 0.71, 0.72, 0.1]), []
+
+    def validate(module):
+        seen.append({k: v.detach().clone() for k, v in module.state_dict().items()})
+        return {"val_loss": next(scores)}
+
+    kw = dict(train_prompts=np.arange(200), dims=1, hidden_sizes=(8,), dropout=0.0, lr=0.01, weight_decay=0.0,
+              prior_var=1.0, batch_prompts=50, max_epochs=20, patience=3, seed=0, num_threads=1)
+    member = train_member(X, li, ii, S[li, ii], 20, validate=validate, **kw)
+    assert (member["epochs"], member["best_epoch"]) == (6, 2) and member["best"] == pytest.approx(0.7)
+    assert np.array_equal(member["theta"], seen[2]["theta"].numpy())
+    assert not np.array_equal(member["theta"], seen[-1]["theta"].numpy())  # the later epochs did move it
+    np.testing.assert_array_equal(member["weights"]["layers"][0][0], seen[2]["net.0.weight"].numpy())
+    stopped = train_member(X, li, ii, S[li, ii], 20, validate=lambda m: {"val_loss": float("nan")}, **kw)
+    assert stopped["epochs"] == 1 and stopped["best_epoch"] == -1
