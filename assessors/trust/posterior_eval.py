@@ -1,11 +1,5 @@
-"""What happened to an LLM next to its trust report: the data the verdict policy is chosen and scored on.
-
-:func:`llm_outcome` gives an LLM's realised accuracy on some target prompts and the AUC and Brier score there
-of the model (``latent``, whatever the family) and of each fallback;
-:func:`fit_validated` fits a :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy` on validation
-LLMs' reports and outcomes (:func:`llm_outcomes`); :func:`served_outcomes` scores what the serving path
-(:meth:`~assessors.trust.posterior_policy.PosteriorTrustPolicy.serve`) serves each LLM.
-"""
+"""What happened to an LLM next to its trust report: the data the verdict policy is chosen on
+(:func:`llm_outcomes`, :func:`fit_validated`) and scored on (:func:`served_outcomes`, what the serving path serves)."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,18 +17,17 @@ PREDICTORS = ("latent",) + tuple(k for k in FALLBACKS if k != POPULATION_NAME)
 
 def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None, C: float = 1.0,
                 prior_sd: float = 3.0, slope_sd: float = DEFAULT_SLOPE_SD, slope_sds=SLOPE_SDS) -> dict:
-    """What happened to one LLM on the target prompts, and how the model and each fallback scored there.
+    """One LLM's realised accuracy on the target prompts and the AUC and Brier score there of the model
+    (``latent``, whatever the family) and of each fallback.
 
     Parameters
     ----------
     assessor : Assessor
         Fitted, of any family.
-    X_answered : ndarray of shape (n, d)
-    y : ndarray of shape (n,)
-        The LLM's 0/1 answers (NaN = not answered): the evidence.
-    X_target : ndarray of shape (m, d)
-    s_target : ndarray of shape (m,)
-        Its realised success on the target prompts (NaN = not evaluated).
+    X_answered, y : ndarray of shape (n, d), (n,)
+        The evidence: prompts and the LLM's 0/1 answers (NaN = not answered).
+    X_target, s_target : ndarray of shape (m, d), (m,)
+        The target prompts and its realised success there (NaN = not evaluated).
     prompt_ood : PromptOOD, optional
         Holds the population model of the ``population`` fallback.
     slope_sd, slope_sds : float, sequence of float
@@ -93,14 +86,11 @@ def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_oo
 
     Parameters
     ----------
-    X_answered : ndarray of shape (n, d)
-        The prompts every LLM answered (e.g. the reference prompts).
-    Y : ndarray of shape (k, n)
-        Row ``i``: ``llms[i]``'s 0/1 answers (NaN = not answered; left out of its evidence, as the
-        serving registry does).
-    X_target : ndarray of shape (m, d)
-    S_target : ndarray of shape (k, m)
-        Realised success on the target prompts (NaN = not evaluated).
+    X_answered, Y : ndarray of shape (n, d), (k, n)
+        The prompts every LLM answered (e.g. the reference prompts); row ``i`` of ``Y``: ``llms[i]``'s 0/1
+        answers (NaN = not answered; left out of its evidence, as the serving registry does).
+    X_target, S_target : ndarray of shape (m, d), (k, m)
+        The target prompts and the realised success there (NaN = not evaluated).
     llms : sequence of str, length k
     prompt_ood, seed : optional
         The reports' (:func:`~assessors.trust.posterior_report.posterior_trust`); ``prompt_ood`` also the outcomes'.
