@@ -66,17 +66,20 @@ def _scored(kind: str, s, p) -> dict:
     return {f"auc_{kind}": masked_auc(s, p), f"brier_{kind}": brier(s[obs], np.asarray(p)[obs]) if obs.any() else np.nan}
 
 
-def _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference):
+def _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference, reports: bool = True):
     """Per row ``k`` of ``Y``: ``(k, its answered prompts (n_k, d), its answers (n_k,), the report's keyword
-    arguments about the training LLMs)``, as the serving registry describes an LLM (unanswered items left out)."""
+    arguments about the training LLMs (empty without ``reports``))``, as the serving registry describes an LLM
+    (unanswered items left out)."""
     X_answered, Y = np.asarray(X_answered, dtype=np.float32), np.asarray(Y, dtype=np.float64)
     T = None if training_answers is None else np.asarray(training_answers, dtype=np.float64)
-    profile = None if T is None else training_profile(T)
-    train_acc = assessor.population_accuracy(np.asarray(X_target, dtype=np.float32), training_reference)
+    if reports:
+        profile = None if T is None else training_profile(T)
+        train_acc = assessor.population_accuracy(np.asarray(X_target, dtype=np.float32), training_reference)
     for k in range(len(Y)):
         obs = np.isfinite(Y[k])
-        yield k, X_answered[obs], Y[k, obs], {"training_answers": None if T is None else T[:, obs],
-                                              "similarity_profile": profile, "training_accuracy": train_acc}
+        given = {"training_answers": None if T is None else T[:, obs], "similarity_profile": profile,
+                 "training_accuracy": train_acc} if reports else {}
+        yield k, X_answered[obs], Y[k, obs], given
 
 
 def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_ood=None, seed: int = 0,
@@ -105,7 +108,7 @@ def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_oo
         False: no reports (None), the outcomes only (test LLMs, whose reports :func:`served_outcomes` gives).
     """
     reps, outs = [], []
-    for k, Xa, y, given in _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference):
+    for k, Xa, y, given in _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference, reports):
         if reports:
             reps.append(posterior_trust(assessor, Xa, y, X_target, llm=llms[k], prompt_ood=prompt_ood, seed=seed,
                                         **given))

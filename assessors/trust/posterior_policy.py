@@ -108,7 +108,8 @@ class PosteriorTrustPolicy:
         out = {k: self.report_options.get(k, OPTIONS[k]) if k in THRESHOLDS else getattr(self, k) for k in POLICY_KEYS}
         for k in ("muted_flags", "fallback_flags"):  # lists, as stored and as JSON has them
             out[k] = None if out[k] is None else list(out[k])
-        return {"source": self.source, **out, "prompt_ood": None if self.prompt_ood is None else self.prompt_ood.summary()}
+        ood = None if self.prompt_ood is None else self.prompt_ood.summary()
+        return {"source": self.source, **out, "prompt_ood": ood}
 
     def choose(self, rep) -> str | None:
         """The fallback a report asks for under this policy (None: keep the latent assessor)."""
