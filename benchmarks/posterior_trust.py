@@ -107,7 +107,7 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     loud = fit_validated(instantiate(cfg.trust.validated_policy, quiet_flags=False), val_reps, val_outs)
     ood_choice = with_ood_fallback(cfg, prep, {"options": {}}, ood)["ood_fallback"]  # what train.py stores
     test = _given(prep, "test", idx, prep.X["test"], prep.S("test", "test"))
-    reps, outs = llm_outcomes(model, *test, prompt_ood=ood, seed=seed, slope_sd=chooser.slope_sd_, **known)
+    _, outs = llm_outcomes(model, *test, prompt_ood=ood, slope_sd=chooser.slope_sd_, reports=False, **known)
 
     def scored(opts, ood_fallback=ood_choice["choice"], prompt_ood=ood):
         """The test LLMs scored on what the serving path serves them under these options."""
@@ -119,7 +119,7 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     # the previous default: the report's fixed thresholds, the reference-only fallback on every out-of-population verdict
     previous = {"fallback_kind": "reference_only", "fallback_flags": None}
     return {
-        "seed": seed, "n_val_llms": len(val_reps), "n_test_llms": len(reps), "chosen": chooser.options(),
+        "seed": seed, "n_val_llms": len(val_reps), "n_test_llms": len(outs), "chosen": chooser.options(),
         "chosen_by": chooser.chosen_by_, "validation": {"n_failures": chooser.n_failures_,
                                                          "n_out_of_population": chooser.n_triggered_,
                                                          "coverage": chooser.coverage_, "losses": chooser.losses_,

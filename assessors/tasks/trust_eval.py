@@ -50,7 +50,7 @@ def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
     chooser = fit_validated(instantiate(cfg.trust.validated_policy), *llm_outcomes(assessor, *given("val"),
                                                                                      seed=int(cfg.seed), **known))
     opts = chooser.options()
-    _, outcomes = llm_outcomes(assessor, *given("test"), seed=int(cfg.seed), slope_sd=opts["fallback_slope_sd"], **known)
+    _, outcomes = llm_outcomes(assessor, *given("test"), slope_sd=opts["fallback_slope_sd"], reports=False, **known)
     # the test LLMs scored on what the serving path serves them under the chosen policy
     served = served_outcomes(PosteriorTrustPolicy(**opts, seed=int(cfg.seed)), assessor, *given("test"), **known)
     scores = verdict_scores(served, outcomes)

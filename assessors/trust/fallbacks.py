@@ -31,13 +31,13 @@ SLOPE_SDS = (0.1, 0.3, 1.0, 3.0)
 DEFAULT_SLOPE_SD = SLOPE_SDS[0]
 
 
-def answered(y, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """``y`` (n,) as float64 and its mask of answered items; :class:`DataError` naming ``what`` if none is."""
-    y = np.asarray(y, dtype=np.float64).ravel()
-    obs = np.isfinite(y)
-    if not obs.any():
+def answered(X_answered, y, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """The answered items' features (a, d) and 0/1 answers (a,) of ``X_answered`` (n, d) and ``y`` (n,) (NaN = not
+    answered); :class:`DataError` naming ``what`` if none is."""
+    X, y = Evidence(X_answered, y).answered()
+    if not len(y):
         raise DataError(f"the {what} fallback needs at least one answered item")
-    return y, obs
+    return X, y
 
 
 def fit_slope_offset(z: np.ndarray, y: np.ndarray, slope_sd: float | None = None, prior_sd: float = 3.0,
@@ -76,14 +76,13 @@ class _Shifted:
     Parameters of the subclasses: ``X_answered`` (n, d) the answered prompts' features, ``y`` (n,) the 0/1
     answers (NaN = not answered), ``prior_sd`` the standard deviation of the offset's zero-mean normal
     prior, in logits. ``slope_`` and ``offset_``: fitted (:func:`fit_slope_offset` with the class's
-    ``slope_sd``). A positive slope is monotone: the AUC is the ranking's.
+    ``slope_sd``) on the answered ``X`` (a, d) and ``y`` (a,). A positive slope is monotone: the AUC is the ranking's.
     """
 
     slope_sd = None  # the offset only
 
-    def _fit(self, X_answered, y, obs, prior_sd: float) -> None:
-        z = self.logit(np.asarray(X_answered, dtype=np.float32)[obs])
-        self.slope_, self.offset_ = fit_slope_offset(z, y[obs], slope_sd=self.slope_sd, prior_sd=prior_sd)
+    def _fit(self, X, y, prior_sd: float) -> None:
+        self.slope_, self.offset_ = fit_slope_offset(self.logit(X), y, slope_sd=self.slope_sd, prior_sd=prior_sd)
 
     def __call__(self, X) -> np.ndarray:
         """P(success) of shape (m,) for prompt features ``X`` (m, d)."""
@@ -97,11 +96,10 @@ class ReleveledPredictor(_Shifted):
     name = RELEVEL_NAME
 
     def __init__(self, assessor, X_answered, y, prior_sd: float = 3.0):
-        y, obs = answered(y, self.name)
-        X_answered = np.asarray(X_answered, dtype=np.float32)
+        X, y = answered(X_answered, y, self.name)
         self.assessor = assessor
-        self.state_ = assessor.describe_answered(Evidence(X_answered[obs], y[obs]))
-        self._fit(X_answered, y, obs, prior_sd)
+        self.state_ = assessor.describe_answered(Evidence(X, y))
+        self._fit(X, y, prior_sd)
 
     def logit(self, X) -> np.ndarray:
         """The model's logits (m,) for this LLM on prompt features ``X`` (m, d)."""
@@ -144,15 +142,13 @@ class ReferenceOnlyPredictor:
     def __init__(self, assessor, X_answered, y, C: float = 1.0):
         from sklearn.linear_model import LogisticRegression
 
-        y, obs = answered(y, self.name)
+        X, y = answered(X_answered, y, self.name)
         self.projection = assessor.project
-        yo = y[obs]
         self.constant_ = None
-        if len(np.unique(yo)) < 2:
-            self.constant_ = float(np.clip((yo.sum() + 0.5) / (len(yo) + 1), 0.01, 0.99))
+        if len(np.unique(y)) < 2:
+            self.constant_ = float(np.clip((y.sum() + 0.5) / (len(y) + 1), 0.01, 0.99))
             return
-        Phi = self.projection(np.asarray(X_answered, dtype=np.float32)[obs])
-        self.model_ = LogisticRegression(C=C, max_iter=1000).fit(Phi, yo)
+        self.model_ = LogisticRegression(C=C, max_iter=1000).fit(self.projection(X), y)
 
     def __call__(self, X) -> np.ndarray:
         """P(success) of shape (m,) for prompt features ``X`` (m, d)."""
@@ -169,10 +165,10 @@ class PopulationPredictor(_Shifted):
     name = POPULATION_NAME
 
     def __init__(self, population, X_answered, y, prior_sd: float = 3.0):
-        y, obs = answered(y, self.name)
+        X, y = answered(X_answered, y, self.name)
         self.population = population
         self.logit = population.logit
-        self._fit(X_answered, y, obs, prior_sd)
+        self._fit(X, y, prior_sd)
 
 
 #: The fallbacks a trust verdict can switch an LLM to.

@@ -1,11 +1,5 @@
-"""What happened to an LLM next to its trust report: the data the verdict policy is chosen and scored on.
-
-:func:`llm_outcome` gives an LLM's report about some target prompts and, on them, its realised accuracy
-and the AUC and Brier score of the model (``latent``, whatever the family) and of each fallback;
-:func:`fit_validated` fits a :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy` on validation
-LLMs' reports and outcomes (:func:`llm_outcomes`); :func:`served_outcomes` scores what the serving path
-(:meth:`~assessors.trust.posterior_policy.PosteriorTrustPolicy.serve`) serves each LLM.
-"""
+"""What happened to an LLM next to its trust report: the data the verdict policy is chosen on
+(:func:`llm_outcomes`, :func:`fit_validated`) and scored on (:func:`served_outcomes`, what the serving path serves)."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,35 +15,30 @@ from assessors.trust.similarity import training_profile
 PREDICTORS = ("latent",) + tuple(k for k in FALLBACKS if k != POPULATION_NAME)
 
 
-def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None, seed: int = 0,
-                C: float = 1.0, prior_sd: float = 3.0, slope_sd: float = DEFAULT_SLOPE_SD, slope_sds=SLOPE_SDS,
-                training_answers=None, similarity_profile=None, training_accuracy=None):
-    """``(report, outcome dict)`` of one LLM.
+def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None, C: float = 1.0,
+                prior_sd: float = 3.0, slope_sd: float = DEFAULT_SLOPE_SD, slope_sds=SLOPE_SDS) -> dict:
+    """One LLM's realised accuracy on the target prompts and the AUC and Brier score there of the model
+    (``latent``, whatever the family) and of each fallback.
 
     Parameters
     ----------
     assessor : Assessor
         Fitted, of any family.
-    X_answered : ndarray of shape (n, d)
-    y : ndarray of shape (n,)
-        The LLM's 0/1 answers (NaN = not answered): the evidence.
-    X_target : ndarray of shape (m, d)
-    s_target : ndarray of shape (m,)
-        Its realised success on the target prompts (NaN = not evaluated).
-    prompt_ood, seed, training_answers, similarity_profile, training_accuracy : optional
-        The report's (:func:`~assessors.trust.posterior_report.posterior_trust`).
+    X_answered, y : ndarray of shape (n, d), (n,)
+        The evidence: prompts and the LLM's 0/1 answers (NaN = not answered).
+    X_target, s_target : ndarray of shape (m, d), (m,)
+        The target prompts and its realised success there (NaN = not evaluated).
+    prompt_ood : PromptOOD, optional
+        Holds the population model of the ``population`` fallback.
     slope_sd, slope_sds : float, sequence of float
         The recalibrated fallback's slope prior; the candidates scored as ``brier_recalibrated@<sd>``.
 
-    The outcome holds ``realised_accuracy``, ``n_answered`` and ``auc_<p>`` / ``brier_<p>`` for each of
+    Returns ``llm``, ``realised_accuracy``, ``n_answered`` and ``auc_<p>`` / ``brier_<p>`` for each of
     :data:`PREDICTORS`, and ``population`` when ``prompt_ood`` holds a population model (a fallback without
     answers is the latent prediction).
     """
     y = np.asarray(y, dtype=np.float64).ravel()
     X_answered, X_target = np.asarray(X_answered, dtype=np.float32), np.asarray(X_target, dtype=np.float32)
-    rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, prompt_ood=prompt_ood, seed=seed,
-                          training_answers=training_answers, similarity_profile=similarity_profile,
-                          training_accuracy=training_accuracy)
     seen = np.isfinite(y)
     p_lat = assessor.predict_state(X_target, assessor.describe_answered(Evidence(X_answered[seen], y[seen])))[0]
     population = fitted_population(prompt_ood)
@@ -68,7 +57,7 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
         slope, offset = fit_slope_offset(z_answered, y[seen], sd, prior_sd) if rel else (None, None)
         p = p_lat if rel is None else sigmoid(slope * z_target + offset)
         out[f"brier_{RECALIBRATED_NAME}@{float(sd):g}"] = brier(s[obs], p[obs]) if obs.any() else np.nan
-    return rep, out
+    return out
 
 
 def _scored(kind: str, s, p) -> dict:
@@ -77,34 +66,37 @@ def _scored(kind: str, s, p) -> dict:
     return {f"auc_{kind}": masked_auc(s, p), f"brier_{kind}": brier(s[obs], np.asarray(p)[obs]) if obs.any() else np.nan}
 
 
-def _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference):
+def _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference, reports: bool = True):
     """Per row ``k`` of ``Y``: ``(k, its answered prompts (n_k, d), its answers (n_k,), the report's keyword
-    arguments about the training LLMs)``, as the serving registry describes an LLM (unanswered items left out)."""
+    arguments about the training LLMs (empty without ``reports``))``, as the serving registry describes an LLM
+    (unanswered items left out)."""
     X_answered, Y = np.asarray(X_answered, dtype=np.float32), np.asarray(Y, dtype=np.float64)
     T = None if training_answers is None else np.asarray(training_answers, dtype=np.float64)
-    profile = None if T is None else training_profile(T)
-    train_acc = assessor.population_accuracy(np.asarray(X_target, dtype=np.float32), training_reference)
+    if reports:
+        profile = None if T is None else training_profile(T)
+        train_acc = assessor.population_accuracy(np.asarray(X_target, dtype=np.float32), training_reference)
     for k in range(len(Y)):
         obs = np.isfinite(Y[k])
-        yield k, X_answered[obs], Y[k, obs], {"training_answers": None if T is None else T[:, obs],
-                                              "similarity_profile": profile, "training_accuracy": train_acc}
+        given = {"training_answers": None if T is None else T[:, obs], "similarity_profile": profile,
+                 "training_accuracy": train_acc} if reports else {}
+        yield k, X_answered[obs], Y[k, obs], given
 
 
 def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_ood=None, seed: int = 0,
-                 training_answers=None, training_reference=None, slope_sd: float = DEFAULT_SLOPE_SD):
-    """``(reports, outcomes)``: :func:`llm_outcome` of each of ``llms``.
+                 training_answers=None, training_reference=None, slope_sd: float = DEFAULT_SLOPE_SD,
+                 reports: bool = True):
+    """``(reports, outcomes)``: each of ``llms``' trust report about ``X_target`` and its :func:`llm_outcome`.
 
     Parameters
     ----------
-    X_answered : ndarray of shape (n, d)
-        The prompts every LLM answered (e.g. the reference prompts).
-    Y : ndarray of shape (k, n)
-        Row ``i``: ``llms[i]``'s 0/1 answers (NaN = not answered; left out of its evidence, as the
-        serving registry does).
-    X_target : ndarray of shape (m, d)
-    S_target : ndarray of shape (k, m)
-        Realised success on the target prompts (NaN = not evaluated).
+    X_answered, Y : ndarray of shape (n, d), (k, n)
+        The prompts every LLM answered (e.g. the reference prompts); row ``i`` of ``Y``: ``llms[i]``'s 0/1
+        answers (NaN = not answered; left out of its evidence, as the serving registry does).
+    X_target, S_target : ndarray of shape (m, d), (k, m)
+        The target prompts and the realised success there (NaN = not evaluated).
     llms : sequence of str, length k
+    prompt_ood, seed : optional
+        The reports' (:func:`~assessors.trust.posterior_report.posterior_trust`); ``prompt_ood`` also the outcomes'.
     training_answers : ndarray of shape (n_train_llms, n), optional
         The training LLMs' answers on ``X_answered`` (the report's similarity).
     training_reference : ndarray of shape (n_train_llms, n_ref), optional
@@ -112,11 +104,17 @@ def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_oo
         need them: :meth:`~assessors.core.protocol.Assessor.population_accuracy`).
     slope_sd : float
         The recalibrated fallback's slope prior.
+    reports : bool
+        False: no reports (None), the outcomes only (test LLMs, whose reports :func:`served_outcomes` gives).
     """
-    pairs = [llm_outcome(assessor, Xa, y, X_target, S_target[k], llm=llms[k], prompt_ood=prompt_ood, seed=seed,
-                         slope_sd=slope_sd, **given)
-             for k, Xa, y, given in _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference)]
-    return [r for r, _ in pairs], [o for _, o in pairs]
+    reps, outs = [], []
+    for k, Xa, y, given in _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference, reports):
+        if reports:
+            reps.append(posterior_trust(assessor, Xa, y, X_target, llm=llms[k], prompt_ood=prompt_ood, seed=seed,
+                                        **given))
+        outs.append(llm_outcome(assessor, Xa, y, X_target, S_target[k], llm=llms[k], prompt_ood=prompt_ood,
+                                slope_sd=slope_sd))
+    return (reps if reports else None), outs
 
 
 def served_outcomes(policy, assessor, X_answered, Y, X_target, S_target, llms, *, training_answers=None,

@@ -27,9 +27,6 @@ from assessors.trust.target import POOL_TARGET, REFERENCE_TARGET, target_prompts
 
 log = logging.getLogger(__name__)
 
-#: Arguments of the report that are the LLM's and the model's, not options.
-_GIVEN = ("assessor", "X_answered", "y", "X_target", "llm", "prompt_ood", "training_answers", "similarity_profile",
-          "training_accuracy")
 #: Where the thresholds come from when neither the model nor the config gives them.
 STATED_DEFAULTS = "stated defaults"
 #: The report options a validated policy chooses: thresholds, band widening and the muted flags (the rest of
@@ -77,10 +74,9 @@ class PosteriorTrustPolicy:
                  ood_accuracy_bands: Mapping | None = None, C: float = 1.0, prior_sd: float = 3.0,
                  fallback_slope_sd: float = DEFAULT_SLOPE_SD, prompt_ood=None, source: str = STATED_DEFAULTS,
                  **report_options):
-        allowed = set(OPTIONS) - set(_GIVEN)
-        unknown = sorted(set(report_options) - allowed)
+        unknown = sorted(set(report_options) - set(OPTIONS))
         if unknown:
-            raise ConfigError(f"posterior trust report: unknown option(s) {unknown}; allowed: {sorted(allowed)}")
+            raise ConfigError(f"posterior trust report: unknown option(s) {unknown}; allowed: {sorted(OPTIONS)}")
         muted = report_options.get("muted_flags")
         if muted is not None:
             if isinstance(muted, str) or sorted(set(muted) - set(OUT_FLAGS)):
@@ -109,13 +105,11 @@ class PosteriorTrustPolicy:
 
     def settings(self) -> dict:
         """``source`` and the thresholds and fallback in force (the report's defaults where not given)."""
-        out = {k: self.report_options.get(k, OPTIONS[k]) for k in THRESHOLDS}
-        out["muted_flags"] = list(out["muted_flags"])
-        flags = None if self.fallback_flags is None else list(self.fallback_flags)
+        out = {k: self.report_options.get(k, OPTIONS[k]) if k in THRESHOLDS else getattr(self, k) for k in POLICY_KEYS}
+        for k in ("muted_flags", "fallback_flags"):  # lists, as stored and as JSON has them
+            out[k] = None if out[k] is None else list(out[k])
         ood = None if self.prompt_ood is None else self.prompt_ood.summary()
-        return {"source": self.source, **out, "fallback_kind": self.fallback_kind, "fallback_flags": flags,
-                "fallback_slope_sd": self.fallback_slope_sd, "ood_fallback": self.ood_fallback, "ood_auc_bands": self.ood_auc_bands,
-                "ood_accuracy_bands": self.ood_accuracy_bands, "prompt_ood": ood}
+        return {"source": self.source, **out, "prompt_ood": ood}
 
     def choose(self, rep) -> str | None:
         """The fallback a report asks for under this policy (None: keep the latent assessor)."""
@@ -162,9 +156,7 @@ class PosteriorTrustPolicy:
         report, predictor = self.assess(assessor, X_answered, y, X_target, **given)
         if predictor is not None:
             return report, predictor, predictor(X_target)
-        y = np.asarray(y, dtype=np.float64).ravel()
-        seen = np.isfinite(y)
-        state = assessor.describe_answered(Evidence(np.asarray(X_answered, dtype=np.float32)[seen], y[seen]))
+        state = assessor.describe_answered(Evidence(*Evidence(X_answered, y).answered()))
         return report, None, assessor.predict_state(np.asarray(X_target, dtype=np.float32), state)[0]
 
     def served(self, rep, predictor, X_target, X_answered, y) -> dict:

@@ -68,9 +68,9 @@ class PosteriorTrust:
         return {**asdict(self), "message": self.message}
 
 
-def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", *, level: float = 0.9,
-                    n_samples: int = 300, prompt_ood=None, training_answers=None, similarity_profile=None,
-                    training_accuracy=None, seed: int = 0, **thresholds) -> PosteriorTrust:
+def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", prompt_ood=None, training_answers=None,
+                    similarity_profile=None, training_accuracy=None, *, level: float = 0.9, n_samples: int = 300,
+                    seed: int = 0, **thresholds) -> PosteriorTrust:
     """Trust report of one LLM from its answers ``y`` (n,) on prompts ``X_answered`` (n, d).
 
     Parameters
@@ -181,27 +181,18 @@ def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float =
 
 def _flags(rep: PosteriorTrust, misfit_alpha: float, range_margin: float, max_ood_share: float | None,
            similarity_alpha: float) -> list[str]:
-    """The flags a report's raw statistics raise under the given thresholds."""
-    mean_acc = rep.expected_accuracy
-    rng_lo, rng_hi = rep.accuracy_range_training
-    flags = []
-    if mean_acc > rng_hi + range_margin:
-        flags.append("accuracy_above_training")
-    if mean_acc < rng_lo - range_margin:
-        flags.append("accuracy_below_training")
-    if rep.mahalanobis > rep.mahalanobis_max_training:
-        flags.append("ability_beyond_training")
-    if np.isfinite(rep.misfit_pvalue) and rep.misfit_pvalue < misfit_alpha:
-        flags.append("misfit")
-    if rep.n_answered == 0:
-        flags.append("prior_only")
-    if (max_ood_share is not None and rep.prompt_ood_share is not None and np.isfinite(rep.prompt_ood_share)
-            and rep.prompt_ood_share > max_ood_share):
-        flags.append("prompts_out_of_distribution")
-    sim_p = rep.similarity_pvalue
-    if sim_p is not None and np.isfinite(sim_p) and sim_p < similarity_alpha:
-        flags.append("low_similarity")
-    return flags
+    """The flags a report's raw statistics raise under the given thresholds, in this order."""
+    lo, hi = rep.accuracy_range_training
+    ood, sim_p = rep.prompt_ood_share, rep.similarity_pvalue
+    raised = {"accuracy_above_training": rep.expected_accuracy > hi + range_margin,
+              "accuracy_below_training": rep.expected_accuracy < lo - range_margin,
+              "ability_beyond_training": rep.mahalanobis > rep.mahalanobis_max_training,
+              "misfit": np.isfinite(rep.misfit_pvalue) and rep.misfit_pvalue < misfit_alpha,
+              "prior_only": rep.n_answered == 0,
+              "prompts_out_of_distribution": (max_ood_share is not None and ood is not None and np.isfinite(ood)
+                                              and ood > max_ood_share),
+              "low_similarity": sim_p is not None and np.isfinite(sim_p) and sim_p < similarity_alpha}
+    return [f for f, on in raised.items() if on]
 
 
 def _expected_auc(P_true, p_pred, level: float, rng) -> tuple[float, tuple]:
@@ -239,6 +230,7 @@ def _verdict(flags: list[str], width: float, n_ans: int, max_width: float) -> tu
     return OK, 0
 
 
-#: The report's options and their defaults: :func:`posterior_trust`'s sampling and :func:`judge`'s thresholds.
+#: The report's options and their defaults: :func:`posterior_trust`'s sampling and :func:`judge`'s thresholds (their
+#: keyword-only arguments; the others are the LLM's, the model's and the training LLMs').
 OPTIONS = {k: p.default for f in (posterior_trust, judge) for k, p in inspect.signature(f).parameters.items()
            if p.kind is p.KEYWORD_ONLY}

@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import DataError
 from assessors.memo import ArrayMemo
+from assessors.trust.target import subsample
 
 
 class PromptOOD(BaseEstimator):
@@ -66,9 +67,8 @@ class PromptOOD(BaseEstimator):
         self.population_ = None
         if self.population is not None and S_train is not None:
             self.population_ = clone(self.population).fit(X_train, S_train)
-        if self.max_train is not None and len(X_train) > self.max_train:
-            keep = np.random.default_rng(self.seed).choice(len(X_train), int(self.max_train), replace=False)
-            X_train = X_train[np.sort(keep)]
+        keep = subsample(len(X_train), self.max_train, self.seed)
+        X_train = X_train if keep is None else X_train[keep]
         self._memo = None  # distances of an earlier fit
         # the index is stored in half precision (it is most of the signal's share of a pickled model); the
         # threshold is computed on the rounded index, so a fitted and a loaded signal give the same distances

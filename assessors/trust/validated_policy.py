@@ -42,13 +42,6 @@ log = logging.getLogger(__name__)
 FLAG_SETS = {"any": None, "misfit_or_ability": ("misfit", "ability_beyond_training"), "misfit": ("misfit",)}
 
 
-def _rates(flagged: np.ndarray, fail: np.ndarray) -> tuple[float, float]:
-    """(recall of failures, false-alarm share of flagged) with NaN where undefined."""
-    rec = float(flagged[fail].mean()) if fail.any() else np.nan
-    fa = float((~fail[flagged]).mean()) if flagged.any() else 0.0
-    return rec, fa
-
-
 class ValidatedTrustPolicy(BaseEstimator):
     """Verdict thresholds, band widening and fallback chosen on validation LLMs (see the module docstring).
 
@@ -125,6 +118,7 @@ class ValidatedTrustPolicy(BaseEstimator):
             raise DataError(f"ValidatedTrustPolicy.fit: {len(reports)} reports, {len(acc)}/{len(a_lat)}/{len(a_ref)} "
                             f"outcomes, losses {sorted(losses)} (needs 'latent')")
         d = self._defaults()
+        losses = {k: np.asarray(v, dtype=np.float64) for k, v in losses.items()}
         self.n_val_, self.chosen_by_, self.muted_flags_ = len(reports), {}, ()
         self._fit_bands(reports, acc, a_lat)
         ranking_failed = np.nan_to_num(a_lat, nan=1.0) < np.nan_to_num(a_ref, nan=0.0)
@@ -181,7 +175,9 @@ class ValidatedTrustPolicy(BaseEstimator):
         for combo in itertools.product(self.misfit_alphas, self.range_margins, self.max_widths):
             thr = dict(zip(keys, map(float, combo)))
             flagged = np.array([self._judge(r, **thr).verdict != OK for r in reports])
-            rec, fa = _rates(flagged, fail)
+            # recall of failures (NaN without failures), false-alarm share of the flagged LLMs
+            rec = float(flagged[fail].mean()) if fail.any() else np.nan
+            fa = float((~fail[flagged]).mean()) if flagged.any() else 0.0
             feasible = fa <= self.max_false_alarms
             score = (feasible, rec if feasible else rec - fa, -flagged.sum())
             if best is None or score > best[0]:
@@ -194,13 +190,12 @@ class ValidatedTrustPolicy(BaseEstimator):
     def _fit_quiet(self, reports, fail: np.ndarray, losses) -> None:
         """The quiet rule: mute the flags, and widen ``max_width``, that only raised false alarms."""
         judged = [self._judge(r, **self.thresholds_) for r in reports]
-        lat = np.asarray(losses["latent"], dtype=np.float64)
         quiet = []
         for flag in OUT_FLAGS:
             on = np.array([flag in j.flags for j in judged])
             if on.sum() < self.min_triggered or (on & fail).any():
                 continue
-            gain = max(float(np.nanmean(lat[on] - np.asarray(losses[fb], dtype=np.float64)[on])) for fb in self.fallbacks)
+            gain = max(float(np.nanmean(losses["latent"][on] - losses[fb][on])) for fb in self.fallbacks)
             if not gain >= self.min_loss_gain:
                 quiet.append(flag)
         self.muted_flags_ = tuple(quiet)
@@ -232,7 +227,7 @@ class ValidatedTrustPolicy(BaseEstimator):
         if missing:
             raise DataError(f"ValidatedTrustPolicy.fit: no losses {missing}; score the validation LLMs with "
                             f"llm_outcomes(..., slope_sds=...) covering slope_sds and stated_defaults.slope_sd")
-        loss = {v: np.asarray(losses[key(v)], dtype=np.float64) for v in sds}
+        loss = {v: losses[key(v)] for v in sds}
         mean = {v: float(np.nanmean(x)) if np.isfinite(x).any() else np.inf for v, x in loss.items()}
         self.slope_losses_ = {key(v): m for v, m in mean.items()}
         n, best = int(np.isfinite(loss[sds[0]]).sum()), min(sds, key=mean.get)
@@ -248,11 +243,8 @@ class ValidatedTrustPolicy(BaseEstimator):
         trig = {name: out & np.array([fs is None or any(f in j.flags for f in fs) for j in judged])
                 for name, fs in FLAG_SETS.items()}
         self.n_triggered_ = int(trig["any"].sum())
-        lat = np.asarray(losses["latent"], dtype=np.float64)
-        table = {}
-        for (fs, on), fb in itertools.product(trig.items(), self.fallbacks):
-            loss = np.where(on, np.asarray(losses[fb], dtype=np.float64), lat)
-            table[(fs, fb)] = float(np.nanmean(loss))
+        table = {(fs, fb): float(np.nanmean(np.where(on, losses[fb], losses["latent"])))
+                 for (fs, on), fb in itertools.product(trig.items(), self.fallbacks)}
         self.losses_ = {f"{fs}/{fb}": v for (fs, fb), v in table.items()}
         if self.n_triggered_ < self.min_triggered:
             self.fallback_, self.fallback_flags_ = d["fallback"], d["fallback_flags"]

@@ -75,6 +75,7 @@ def test_slope_prior_follows_the_population(sim, slope, chosen):
     """Validation LLMs that follow the model's full spread choose a wide slope prior; LLMs that follow it only
     weakly keep the cautious default (no wider prior lowers their Brier score)."""
     from assessors.trust.posterior_eval import fit_validated, llm_outcome
+    from assessors.trust.posterior_report import posterior_trust
     from assessors.trust.validated_policy import ValidatedTrustPolicy
 
     model, d = sim
@@ -84,9 +85,8 @@ def test_slope_prior_follows_the_population(sim, slope, chosen):
         idx = np.sort(rng.choice(d["pool"], 100, replace=False))
         z = ReleveledPredictor(model, d["X"][idx], np.zeros(len(idx))).logit(d["X"])  # the model's logits
         S = (rng.random(len(z)) < sigmoid(slope * z + 0.5)).astype(float)
-        rep, out = llm_outcome(model, d["X"][idx], S[idx], d["X"][d["target"]], S[d["target"]], llm=str(k))
-        reps.append(rep)
-        outs.append(out)
+        reps.append(posterior_trust(model, d["X"][idx], S[idx], d["X"][d["target"]], llm=str(k)))
+        outs.append(llm_outcome(model, d["X"][idx], S[idx], d["X"][d["target"]], S[d["target"]], llm=str(k)))
     pol = fit_validated(ValidatedTrustPolicy(fallbacks=("releveled", "recalibrated")), reps, outs)
     assert pol.slope_sd_ == chosen, pol.slope_losses_
     assert pol.slope_losses_[f"recalibrated@{chosen:g}"] - min(pol.slope_losses_.values()) < pol.min_loss_gain
