@@ -51,6 +51,21 @@ COLUMNS = ["method", "k", "group", "auc", "ece", "band", "n_llms", "n_prompts", 
 SERVED = "served"
 
 
+#: The data the process loaded last, by its config: a Dask worker runs several cells in turn and a
+#: leave-one-LLM-out cell one fold per LLM, most on the same data, and loading it is ~10 s each time.
+_LOADED: dict[str, object] = {}
+
+
+def load_data(cfg):
+    """``cfg.data`` built (a :class:`~assessors.data.results.Results`), or the same data this process
+    loaded last; :func:`~assessors.tasks.prepare.prepare` only reads it."""
+    key = OmegaConf.to_yaml(cfg.data, resolve=True)
+    if key not in _LOADED:
+        _LOADED.clear()  # one data set at a time: the cells run preset by preset
+        _LOADED[key] = instantiate(cfg.data)
+    return _LOADED[key]
+
+
 def held_out_groups(cfg) -> list[str] | None:
     """The subtask globs a split preset holds out (None for a preset that holds out LLMs)."""
     groups = OmegaConf.select(cfg, "split.test_groups", default=None)
@@ -146,7 +161,7 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
 
     t = {}
     with stage(t, "prepare_s"):
-        prep = prepare(cfg)
+        prep = prepare(cfg, load_data(cfg))
     with stage(t, "latent_fit_s"):
         model, ref_ids = fit_generic(cfg, prep)
     fitted = trust_parts(cfg, prep, model, ref_ids, t)
@@ -200,17 +215,18 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
             rows.append({"method": "all_train_data", "k": k, **scores(S_sc, P), "band": np.nan, **common})
         for method, P in fixed.items():
             rows.append({"method": method, "k": k, **scores(S_sc, P), "band": np.nan, **common})
-    return pd.DataFrame(rows), t
+    return pd.DataFrame(rows), {**prep.timings, **t}
 
 
 def in_distribution_by_group(cfg, groups: dict[str, list[str]]) -> tuple[pd.DataFrame, dict]:
     """The latent assessor on the split ``cfg`` (a random split) scored on its test prompts of each
-    hold-out's subtasks: ``groups`` maps a hold-out preset to its subtask globs."""
+    hold-out's subtasks: ``groups`` maps a hold-out preset to its subtask globs. The served predictor
+    is scored on all test prompts only."""
     import fnmatch
 
     t = {}
     with stage(t, "prepare_s"):
-        prep = prepare(cfg)
+        prep = prepare(cfg, load_data(cfg))
     with stage(t, "latent_fit_s"):
         model, ref_ids = fit_generic(cfg, prep)
     fitted = trust_parts(cfg, prep, model, ref_ids, t)
@@ -226,16 +242,18 @@ def in_distribution_by_group(cfg, groups: dict[str, list[str]]) -> tuple[pd.Data
         P = model.predict_proba(X, R_test)
         common = {"k": 0, "group": name, "n_llms": len(S), "n_prompts": int(keep.sum())}
         rows.append({"method": "latent", **scores(S, P), "band": band_coverage(model, X, post, S), **common})
-        if fitted is not None:
+        # the report compares a hold-out with the raw model on its subtasks only: serving every test LLM
+        # again per hold-out (a trust report about each one's prompts) would feed no table
+        if fitted is not None and name is None:
             with stage(t, "served_s"):
                 rows.append({"method": SERVED, **served_row(cfg, prep, fitted, model, X, S, P), **common})
-    return pd.DataFrame(rows), t
+    return pd.DataFrame(rows), {**prep.timings, **t}
 
 
 def leave_one_llm_out(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
     """Each LLM of the data in turn is the test LLM (the next one in name order validates, the rest
     train); the folds' rows pooled by LLM-weighted means, as one split with every LLM tested once."""
-    llms = sorted(instantiate(cfg.data).llms)
+    llms = sorted(load_data(cfg).llms)
     folds, t = [], {}
     for i, llm in enumerate(llms):
         fold = OmegaConf.merge(cfg, {"llm_split": {"train": None, "val": [llms[(i + 1) % len(llms)]], "test": [llm]}})
