@@ -37,7 +37,7 @@ from sklearn.base import clone
 from assessors.metrics import ece, per_llm_auc
 from assessors.tasks.prepare import Prepared, fit_generic, prepare
 from assessors.tasks.timing import stage
-from assessors.tasks.served import served_table
+from assessors.tasks.served import Served, accuracy_band
 from assessors.tasks.train import all_train_data_assessor, fit_per_llm, serve_test_llms
 from assessors.tasks.train_trust import fit_trust_parts
 from assessors.threads import fit_threads
@@ -49,6 +49,27 @@ log = logging.getLogger(__name__)
 COLUMNS = ["method", "k", "group", "auc", "ece", "band", "n_llms", "n_prompts", "below_chance", "fallback"]
 #: The method name of the latent assessor as served (after each test LLM's trust verdict).
 SERVED = "served"
+
+
+#: The data the process loaded last, by its config: a Dask worker runs several cells in turn and a
+#: leave-one-LLM-out cell one fold per LLM, most on the same data, and loading it is ~10 s each time.
+_LOADED: dict[str, object] = {}
+
+
+def load_data(cfg):
+    """``cfg.data`` built (a :class:`~assessors.data.results.Results`), or the same data this process
+    loaded last; :func:`~assessors.tasks.prepare.prepare` only reads it."""
+    key = OmegaConf.to_yaml(cfg.data, resolve=True)
+    if key not in _LOADED:
+        _LOADED.clear()  # one data set at a time: the cells run preset by preset
+        _LOADED[key] = instantiate(cfg.data)
+    return _LOADED[key]
+
+
+def loaded(cfg, times: dict):
+    """:func:`load_data`, timed into ``times["load_s"]`` (about 0 when this process had the data)."""
+    with stage(times, "load_s"):
+        return load_data(cfg)
 
 
 def held_out_groups(cfg) -> list[str] | None:
@@ -88,22 +109,22 @@ def fit_cell(cfg) -> tuple[dict, Prepared, object, list[str], dict | None]:
     :func:`trust_parts`. Returns ``(wall times in s, prepared, model, reference ids, trust parts or None)``."""
     t = {}
     with stage(t, "prepare_s"):
-        prep = prepare(cfg)
+        prep = prepare(cfg, loaded(cfg, t))
     with stage(t, "latent_fit_s"):
         model, ref_ids = fit_generic(cfg, prep)
     return t, prep, model, ref_ids, trust_parts(cfg, prep, model, ref_ids, t)
 
 
-def served_row(cfg, prep: Prepared, fitted: dict, latent, X: np.ndarray, S: np.ndarray, P_raw: np.ndarray,
+def served_row(cfg, prep: Prepared, fitted: dict, latent, X: np.ndarray, S: np.ndarray,
                calibrated: np.ndarray | None = None) -> dict:
     """The scores of the latent assessor ``latent`` as served to the test LLMs on prompts ``X`` (n, d).
 
     ``fitted``: :func:`~assessors.tasks.train_trust.fit_trust_parts`'s trust parts; ``calibrated``
     (n_cal, d): prompts ``latent`` was calibrated on, added to the prompt-side signal's index as
     :func:`~assessors.onboarding.task_onboarding.adapted_prompt_ood` does for a calibrated model.
-    ``S``, ``P_raw``: successes and the raw model's predictions (n_test_llms, n). Returns ``auc``,
-    ``ece``, ``below_chance`` as :func:`scores`, ``band`` (share of test LLMs whose accuracy lies in
-    the served 90% band) and ``fallback`` (share of test LLMs switched to a fallback).
+    ``S``: successes (n_test_llms, n). Returns ``auc``, ``ece``, ``below_chance`` as :func:`scores`,
+    ``band`` (share of test LLMs whose accuracy lies in the served 90% band) and ``fallback`` (share of
+    test LLMs switched to a fallback).
     """
     from assessors.onboarding.task_onboarding import adapted_prompt_ood
 
@@ -111,10 +132,23 @@ def served_row(cfg, prep: Prepared, fitted: dict, latent, X: np.ndarray, S: np.n
     if calibrated is not None:
         parts["prompt_ood"] = adapted_prompt_ood(fitted.get("prompt_ood"), calibrated)
     served = serve_test_llms(cfg, prep, parts, X=X)
-    table = served_table(served, P_raw, S, prep.llms["test"])
-    inside = table["in_band"].dropna()
-    return {**scores(S, served.P), "band": float(inside.astype(float).mean()) if len(inside) else np.nan,
-            "fallback": float((table["served"] != "assessor").mean())}
+    llms = prep.llms["test"]
+    return {**scores(S, served.P), "band": served_band(served, S, llms),
+            "fallback": float(np.mean([served.predictor[llm] != "assessor" for llm in llms]))}
+
+
+def served_band(served: Served, S: np.ndarray, llms: list[str]) -> float:
+    """Share of the LLMs ``llms`` whose accuracy on ``S`` (n_llms, n; NaN: not graded) lies in the 90%
+    band of the predictor served to them (NaN when no report gives one). The in-band column of
+    :func:`~assessors.tasks.served.served_table` without its per-LLM metrics, which no row reads."""
+    inside = []
+    for k, llm in enumerate(llms):
+        _, band = accuracy_band(served.trust.get(llm))
+        if band and None not in band:
+            keep = ~np.isnan(S[k])
+            acc = float(S[k][keep].mean()) if keep.any() else np.nan
+            inside.append(float(band[0] <= acc <= band[1]))
+    return float(np.mean(inside)) if inside else np.nan
 
 
 def fit_all_train_data(cfg, prep: Prepared, X: np.ndarray, S: np.ndarray, chosen=None):
@@ -177,9 +211,12 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
             generic, gen_ref = fit_generic(cfg, prep, assessor_cfg=cfg.ood_baselines.paper_generic)
             fixed["paper_generic"] = generic.predict_proba(X_sc, prep.results.matrix(prep.llms["test"], gen_ref))
 
+    # their scores too: the same at every budget
+    fixed = {method: scores(S_sc, P) for method, P in fixed.items()}
     S_known = prep.S("train", "test")  # the training LLMs' answers on the held-out prompts
     rows, common = [], {"n_llms": len(prep.llms["test"]), "n_prompts": len(scored)}
     first = None  # the "all train data" fit at k = 0: its choice of classifier is kept at every budget
+    calibration = task_calibration(cfg)
     for k in ks:
         cal = np.sort(perm[:k])
         latent, calibrated = model, None
@@ -187,7 +224,7 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
             Y = np.full(S_known.shape, np.nan)
             Y[:, cal] = S_known[:, cal]
             with stage(t, f"calibrate_k{k}_s"):
-                tc = task_calibration(cfg)(model).fit(X_te, Y, np.arange(len(prep.llms["train"])))
+                tc = calibration(model).fit(X_te, Y, np.arange(len(prep.llms["train"])))
             latent, calibrated = tc.model_, X_te[tc.status_ == "calibrated"]
         P = latent.predict_proba(X_sc, R_test)
         band = band_coverage(latent, X_sc, latent.reference_posterior(R_test), S_sc)
@@ -195,7 +232,7 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
         if fitted is not None:
             with stage(t, f"served_k{k}_s"):
                 rows.append({"method": SERVED, "k": k, **common,
-                             **served_row(cfg, prep, fitted, latent, X_sc, S_sc, P, calibrated)})
+                             **served_row(cfg, prep, fitted, latent, X_sc, S_sc, calibrated)})
         if baselines.get("all_train_data"):
             with stage(t, f"all_train_data_k{k}_fit_s"):
                 X_fit = np.vstack([prep.X["train"], X_te[cal]])
@@ -204,14 +241,15 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
                 first = base if first is None else first
                 P = base.predict_proba(X_sc, np.zeros((len(prep.llms["test"]), 0), np.float32))
             rows.append({"method": "all_train_data", "k": k, **scores(S_sc, P), "band": np.nan, **common})
-        for method, P in fixed.items():
-            rows.append({"method": method, "k": k, **scores(S_sc, P), "band": np.nan, **common})
-    return pd.DataFrame(rows), t
+        for method, sc in fixed.items():
+            rows.append({"method": method, "k": k, **sc, "band": np.nan, **common})
+    return pd.DataFrame(rows), {**prep.timings, **t}
 
 
 def in_distribution_by_group(cfg, groups: dict[str, list[str]]) -> tuple[pd.DataFrame, dict]:
     """The latent assessor on the split ``cfg`` (a random split) scored on its test prompts of each
-    hold-out's subtasks: ``groups`` maps a hold-out preset to its subtask globs."""
+    hold-out's subtasks: ``groups`` maps a hold-out preset to its subtask globs. The served predictor
+    is scored on all test prompts only."""
     import fnmatch
 
     t, prep, model, ref_ids, fitted = fit_cell(cfg)
@@ -227,16 +265,18 @@ def in_distribution_by_group(cfg, groups: dict[str, list[str]]) -> tuple[pd.Data
         P = model.predict_proba(X, R_test)
         common = {"k": 0, "group": name, "n_llms": len(S), "n_prompts": int(keep.sum())}
         rows.append({"method": "latent", **scores(S, P), "band": band_coverage(model, X, post, S), **common})
-        if fitted is not None:
+        # the report compares a hold-out with the raw model on its subtasks only: serving every test LLM
+        # again per hold-out (a trust report about each one's prompts) would feed no table
+        if fitted is not None and name is None:
             with stage(t, "served_s"):
-                rows.append({"method": SERVED, **served_row(cfg, prep, fitted, model, X, S, P), **common})
-    return pd.DataFrame(rows), t
+                rows.append({"method": SERVED, **served_row(cfg, prep, fitted, model, X, S), **common})
+    return pd.DataFrame(rows), {**prep.timings, **t}
 
 
 def leave_one_llm_out(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
     """Each LLM of the data in turn is the test LLM (the next one in name order validates, the rest
     train); the folds' rows pooled by LLM-weighted means, as one split with every LLM tested once."""
-    llms = sorted(instantiate(cfg.data).llms)
+    llms = sorted(load_data(cfg).llms)
     folds, t = [], {}
     for i, llm in enumerate(llms):
         fold = OmegaConf.merge(cfg, {"llm_split": {"train": None, "val": [llms[(i + 1) % len(llms)]], "test": [llm]}})

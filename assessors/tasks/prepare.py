@@ -47,11 +47,12 @@ class Prepared:
         return self.X["val"], self.S("val", "val"), self.results.matrix(self.llms["val"], ref_ids)
 
 
-def prepare(cfg: DictConfig) -> Prepared:
-    """Load, validate, split and featurize (steps 1-4 of the pipeline)."""
+def prepare(cfg: DictConfig, results: Results | None = None) -> Prepared:
+    """Load, validate, split and featurize (steps 1-4 of the pipeline); ``results``: ``cfg.data``
+    already loaded (the cells of a sweep on the same data), else it is loaded here."""
     t = {}
     with stage(t, "load_s"):
-        results: Results = instantiate(cfg.data)
+        results = instantiate(cfg.data) if results is None else results
     log.info("loaded %r", results)
     if cfg.get("validate") is not None:
         from assessors.data.exclusion import exclude_flagged

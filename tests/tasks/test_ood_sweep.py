@@ -147,3 +147,35 @@ def test_routerbench_leave_one_llm_out_tests_every_llm_once(compose):
     assert long["auc"].between(0, 1).all() and long["below_chance"].between(0, 1).all()
     assert long.loc[long["method"] == "latent", "band"].between(0, 1).all()
     assert times["latent_fit_s"] > 0 and times["prepare_s"] > 0
+
+
+def test_served_band_is_the_served_tables_in_band_share():
+    from assessors.tasks.ood_sweep_cell import served_band
+    from assessors.tasks.served import Served, served_table
+
+    rng = np.random.default_rng(0)
+    llms = ["a", "b", "c", "d", "e"]
+    S = (rng.random((5, 40)) < 0.6).astype(float)
+    S[1, :5] = np.nan  # ungraded cells do not count towards the accuracy
+    acc = np.nanmean(S, axis=1)
+    trust = {"a": {"accuracy_band": [acc[0] - 0.1, acc[0] + 0.1]},                       # holds it
+             "b": {"accuracy_band": [acc[1] + 0.01, 1.0]},                                # misses it
+             "c": {"accuracy_band": [0.0, 1.0], "fallback": {"accuracy_band": [0.0, acc[2] - 0.01]}},  # the fallback's misses
+             "d": {"accuracy_band": [None, None]},                                        # no band: not counted
+             "e": None}
+    served = Served(rng.random((5, 40)), {llm: "assessor" for llm in llms}, trust)
+    table = served_table(served, served.P, S, llms)
+    assert served_band(served, S, llms) == pytest.approx(table["in_band"].dropna().astype(float).mean())
+    assert served_band(served, S, llms) == pytest.approx(1 / 3)
+    assert np.isnan(served_band(Served(served.P, served.predictor, {}), S, llms))
+
+
+@pytest.mark.slow
+def test_the_cells_of_one_process_load_their_data_once(compose):
+    from assessors.tasks.ood_sweep_cell import load_data
+
+    cfg = compose(["data=routerbench", "data.datasets=[mbpp]"])
+    first = load_data(cfg)
+    assert load_data(compose(["data=routerbench", "data.datasets=[mbpp]", "seed=3"])) is first  # same data
+    other = load_data(compose(["data=routerbench", "data.datasets=[winograde]"]))
+    assert other is not first and set(other.instances["subgroup"].astype(str)) != set(first.instances["subgroup"].astype(str))
