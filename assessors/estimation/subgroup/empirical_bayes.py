@@ -28,6 +28,12 @@ towards the fold's pooled moment by how much the subgroups' moments differ beyon
 subgroups that do not differ, unshrunk moments covered 0.924 in simulation. The moments still use
 only each cell's DT estimate and prior, never its truth.
 
+``scope="group_binomial"`` lets ``A`` also follow the cell's binomial variance:
+``A = a_g b`` with ``b = m(1-m)`` (``m`` clipped to ``[BINOMIAL_CLIP, 1 - BINOMIAL_CLIP]``), since
+the truth strays less from a prior near 0 or 1. Dividing ``eps`` by ``sqrt(b)`` and ``s2`` by ``b``
+turns each cell into AKP's normal-means problem with prior variance ``a_g``, so ``a_g`` and
+``kappa`` are the ``group`` moments of the rescaled cells and the intervals stay AKP's.
+
 ``s2`` is where binomial cells differ from AKP's normal means. ``variance="add_one"`` (the paper's)
 takes DT's add-one variance everywhere. Near 0 or 1 it overstates the noise of the cell (an LLM
 that scores 0 has variance 0, not ``1/(n(n+2))``), so ``A`` is biased down and EB pulls exact zeros
@@ -52,7 +58,8 @@ from assessors.estimation.subgroup.regression import SyntheticRegression
 
 
 VARIANCES = ("add_one", "unbiased", "fixed_point")
-SCOPES = ("llm", "pooled", "group")
+SCOPES = ("llm", "pooled", "group", "group_binomial")
+BINOMIAL_CLIP = 0.05  # keeps A > 0 where the prior is at 0 or 1 but the truth need not be
 
 
 def moment_units(scope: str, fold: np.ndarray, n_llms: int):
@@ -60,9 +67,9 @@ def moment_units(scope: str, fold: np.ndarray, n_llms: int):
 
     Parameters
     ----------
-    scope : {"llm", "pooled", "group"}
-        ``llm``: one LLM's subgroups within a fold; ``pooled`` and ``group``: every cell of a fold
-        (``group`` then splits the fold's moments by subgroup, :func:`group_moments`).
+    scope : {"llm", "pooled", "group", "group_binomial"}
+        ``llm``: one LLM's subgroups within a fold; the others: every cell of a fold (the
+        ``group`` scopes then split the fold's moments by subgroup, :func:`group_moments`).
     fold : ndarray of shape (n_groups,)
         The prior model's cross-fitting fold of each subgroup.
     n_llms : int
@@ -190,9 +197,9 @@ class EmpiricalBayes(SubgroupEstimator):
         which needs ``answers`` in :meth:`fit`).
     alpha : float
         Non-coverage level of the intervals.
-    scope : {"llm", "pooled", "group"}
-        Estimate ``A`` and ``kappa`` per LLM within each fold, pooled over the LLMs of a fold, or
-        per subgroup pooled over LLMs (see the module docstring).
+    scope : {"llm", "pooled", "group", "group_binomial"}
+        Estimate ``A`` and ``kappa`` per LLM within each fold, pooled over the LLMs of a fold, per
+        subgroup pooled over LLMs, or per subgroup times ``m(1-m)`` (see the module docstring).
     fs_correction : {"none", "pmt"}
         Floor of ``A``: 0 (the paper) or AKP's posterior-mean truncation.
     kappa : float or None
@@ -246,9 +253,14 @@ class EmpiricalBayes(SubgroupEstimator):
         a = np.empty_like(y)
         a_ci = np.empty_like(y)
         kap = np.empty_like(y)
+        mc = np.clip(m, BINOMIAL_CLIP, 1 - BINOMIAL_CLIP)
+        b = mc * (1 - mc) if self.scope == "group_binomial" else np.ones_like(y)  # A's scale per cell
         for rows, cols in moment_units(self.scope, reg.fold_, y.shape[0]):
-            if self.scope == "group":  # one (A, kappa) per subgroup, broadcast over its LLMs
-                a_u, a_f, k_u = group_moments(eps[:, cols], s2_mom[:, cols], s2[:, cols], self.fs_correction)
+            if self.scope.startswith("group"):  # one (a_g, kappa) per subgroup, times each cell's b
+                bc = b[:, cols]
+                a_u, a_f, k_u = group_moments(eps[:, cols] / np.sqrt(bc), s2_mom[:, cols] / bc, s2[:, cols] / bc,
+                                              self.fs_correction)
+                a_u, a_f = a_u * bc, a_f * bc
             else:
                 e, v = eps[rows][:, cols].ravel(), s2_mom[rows][:, cols].ravel()
                 a_u, a_f, k_u = eb_moments(e, v, self.fs_correction, s2[rows][:, cols].ravel())

@@ -97,3 +97,50 @@ def test_subgroup_moments_shrink_to_the_pool_only_when_subgroups_do_not_differ()
     kept = (shrink_to_pool(apart) - apart.mean()) / (apart.mean(0) - apart.mean())
     assert 0.85 < kept.min() and kept.max() < 1.0, kept  # tau2 / (tau2 + v_g), about 0.94
     assert shrink_to_pool(apart[:1]) == pytest.approx(np.full(20, apart[:1].mean()))  # one LLM: the pool only
+
+
+def binomial_world(n_llms=80, n_groups=12, n_per_group=100, seed=1):
+    """Truth = prior mean + a bounded shock of variance ``a_g m(1-m)``: the prior's error shrinks for
+    LLMs near 0 or 1, by a factor that differs between subgroups (``a_g`` from 5e-4 to 0.0175).
+    Three in four prior means lie near 0 or 1 (0.05-0.12 or 0.88-0.95), the rest mid-range."""
+    rng = np.random.default_rng(seed)
+    a = np.geomspace(5e-4, 0.0175, n_groups)
+    near = rng.uniform(0.05, 0.12, size=(n_llms, n_groups))
+    near = np.where(rng.random(near.shape) < 0.5, near, 1 - near)
+    mean = np.where(rng.random(near.shape) < 0.75, near, rng.uniform(0.35, 0.65, size=near.shape))
+    shock = rng.uniform(-np.sqrt(3), np.sqrt(3), size=mean.shape)  # |shock| * sd <= min(m, 1-m): theta in [0, 1]
+    theta = mean + np.sqrt(a[None, :] * mean * (1 - mean)) * shock
+    return mean, theta, a, np.full(mean.shape, float(n_per_group)), rng
+
+
+def _binomial_runs(scope, reps):
+    mean, theta, a, trials, rng = binomial_world()
+    a_hat, covered, width = [], [], []
+    for rep in range(reps):
+        k = rng.binomial(trials.astype(int), theta).astype(float)
+        eb = EmpiricalBayes(regressor=KnownPrior(mean, random_state=rep), scope=scope, variance="unbiased").fit(k, trials)
+        a_hat.append(eb.a_hat_ / (mean * (1 - mean)))  # the cell's A over its binomial scale: a_g
+        covered.append((eb.lower_ <= theta) & (theta <= eb.upper_))
+        width.append(eb.upper_ - eb.lower_)
+    dt = DirectEstimator().fit(k, trials)
+    return mean, theta, np.mean(a_hat, 0), np.stack(covered), np.stack(width), dt
+
+
+def test_group_binomial_scope_recovers_a_g_and_covers_mid_range_llms():
+    mean, theta, a, _, _ = binomial_world()
+    realised = np.mean((theta - mean) ** 2 / (mean * (1 - mean)), 0)  # this world's a_g
+    _, _, a_hat, covered, width, dt = _binomial_runs("group_binomial", reps=15)
+    assert np.allclose(a_hat, a_hat[:1], atol=1e-12)  # one a_g per subgroup, scaled by each cell's m(1-m)
+    # shrinkage to the pool lifts the smallest a_g and lowers the largest
+    assert np.allclose(a_hat[0], realised, atol=1e-3, rtol=0.15), (a_hat[0], realised)
+    assert covered.mean() >= 0.93, covered.mean()  # nominal 0.95 over 15 x 960 cells
+    assert covered.mean((0, 1)).min() >= 0.90, covered.mean((0, 1))  # within every subgroup
+    mid = np.abs(mean - 0.5) < 0.2  # the LLMs where one A per subgroup is too small
+    assert covered[:, mid].mean() >= 0.93, covered[:, mid].mean()
+    assert width.mean() < np.mean(dt.upper_ - dt.lower_)
+    _, _, _, cov_group, _, _ = _binomial_runs("group", reps=15)
+    top = np.zeros_like(mid)
+    top[:, -4:] = True  # the 4 subgroups where the prior is furthest off
+    # one A per subgroup, pulled down by the LLMs near 0 or 1, under-covers the mid-range ones there
+    assert cov_group[:, mid & top].mean() < 0.90 <= covered[:, mid & top].mean() - 0.01, (
+        cov_group[:, mid & top].mean(), covered[:, mid & top].mean())
