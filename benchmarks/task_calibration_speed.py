@@ -32,23 +32,28 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from latent_goals import compose  # noqa: E402
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arguments(doc: str, k: int = 30, **extra) -> argparse.Namespace:
+    """The split, seed and calibration task's size (``--prompts``, ``--llms``, ``--k``), plus ``extra``
+    integer options with their defaults."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split", default="ood_logic")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--prompts", type=int, default=500)
-    ap.add_argument("--llms", type=int, default=20)
-    ap.add_argument("--k", type=int, default=30)
-    ap.add_argument("--repeats", type=int, default=3)
-    a = ap.parse_args()
+    for name, default in {"prompts": 500, "llms": 20, "k": k, **extra}.items():
+        ap.add_argument(f"--{name}", type=int, default=default)
+    return ap.parse_args()
+
+
+def calibration_task(a: argparse.Namespace):
+    """The default latent model fitted as ``train.py`` does, and a task to calibrate it on: ``a.prompts``
+    random held-out prompts ``X`` (task: their rows in the test prompts), the real answers ``Y``
+    (a.llms, a.prompts) of ``a.llms`` random training LLMs (``rows``) on ``a.k`` of them (NaN elsewhere).
+
+    Returns ``(cfg, prep, ref_ids, model, fit_s, task, X, Y, rows)``.
+    """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from hydra.utils import instantiate
 
-    from assessors.core.pyfunc import AssessorModel
-    from assessors.core.task_calibration import TaskCalibration
-    from assessors.onboarding.task_onboarding import calibrate_and_log
     from assessors.tasks.prepare import fit_selector, prepare
-    from assessors.tracking import MlflowTracker
 
     cfg = compose([f"seed={a.seed}", "assessor=latent", "tracking=none", "plots=false", f"split={a.split}"])
     prep = prepare(cfg)
@@ -65,6 +70,19 @@ def main() -> None:
     cal = rng.choice(a.prompts, a.k, replace=False)
     Y = np.full((a.llms, a.prompts), np.nan)
     Y[:, cal] = S_known[np.ix_(rows, cal)]
+    return cfg, prep, ref_ids, model, fit_s, task, X, Y, rows
+
+
+def main() -> None:
+    a = arguments(__doc__, repeats=3)
+    from hydra.utils import instantiate
+
+    from assessors.core.pyfunc import AssessorModel
+    from assessors.core.task_calibration import TaskCalibration
+    from assessors.onboarding.task_onboarding import calibrate_and_log
+    from assessors.tracking import MlflowTracker
+
+    cfg, prep, ref_ids, model, fit_s, task, X, Y, rows = calibration_task(a)
     times = []
     for _ in range(a.repeats):
         t0 = time.perf_counter()

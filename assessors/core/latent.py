@@ -34,6 +34,7 @@ from assessors.core.protocol import Assessor, TrustStatistics
 from assessors.core.residual import FeatureProjection, fit_residual
 from assessors.errors import DataError
 from assessors.irt_math import logit
+from assessors.memo import ArrayMemo
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,8 @@ class LatentAssessor(Assessor, BaseEstimator):
     """
 
     family_name = "latent"
+    #: Prompt sets whose item parameters are kept (a trust report's target prompts and the LLM's answered items).
+    PARAMS_MEMO_SIZE = 4
 
     def __init__(self, dims: int = 4, hidden_sizes=(128,), dropout: float = 0.1, lr: float = 3e-3,
                  weight_decay: float = 1e-3, prior_var: float = 1.0, n_members: int = 3, batch_prompts: int = 64,
@@ -234,6 +237,7 @@ class LatentAssessor(Assessor, BaseEstimator):
             self.accuracy_error_sd_ = error_sd
 
     def _cache_reference(self):
+        self._params_memo = None  # after fitting or adapting: parameters of the state before are stale
         self._ref = self._params(self.reference_features_)
         self._ref_phi = self.projection_(self.reference_features_)
 
@@ -249,11 +253,29 @@ class LatentAssessor(Assessor, BaseEstimator):
         return np.asarray(X, dtype=np.float32) if profiles is None else profiles.inputs(X)
 
     def _params(self, X) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each member's item parameters ``(a (m, D), b (m,))`` of prompts ``X`` (m, d), read-only.
+
+        Memoised on ``X``'s content (:class:`~assessors.memo.ArrayMemo`): serving many LLMs asks for the
+        same prompts' parameters several times per LLM, and a task-calibrated model's correction (its
+        Gaussian process at every prompt) costs far more than the network. The memo belongs to the state
+        that filled it (members, profiles, correction): a copy given another of them starts a new one.
+        """
+        state = (self.members_, getattr(self, "profiles_", None), getattr(self, "item_correction_", None))
+        memo = self.__dict__.get("_params_memo")
+        if memo is None or any(old is not new for old, new in zip(memo[0], state)):
+            memo = self._params_memo = (state, ArrayMemo(self.PARAMS_MEMO_SIZE))
+        return memo[1].get(np.asarray(X, dtype=np.float32), self._computed_params)
+
+    def _computed_params(self, X) -> list[tuple[np.ndarray, np.ndarray]]:
         inputs = self._inputs(X)
         params = [item_parameters(m["weights"], inputs) for m in self.members_]
         # a model adapted to a new task (assessors.core.task_calibration) corrects that task's prompts
         correction = getattr(self, "item_correction_", None)
-        return params if correction is None else correction(np.asarray(X, dtype=np.float32), params)
+        params = params if correction is None else correction(X, params)
+        for a, b in params:  # later callers share them
+            a.setflags(write=False)
+            b.setflags(write=False)
+        return params
 
     # ------------------------------------------------------------- rich API
     def item_parameters(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -525,6 +547,7 @@ class LatentAssessor(Assessor, BaseEstimator):
         state = self.__dict__.copy()
         state.pop("_ref", None)
         state.pop("_ref_phi", None)
+        state.pop("_params_memo", None)
         return state
 
 

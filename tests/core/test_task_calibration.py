@@ -122,6 +122,38 @@ def test_training_prompts_keep_their_parameters_and_new_llms_their_posterior(sim
     np.testing.assert_allclose(again.predict_proba(X[:50], R), tc.model_.predict_proba(X[:50], R), rtol=1e-5)
 
 
+def test_item_parameters_of_a_prompt_set_are_computed_once_and_are_exactly_the_uncached_ones(sim):
+    model, _ = sim
+    X, a, b, rng = new_task(model)
+    rows, cal = rng.choice(60, 20, replace=False), rng.choice(len(X), 30, replace=False)
+    cm = TaskCalibration(model).fit(X, answers(model, a, b, rows, cal, rng), rows).model_
+    calls = []
+    compute = cm._computed_params
+    cm._computed_params = lambda Q: calls.append(len(Q)) or compute(Q)
+    first, again = cm._params(X), cm._params(X.copy())  # an equal array, another object: served from the memo
+    assert calls == [len(X)] and again is first
+    for (a_c, b_c), (a_u, b_u) in zip(first, compute(X)):
+        assert np.array_equal(a_c, a_u) and np.array_equal(b_c, b_u)
+        assert not a_c.flags.writeable  # shared by later callers: nobody may change them in place
+    # a different prompt set (one value changed) is computed, not served
+    Y = X.copy()
+    Y[3, 0] += 1e-3
+    other = cm._params(Y)
+    assert calls == [len(X), len(X)]
+    for (a_c, b_c), (a_u, b_u) in zip(other, compute(Y)):
+        assert np.array_equal(a_c, a_u) and np.array_equal(b_c, b_u)
+    assert not np.array_equal(other[0][1], first[0][1])
+    # the base model shares no memo with its adapted copy: the task's prompts keep the network's parameters
+    for (a_b, b_b), (a_u, b_u) in zip(model._params(X), model._computed_params(X)):
+        assert np.array_equal(a_b, a_u) and np.array_equal(b_b, b_u)
+    assert not np.array_equal(model._params(X)[0][1], first[0][1])
+    # the memo is never pickled, and a model loaded predicts exactly the same
+    del cm._computed_params
+    loaded = pickle.loads(pickle.dumps(cm))
+    assert "_params_memo" not in loaded.__dict__
+    assert all(np.array_equal(u, v) for u, v in zip(loaded.item_parameters(X), cm.item_parameters(X)))
+
+
 def test_500_prompts_from_20_llms_x_30_prompts_take_well_under_10_s(sim):
     model, _ = sim
     X, a, b, rng = new_task(model)
