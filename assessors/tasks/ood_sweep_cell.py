@@ -37,7 +37,7 @@ from sklearn.base import clone
 from assessors.metrics import ece, per_llm_auc
 from assessors.tasks.prepare import Prepared, fit_generic, prepare
 from assessors.tasks.timing import stage
-from assessors.tasks.served import Served, accuracy_band
+from assessors.tasks.served import Served, band_holds
 from assessors.tasks.train import all_train_data_assessor, fit_per_llm, serve_test_llms
 from assessors.tasks.train_trust import fit_trust_parts
 from assessors.threads import fit_threads
@@ -141,13 +141,8 @@ def served_band(served: Served, S: np.ndarray, llms: list[str]) -> float:
     """Share of the LLMs ``llms`` whose accuracy on ``S`` (n_llms, n; NaN: not graded) lies in the 90%
     band of the predictor served to them (NaN when no report gives one). The in-band column of
     :func:`~assessors.tasks.served.served_table` without its per-LLM metrics, which no row reads."""
-    inside = []
-    for k, llm in enumerate(llms):
-        _, band = accuracy_band(served.trust.get(llm))
-        if band and None not in band:
-            keep = ~np.isnan(S[k])
-            acc = float(S[k][keep].mean()) if keep.any() else np.nan
-            inside.append(float(band[0] <= acc <= band[1]))
+    holds = [band_holds(served.trust.get(llm), S[k])[1] for k, llm in enumerate(llms)]
+    inside = [float(h) for h in holds if h is not None]
     return float(np.mean(inside)) if inside else np.nan
 
 

@@ -86,6 +86,15 @@ def accuracy_band(report: dict | None) -> tuple[float | None, list | None]:
                                                                                 report.get("accuracy_band"))
 
 
+def band_holds(report: dict | None, s: np.ndarray) -> tuple[float, bool | None]:
+    """The accuracy of successes ``s`` (n,; NaN where ungraded) and whether the served accuracy band of
+    ``report`` (:func:`accuracy_band`) holds it (None without a band)."""
+    _, band = accuracy_band(report)
+    keep = ~np.isnan(s)
+    acc = float(s[keep].mean()) if keep.any() else np.nan
+    return acc, None if not band or None in band else bool(band[0] <= acc <= band[1])
+
+
 def verdict(report: dict | None) -> str:
     """A trust report's verdict (the posterior report's, else in or out of population; ``n/a`` without one)."""
     if not report:
@@ -114,8 +123,7 @@ def served_table(served: Served, raw: np.ndarray, S: np.ndarray, llms: list[str]
         s, r = evaluate(S[k][keep], served.P[k][keep]), evaluate(S[k][keep], raw[k][keep])
         rep = served.trust.get(llm) or {}
         expected, band = accuracy_band(rep)
-        acc = float(S[k][keep].mean()) if keep.any() else np.nan
-        inside = None if not band or None in band else bool(band[0] <= acc <= band[1])
+        acc, inside = band_holds(rep, S[k])
         rows.append({"llm": llm, "verdict": verdict(rep), "served": served.predictor[llm],
                      "auc_served": s["auc"], "auc_raw": r["auc"], "ece_served": s["ece"], "ece_raw": r["ece"],
                      "accuracy": acc, "expected_accuracy": expected,

@@ -115,15 +115,12 @@ class RunFolderCopy:
 
     def log_figure(self, fig, path: str) -> None:
         out = self._path(path)
-        copy = getattr(self._run, "log_figure_file", None)
-        if out is None or copy is None:
+        if out is None:
             self._run.log_figure(fig, path)
-            if out is not None:
-                fig.savefig(out)
             return
         # rendered once, into the run folder; the tracked run copies that file
         fig.savefig(out)
-        copy(fig, str(out), path)
+        self._run.log_figure_file(fig, str(out), path)
 
 
 def report_headline(text: str, max_lines: int = 30) -> str:
