@@ -34,6 +34,17 @@ the truth strays less from a prior near 0 or 1. Dividing ``eps`` by ``sqrt(b)`` 
 turns each cell into AKP's normal-means problem with prior variance ``a_g``, so ``a_g`` and
 ``kappa`` are the ``group`` moments of the rescaled cells and the intervals stay AKP's.
 
+``kurtosis="fold"`` keeps each unit's ``A`` but takes the kurtosis of all cells of the fold around
+the fold's pooled ``A`` (:func:`fold_kurtosis`). One LLM's 3 to 14 cells in a fold cannot tell a
+kurtosis: AKP's floor alone is of order ``10 (s2 / A)^2`` with 3 cells, and the critical value then
+nears Chebyshev's ``sqrt(s2 / (A alpha))``. Residuals standardised by their own unit's ``A`` would
+understate it (with 3 cells their kurtosis cannot exceed 3). Around one pooled ``A`` the spread of
+the units' ``A`` adds to the kurtosis (a scale mixture is heavier-tailed than its parts), so the
+pooled value errs on the wide side when the units share one shape. Its moments are the binomial
+cells' unbiased ones (:mod:`~assessors.estimation.subgroup.binomial_moments`): the normal-noise
+fourth moment with an estimated ``s2`` is biased up. It uses only the counts and the prior,
+never a cell's truth.
+
 ``s2`` is where binomial cells differ from AKP's normal means. ``variance="add_one"`` (the paper's)
 takes DT's add-one variance everywhere. Near 0 or 1 it overstates the noise of the cell (an LLM
 that scores 0 has variance 0, not ``1/(n(n+2))``), so ``A`` is biased down and EB pulls exact zeros
@@ -53,12 +64,14 @@ import numpy as np
 
 from assessors.errors import ConfigError
 from assessors.estimation.subgroup.base import SubgroupEstimator, dt_variance
+from assessors.estimation.subgroup.binomial_moments import central_moment
 from assessors.estimation.subgroup.critical_value import cva_array
 from assessors.estimation.subgroup.regression import SyntheticRegression
 
 
 VARIANCES = ("add_one", "unbiased", "fixed_point")
 SCOPES = ("llm", "pooled", "group", "group_binomial")
+KURTOSES = ("unit", "fold")
 BINOMIAL_CLIP = 0.05  # keeps A > 0 where the prior is at 0 or 1 but the truth need not be
 
 
@@ -160,6 +173,36 @@ def group_moments(eps: np.ndarray, s2: np.ndarray, s2_floor: np.ndarray, fs_corr
     return tuple(np.array(x) for x in zip(*out))
 
 
+def fold_kurtosis(successes, trials, m, fold, s2_floor, fs_correction: str = "none") -> np.ndarray:
+    """One kurtosis per fold of subgroups, of all its cells around the fold's pooled ``A``.
+
+    The moments are the binomial-unbiased ``(theta - m)^2`` and ``(theta - m)^4``
+    (:func:`~assessors.estimation.subgroup.binomial_moments.central_moment`; the normal-noise terms
+    of :func:`cell_moments` for a cell with fewer than 4 items), floored as in
+    :func:`floored_moments` with the cells' positive variances ``s2_floor``.
+
+    Parameters
+    ----------
+    successes, trials, m, s2_floor : ndarray of shape (n_llms, n_groups)
+    fold : ndarray of shape (n_groups,)
+
+    Returns
+    -------
+    ndarray of shape (n_llms, n_groups)
+        Each cell's fold kurtosis.
+    """
+    eps = successes / trials - m
+    d2n, d4n = cell_moments(eps, unbiased_variance(successes, trials))
+    d2 = np.where(trials >= 2, central_moment(successes, trials, m, 2), d2n)
+    d4 = np.where(trials >= 4, central_moment(successes, trials, m, 4), d4n)
+    out = np.empty_like(eps)
+    for f in np.unique(fold):
+        c = fold == f
+        out[:, c] = floored_moments(float(d2[:, c].mean()), float(d4[:, c].mean()), s2_floor[:, c].ravel(),
+                                    fs_correction)[2]
+    return out
+
+
 def unbiased_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
     """``k(n-k) / (n^2 (n-1))``, unbiased for ``theta(1-theta)/n`` (add-one's value where ``n = 1``).
 
@@ -204,6 +247,9 @@ class EmpiricalBayes(SubgroupEstimator):
         Floor of ``A``: 0 (the paper) or AKP's posterior-mean truncation.
     kappa : float or None
         Fixed kurtosis bound (e.g. ``inf`` for the most robust intervals); None estimates it.
+    kurtosis : {"unit", "fold"}
+        Where an estimated kurtosis comes from: each moment unit's own cells (with ``A``), or all
+        cells of a fold standardised by their unit's ``A`` (see the module docstring).
     clip_intervals : bool
         Intersect intervals with [0, 1] (accuracies cannot leave it; coverage can only improve).
     variance : {"add_one", "unbiased", "fixed_point"}
@@ -224,13 +270,14 @@ class EmpiricalBayes(SubgroupEstimator):
 
     def __init__(self, regressor: SubgroupEstimator | None = None, alpha: float = 0.05, scope: str = "llm",
                  fs_correction: str = "none", kappa: float | None = None, clip_intervals: bool = True,
-                 variance: str = "add_one", cache_dir: str | None = None):
+                 variance: str = "add_one", kurtosis: str = "unit", cache_dir: str | None = None):
         self.regressor = regressor
         self.variance = variance
         self.alpha = alpha
         self.scope = scope
         self.fs_correction = fs_correction
         self.kappa = kappa
+        self.kurtosis = kurtosis
         self.clip_intervals = clip_intervals
         self.cache_dir = cache_dir
 
@@ -239,6 +286,8 @@ class EmpiricalBayes(SubgroupEstimator):
             raise ConfigError(f"scope must be one of {SCOPES}, got {self.scope!r}")
         if self.variance not in VARIANCES:
             raise ConfigError(f"variance must be one of {VARIANCES}, got {self.variance!r}")
+        if self.kurtosis not in KURTOSES:
+            raise ConfigError(f"kurtosis must be one of {KURTOSES}, got {self.kurtosis!r}")
         from sklearn.base import clone
 
         reg = clone(self.regressor) if self.regressor is not None else SyntheticRegression()
@@ -266,6 +315,8 @@ class EmpiricalBayes(SubgroupEstimator):
                 a_u, a_f, k_u = eb_moments(e, v, self.fs_correction, s2[rows][:, cols].ravel())
             a[rows, cols], a_ci[rows, cols] = a_u, a_f
             kap[rows, cols] = k_u if self.kappa is None else self.kappa
+        if self.kappa is None and self.kurtosis == "fold":
+            kap[:] = fold_kurtosis(successes, trials, m, reg.fold_, s2, self.fs_correction)
         s2_w = fixed_point_variance(y, m, a, trials, s2) if self.variance == "fixed_point" else s2
         w = np.divide(a, a + s2_w, out=np.ones_like(s2), where=(a + s2_w) > 0)
         est = m + w * eps

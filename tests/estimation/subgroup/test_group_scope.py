@@ -7,24 +7,10 @@ import numpy as np
 import pytest
 
 from assessors.errors import ConfigError
-from assessors.estimation.subgroup.base import SubgroupEstimator
 from assessors.estimation.subgroup.direct import DirectEstimator
 from assessors.estimation.subgroup.empirical_bayes import EmpiricalBayes, moment_units, shrink_to_pool
-from assessors.estimation.subgroup.regression import subgroup_folds
 
-
-class KnownPrior(SubgroupEstimator):
-    """The prior mean the cells were drawn around (the simulation's truth), with SR's folds."""
-
-    def __init__(self, mean=None, n_folds=2, random_state=0):
-        self.mean = mean
-        self.n_folds = n_folds
-        self.random_state = random_state
-
-    def _fit(self, successes, trials, group_features, assessor_mean, answers=None):
-        self.fold_ = subgroup_folds(successes.shape[1], self.n_folds, self.random_state)
-        nan = np.full(successes.shape, np.nan)
-        return np.asarray(self.mean, dtype=float), nan, nan
+from ._sim import KnownPrior
 
 
 def heteroscedastic_world(n_llms=80, n_groups=12, n_per_group=30, seed=0):
