@@ -6,7 +6,7 @@ For EB's moments around the prior mean ``m`` (fixed given the other fold) this g
 ``(theta - m)^2`` and ``(theta - m)^4`` exactly, where the normal-noise terms
 ``eps^2 - s2`` and ``eps^4 - 6 s2 eps^2 + 3 s2^2`` with an estimated ``s2`` are biased: with
 30 items per cell and a prior spread below the binomial noise, the normal-noise fourth moment came
-out 1.6 times the truth in simulation (``tests/estimation/subgroup/test_kurtosis.py``).
+out 1.6 times the truth in the simulated world of ``tests/estimation/subgroup/test_kurtosis.py``.
 The second moment equals ``eps^2 - k(n-k)/(n^2(n-1))``, the ``variance="unbiased"`` term.
 """
 from __future__ import annotations
