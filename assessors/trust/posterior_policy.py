@@ -20,8 +20,8 @@ from assessors.core.evidence import Evidence
 from assessors.errors import ConfigError
 from assessors.trust.posterior_report import OPTIONS, OUT, OUT_FLAGS, posterior_trust
 from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACK_NAME, FALLBACKS,  # noqa: F401
-                                      RECALIBRATED_NAME, check_bands, check_fallback, fallback_predictor,
-                                      fitted_population, served_accuracy_band, served_auc_band)
+                                      RECALIBRATED_NAME, RELEVEL_NAME, check_bands, check_fallback,
+                                      fallback_predictor, fitted_population)
 from assessors.trust.similarity import training_profile
 from assessors.trust.target import POOL_TARGET, REFERENCE_TARGET, target_prompts
 
@@ -55,7 +55,7 @@ class PosteriorTrustPolicy:
         (``prompts_out_of_distribution``, which always triggers it).
     ood_auc_bands, ood_accuracy_bands : mapping of str to [low, high], optional
         Per fallback, its AUC band and accuracy-error band on held-out subtasks of the training prompts
-        (chosen with ``ood_fallback`` by ``train.py``; see :func:`~assessors.trust.fallbacks.served_auc_band`).
+        (chosen with ``ood_fallback`` by ``train.py``; see :meth:`served`).
     C, prior_sd : float
         The reference-only regression's inverse regularisation; the offset prior of the others.
     fallback_slope_sd : float
@@ -161,20 +161,45 @@ class PosteriorTrustPolicy:
 
     def served(self, rep, predictor, X_target, X_answered, y) -> dict:
         """What the LLM is served and its bands: ``{predictor, auc_band, auc_band_from, expected_accuracy,
-        accuracy_band, accuracy_band_from}`` (see :mod:`~assessors.trust.fallbacks`)."""
-        name = predictor.name if predictor is not None else "latent"
-        band, band_from = served_auc_band(rep.auc_band, rep.flags, name, self.ood_fallback, self.ood_auc_bands,
-                                          rep.auc_chance_low)
-        mean, answered = rep.expected_accuracy, None
-        if predictor is not None:
-            obs = np.isfinite(y)
-            mean = float(np.mean(predictor(X_target)))
-            answered = (float(y[obs].sum()), int(obs.sum()), float(np.mean(predictor(np.asarray(X_answered)[obs]))))
-        acc, acc_band, acc_from = served_accuracy_band(rep.expected_accuracy, rep.accuracy_band, rep.flags, name,
-                                                       self.ood_fallback, self.ood_accuracy_bands, mean, answered,
-                                                       self.report_options.get("level", OPTIONS["level"]))
-        return {"predictor": name, "auc_band": band, "auc_band_from": band_from, "expected_accuracy": acc,
-                "accuracy_band": acc_band, "accuracy_band_from": acc_from}
+        accuracy_band, accuracy_band_from}`` (``_from``: where a band comes from; None without a band).
+
+        The model's own predictions (``latent``) keep the report's bands (``posterior``), the re-levelled and
+        recalibrated fallbacks (the same ranking) its AUC band. ``ood_fallback`` applied to prompts out of
+        distribution, with bands from held-out subtasks of the training prompts (``ood_auc_bands`` /
+        ``ood_accuracy_bands``, measured by ``train.py``): its AUC band, the low end lowered to the report's
+        ``auc_chance_low`` as for any ``out of population`` verdict; its mean prediction plus its accuracy-error
+        band, widened to hold the report's band too (nothing tells whether the fallback's level or the model's
+        transfers to such prompts). Any other fallback: no AUC band; the Wilson ``level`` interval of its
+        answered rate, spanning it both where it is and moved by how much easier the fallback finds the target
+        prompts (m, d) than the answered ones (n, d) (``answered level``). Bands are clipped to [0, 1].
+        """
+        name = "latent" if predictor is None else predictor.name
+        held_out = "prompts_out_of_distribution" in rep.flags and name == self.ood_fallback
+        out = {"predictor": name, "auc_band": None, "auc_band_from": None, "expected_accuracy": rep.expected_accuracy,
+               "accuracy_band": list(rep.accuracy_band), "accuracy_band_from": "posterior"}
+        chance = rep.auc_chance_low
+        if held_out and name in (self.ood_auc_bands or {}):
+            lo, hi = self.ood_auc_bands[name]
+            lo = min(lo, float(chance)) if chance is not None and np.isfinite(chance) else lo
+            out.update(auc_band=[lo, hi], auc_band_from="held-out subtasks")
+        elif name in ("latent", RELEVEL_NAME, RECALIBRATED_NAME):
+            out.update(auc_band=list(rep.auc_band), auc_band_from="posterior")
+        if predictor is None:
+            return out
+        mean, obs = float(np.mean(predictor(X_target))), np.isfinite(y)
+        band = source = None
+        if held_out and name in (self.ood_accuracy_bands or {}):
+            (lo, hi), (low, high) = self.ood_accuracy_bands[name], rep.accuracy_band
+            band, source = (min(mean + lo, low), max(mean + hi, high)), "held-out subtasks"
+        elif obs.any():
+            from statsmodels.stats.proportion import proportion_confint
+
+            level = self.report_options.get("level", OPTIONS["level"])
+            lo, hi = proportion_confint(int(y[obs].sum()), int(obs.sum()), alpha=1.0 - float(level), method="wilson")
+            shift = mean - float(np.mean(predictor(np.asarray(X_answered)[obs])))
+            band, source = (lo + min(shift, 0.0), hi + max(shift, 0.0)), "answered level"
+        return {**out, "expected_accuracy": mean, "accuracy_band_from": source,
+                "accuracy_band": None if band is None else [float(np.clip(v, 0.0, 1.0)) for v in band]}
 
 
 def _json_safe(d):
