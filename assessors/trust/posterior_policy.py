@@ -137,18 +137,15 @@ class PosteriorTrustPolicy:
         if self.fallback and kind is not None and np.isfinite(y).any():
             predictor = fallback_predictor(kind, assessor, X_answered, y, C=self.C, prior_sd=self.prior_sd,
                                            population=fitted_population(self.prompt_ood), slope_sd=self.fallback_slope_sd)
-        out = rep.to_dict()
-        out["version"] = 2
-        served = self.served(rep, predictor, X_target, X_answered, y)
+        out = {**rep.to_dict(), "version": 2,
+               "fallback": {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
+                            **self.served(rep, predictor, X_target, X_answered, y)}, "policy": self.settings()}
         if predictor is None:
-            served["predictor"] = assessor.family_name  # the family's own predictions
-        out["fallback"] = {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
-                           **served}
-        out["policy"] = self.settings()
+            out["fallback"]["predictor"] = assessor.family_name  # the family's own predictions
         if kind is not None and predictor is None:
             why = "disabled (trust.fallback=false)" if not self.fallback else "impossible without answers"
             log.warning("trust verdict for %s is %r but the fallback is %s", llm, rep.message, why)
-        return _json_safe(out), predictor
+        return json_safe(out), predictor
 
     def serve(self, assessor, X_answered, y, X_target, **given) -> tuple[dict, Callable | None, np.ndarray]:
         """``(report dict, predictor or None, predictions (m,))``: :meth:`assess` (``given``: its keyword
@@ -202,12 +199,12 @@ class PosteriorTrustPolicy:
                 "accuracy_band": None if band is None else [float(np.clip(v, 0.0, 1.0)) for v in band]}
 
 
-def _json_safe(d):
+def json_safe(d):
     """NaN/inf -> None, tuples -> lists, numpy scalars -> Python (what JSON and pydantic accept)."""
     if isinstance(d, dict):
-        return {k: _json_safe(v) for k, v in d.items()}
+        return {k: json_safe(v) for k, v in d.items()}
     if isinstance(d, (list, tuple)):
-        return [_json_safe(v) for v in d]
+        return [json_safe(v) for v in d]
     if isinstance(d, (float, np.floating)):
         return float(d) if np.isfinite(d) else None
     if isinstance(d, np.integer):
@@ -226,19 +223,23 @@ def policy_options(model, options: Mapping | None = None) -> dict:
     is the prompt-side signal stored with the model (``model.prompt_ood``; ``prompt_ood: false`` or
     null in ``options`` turns it off).
     """
-    stored = getattr(model, "trust_policy", None) or {}
-    options = dict(options or {})
-    source = stored.get("source") if stored.get("options") else None
-    source = source or STATED_DEFAULTS
+    stored, options = getattr(model, "trust_policy", None) or {}, dict(options or {})
+    source = (stored.get("source") if stored.get("options") else None) or STATED_DEFAULTS
     given = sorted(k for k in options if k in POLICY_KEYS)
     if given:
         source += f"; trust.posterior sets {', '.join(given)}"
-    out = {**dict(stored.get("options") or {}), **options, "source": source}
-    if "prompt_ood" in options:
-        out["prompt_ood"] = options["prompt_ood"] or None  # false / null: off
-    else:
-        out["prompt_ood"] = getattr(model, "prompt_ood", None)
-    return out
+    # prompt_ood false / null: off
+    ood = (options.pop("prompt_ood") or None) if "prompt_ood" in options else getattr(model, "prompt_ood", None)
+    return {**dict(stored.get("options") or {}), **options, "source": source, "prompt_ood": ood}
+
+
+def described(X_ref, reference, T=None, **known) -> tuple[np.ndarray, np.ndarray, dict]:
+    """One LLM as the serving registry describes it: its answered prompts (a, d) of ``X_ref`` (n, d), its answers
+    (a,) of ``reference`` (n,) (NaN = not answered: left out) and the report's keyword arguments about the
+    training LLMs: their answers on the same prompts (of ``T`` (n_train_llms, n); None without) and ``known``."""
+    r = np.asarray(reference, dtype=np.float64).ravel()
+    obs = np.isfinite(r)
+    return X_ref[obs], r[obs], {"training_answers": None if T is None else T[:, obs], **known}
 
 
 def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None,
@@ -280,13 +281,11 @@ def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None
 
     def fn(reference, llm: str = "new"):
         if isinstance(reference, Evidence):  # prompts the training LLMs may not have answered: no similarity
-            (X_answered, y), T_obs = reference.answered(), None
+            (X_answered, y), given = reference.answered(), {"training_answers": None}
         else:
-            r = np.asarray(reference, dtype=np.float64).ravel()
-            obs = np.isfinite(r)
-            X_answered, y, T_obs = X_ref[obs], r[obs], T[:, obs]
-        report, predictor = policy.assess(assessor, X_answered, y, X_target, llm=llm, training_answers=T_obs,
-                                          similarity_profile=profile, training_accuracy=train_acc())
+            X_answered, y, given = described(X_ref, reference, T)
+        report, predictor = policy.assess(assessor, X_answered, y, X_target, llm=llm, similarity_profile=profile,
+                                          training_accuracy=train_acc(), **given)
         return {**report, "target": dict(info)}, predictor
 
     fn.accepts_evidence = True
