@@ -36,6 +36,13 @@ def answered(X_answered, y, what: str) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
+def own_predictions(assessor, X_answered, y, X_target) -> np.ndarray:
+    """The model's own P(success) (m,) on ``X_target`` (m, d) for one LLM (``assessor``: fitted, of any family),
+    from its answers ``y`` (n,) on ``X_answered`` (n, d) (NaN = not answered): what it is served without a fallback."""
+    state = assessor.describe_answered(Evidence(*Evidence(X_answered, y).answered()))
+    return assessor.predict_state(np.asarray(X_target, dtype=np.float32), state)[0]
+
+
 def fit_slope_offset(z: np.ndarray, y: np.ndarray, slope_sd: float | None = None, prior_sd: float = 3.0,
                      n_iter: int = 50) -> tuple[float, float]:
     """MAP ``(slope, offset)`` of ``y ~ Bernoulli(sigmoid(slope * z + offset))``, ``offset ~ N(0, prior_sd**2)``.

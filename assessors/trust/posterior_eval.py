@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from assessors.core.evidence import Evidence
 from assessors.metrics import brier, masked_auc
 from assessors.irt_math import sigmoid
 from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACKS, POPULATION_NAME, RECALIBRATED_NAME, RELEVEL_NAME,
-                                      SLOPE_SDS, fallback_predictor, fit_slope_offset, fitted_population)
+                                      SLOPE_SDS, fallback_predictor, fit_slope_offset, fitted_population,
+                                      own_predictions)
 from assessors.trust.posterior_policy import described
 from assessors.trust.posterior_report import posterior_trust
 from assessors.trust.similarity import training_profile
@@ -40,8 +40,7 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     """
     y = np.asarray(y, dtype=np.float64).ravel()
     X_answered, X_target = np.asarray(X_answered, dtype=np.float32), np.asarray(X_target, dtype=np.float32)
-    seen = np.isfinite(y)
-    p_lat = assessor.predict_state(X_target, assessor.describe_answered(Evidence(X_answered[seen], y[seen])))[0]
+    seen, p_lat = np.isfinite(y), own_predictions(assessor, X_answered, y, X_target)
     population = fitted_population(prompt_ood)
     kinds = PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ())
     fitted = {kind: fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd, population=population,

@@ -21,7 +21,7 @@ from assessors.errors import ConfigError
 from assessors.trust.posterior_report import OPTIONS, OUT, OUT_FLAGS, posterior_trust
 from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACK_NAME, FALLBACKS,  # noqa: F401
                                       RECALIBRATED_NAME, RELEVEL_NAME, check_bands, check_fallback,
-                                      fallback_predictor, fitted_population)
+                                      fallback_predictor, fitted_population, own_predictions)
 from assessors.trust.similarity import training_profile
 from assessors.trust.target import POOL_TARGET, REFERENCE_TARGET, target_prompts
 
@@ -151,10 +151,8 @@ class PosteriorTrustPolicy:
         """``(report dict, predictor or None, predictions (m,))``: :meth:`assess` (``given``: its keyword
         arguments) and the predictions served on ``X_target`` (m, d), the fallback's or the family's own."""
         report, predictor = self.assess(assessor, X_answered, y, X_target, **given)
-        if predictor is not None:
-            return report, predictor, predictor(X_target)
-        state = assessor.describe_answered(Evidence(*Evidence(X_answered, y).answered()))
-        return report, None, assessor.predict_state(np.asarray(X_target, dtype=np.float32), state)[0]
+        return report, predictor, (own_predictions(assessor, X_answered, y, X_target) if predictor is None
+                                   else predictor(X_target))
 
     def served(self, rep, predictor, X_target, X_answered, y) -> dict:
         """What the LLM is served and its bands: ``{predictor, auc_band, auc_band_from, expected_accuracy,
