@@ -1,18 +1,14 @@
-"""The fallbacks a trust verdict can switch an LLM to (:data:`FALLBACKS`, :func:`fallback_predictor`), and the
-bands of what it is served.
+"""The fallbacks a trust verdict can switch an LLM to (:data:`FALLBACKS`, :func:`fallback_predictor`).
 
 Three fit a ranking's level to the LLM's answers and keep its AUC: :class:`ReleveledPredictor` (the model's
 ranking), :class:`RecalibratedPredictor` (the model's, its spread refitted too, under a slope prior chosen per
 population) and :class:`PopulationPredictor` (the training LLMs', for prompts unlike the training prompts);
 :class:`ReferenceOnlyPredictor` learns from the LLM's own answers only.
 
-A report's ``auc_band`` and ``accuracy_band`` are about the model; :func:`served_auc_band` and
-:func:`served_accuracy_band` give those of what the LLM is served: the model's, or a fallback's (from
-held-out subtasks of the training prompts, measured by ``train.py``, or from the LLM's answered level).
+A report's ``auc_band`` and ``accuracy_band`` are about the model;
+:meth:`~assessors.trust.posterior_policy.PosteriorTrustPolicy.served` gives those of what the LLM is served.
 """
 from __future__ import annotations
-
-from typing import Mapping
 
 import numpy as np
 
@@ -38,6 +34,13 @@ def answered(X_answered, y, what: str) -> tuple[np.ndarray, np.ndarray]:
     if not len(y):
         raise DataError(f"the {what} fallback needs at least one answered item")
     return X, y
+
+
+def own_predictions(assessor, X_answered, y, X_target) -> np.ndarray:
+    """The model's own P(success) (m,) on ``X_target`` (m, d) for one LLM (``assessor``: fitted, of any family),
+    from its answers ``y`` (n,) on ``X_answered`` (n, d) (NaN = not answered): what it is served without a fallback."""
+    state = assessor.describe_answered(Evidence(*Evidence(X_answered, y).answered()))
+    return assessor.predict_state(np.asarray(X_target, dtype=np.float32), state)[0]
 
 
 def fit_slope_offset(z: np.ndarray, y: np.ndarray, slope_sd: float | None = None, prior_sd: float = 3.0,
@@ -204,61 +207,6 @@ def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior
     if kind == FALLBACK_NAME:
         return ReferenceOnlyPredictor(assessor, X_answered, y, C=C)
     return PopulationPredictor(population, X_answered, y, prior_sd=prior_sd)
-
-
-def served_auc_band(auc_band, flags, predictor: str, ood_fallback: str, ood_auc_bands: Mapping | None,
-                    chance_low: float | None = None):
-    """``(band, source)``: the AUC band of the predictions an LLM is served, and where it comes from.
-
-    The model and the re-levelled and recalibrated fallbacks (the same ranking): the report's band (``posterior``), unless
-    the prompts are out of distribution and the applied fallback has a band from held-out subtasks
-    (``ood_auc_bands``), its low end lowered to ``chance_low`` as for any ``out of population`` verdict.
-    Any other fallback: ``(None, None)``.
-    """
-    ood = "prompts_out_of_distribution" in flags
-    if ood and predictor == ood_fallback and predictor in (ood_auc_bands or {}):
-        lo, hi = ood_auc_bands[predictor]
-        if chance_low is not None and np.isfinite(chance_low):
-            lo = min(lo, float(chance_low))
-        return [lo, hi], "held-out subtasks"
-    if predictor in ("latent", RELEVEL_NAME, RECALIBRATED_NAME):
-        return list(auc_band), "posterior"
-    return None, None
-
-
-def served_accuracy_band(expected, band, flags, predictor: str, ood_fallback: str,
-                         ood_accuracy_bands: Mapping | None, mean_prediction: float, answered=None,
-                         level: float = 0.9):
-    """``(expected accuracy, band, source)`` of the predictions an LLM is served.
-
-    - Prompts out of distribution, served by a fallback with an accuracy-error band from held-out subtasks
-      (``ood_accuracy_bands``): its ``mean_prediction`` plus that band, widened to hold the report's
-      ``band`` too (nothing tells whether the fallback's level or the model's transfers to such prompts).
-    - Any other fallback, given ``answered = (successes, n, mean prediction on the answered prompts)``:
-      the Wilson ``level`` interval of ``successes / n``, spanning it both where it is and moved by how
-      much easier the fallback finds the target prompts than the answered ones (``answered level``).
-    - The model itself: the report's ``expected`` and ``band`` (``posterior``).
-
-    Bands are clipped to [0, 1]; a fallback without either gets its mean prediction and no band.
-    """
-    m = float(mean_prediction)
-    if "prompts_out_of_distribution" in flags and predictor == ood_fallback and predictor in (ood_accuracy_bands or {}):
-        lo, hi = ood_accuracy_bands[predictor]
-        return m, _clipped(min(m + lo, band[0]), max(m + hi, band[1])), "held-out subtasks"
-    if predictor == "latent":
-        return expected, list(band), "posterior"
-    if answered is not None and int(answered[1]) > 0:
-        from statsmodels.stats.proportion import proportion_confint
-
-        k, n, m_answered = answered
-        lo, hi = proportion_confint(int(k), int(n), alpha=1.0 - float(level), method="wilson")
-        shift = m - float(m_answered)
-        return m, _clipped(lo + min(shift, 0.0), hi + max(shift, 0.0)), "answered level"
-    return m, None, None
-
-
-def _clipped(lo: float, hi: float) -> list[float]:
-    return [float(np.clip(lo, 0.0, 1.0)), float(np.clip(hi, 0.0, 1.0))]
 
 
 def check_bands(bands, names, what: str = "ood_auc_bands", lowest: float = 0.0) -> dict | None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from assessors.core.evidence import Evidence
 from assessors.metrics import brier, masked_auc
 from assessors.irt_math import sigmoid
 from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACKS, POPULATION_NAME, RECALIBRATED_NAME, RELEVEL_NAME,
-                                      SLOPE_SDS, fallback_predictor, fit_slope_offset, fitted_population)
+                                      SLOPE_SDS, fallback_predictor, fit_slope_offset, fitted_population,
+                                      own_predictions)
+from assessors.trust.posterior_policy import described
 from assessors.trust.posterior_report import posterior_trust
 from assessors.trust.similarity import training_profile
 
@@ -39,8 +40,7 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     """
     y = np.asarray(y, dtype=np.float64).ravel()
     X_answered, X_target = np.asarray(X_answered, dtype=np.float32), np.asarray(X_target, dtype=np.float32)
-    seen = np.isfinite(y)
-    p_lat = assessor.predict_state(X_target, assessor.describe_answered(Evidence(X_answered[seen], y[seen])))[0]
+    seen, p_lat = np.isfinite(y), own_predictions(assessor, X_answered, y, X_target)
     population = fitted_population(prompt_ood)
     kinds = PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ())
     fitted = {kind: fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd, population=population,
@@ -67,19 +67,14 @@ def _scored(kind: str, s, p) -> dict:
 
 
 def _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference, reports: bool = True):
-    """Per row ``k`` of ``Y``: ``(k, its answered prompts (n_k, d), its answers (n_k,), the report's keyword
-    arguments about the training LLMs (empty without ``reports``))``, as the serving registry describes an LLM
-    (unanswered items left out)."""
-    X_answered, Y = np.asarray(X_answered, dtype=np.float32), np.asarray(Y, dtype=np.float64)
-    T = None if training_answers is None else np.asarray(training_answers, dtype=np.float64)
-    if reports:
-        profile = None if T is None else training_profile(T)
-        train_acc = assessor.population_accuracy(np.asarray(X_target, dtype=np.float32), training_reference)
-    for k in range(len(Y)):
-        obs = np.isfinite(Y[k])
-        given = {"training_answers": None if T is None else T[:, obs], "similarity_profile": profile,
-                 "training_accuracy": train_acc} if reports else {}
-        yield k, X_answered[obs], Y[k, obs], given
+    """Per row ``k`` of ``Y``: ``(k, *``:func:`~assessors.trust.posterior_policy.described` ``)``, as the serving
+    registry describes an LLM (the report's keyword arguments about the training LLMs only with ``reports``)."""
+    T = None if training_answers is None or not reports else np.asarray(training_answers, dtype=np.float64)
+    known = {"similarity_profile": None if T is None else training_profile(T),
+             "training_accuracy": assessor.population_accuracy(np.asarray(X_target, dtype=np.float32),
+                                                               training_reference)} if reports else {}
+    for k, reference in enumerate(np.asarray(Y, dtype=np.float64)):
+        yield k, *described(np.asarray(X_answered, dtype=np.float32), reference, T, **known)
 
 
 def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_ood=None, seed: int = 0,

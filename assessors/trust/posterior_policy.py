@@ -20,8 +20,8 @@ from assessors.core.evidence import Evidence
 from assessors.errors import ConfigError
 from assessors.trust.posterior_report import OPTIONS, OUT, OUT_FLAGS, posterior_trust
 from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACK_NAME, FALLBACKS,  # noqa: F401
-                                      RECALIBRATED_NAME, check_bands, check_fallback, fallback_predictor,
-                                      fitted_population, served_accuracy_band, served_auc_band)
+                                      RECALIBRATED_NAME, RELEVEL_NAME, check_bands, check_fallback,
+                                      fallback_predictor, fitted_population, own_predictions)
 from assessors.trust.similarity import training_profile
 from assessors.trust.target import POOL_TARGET, REFERENCE_TARGET, target_prompts
 
@@ -55,7 +55,7 @@ class PosteriorTrustPolicy:
         (``prompts_out_of_distribution``, which always triggers it).
     ood_auc_bands, ood_accuracy_bands : mapping of str to [low, high], optional
         Per fallback, its AUC band and accuracy-error band on held-out subtasks of the training prompts
-        (chosen with ``ood_fallback`` by ``train.py``; see :func:`~assessors.trust.fallbacks.served_auc_band`).
+        (chosen with ``ood_fallback`` by ``train.py``; see :meth:`served`).
     C, prior_sd : float
         The reference-only regression's inverse regularisation; the offset prior of the others.
     fallback_slope_sd : float
@@ -137,52 +137,72 @@ class PosteriorTrustPolicy:
         if self.fallback and kind is not None and np.isfinite(y).any():
             predictor = fallback_predictor(kind, assessor, X_answered, y, C=self.C, prior_sd=self.prior_sd,
                                            population=fitted_population(self.prompt_ood), slope_sd=self.fallback_slope_sd)
-        out = rep.to_dict()
-        out["version"] = 2
-        served = self.served(rep, predictor, X_target, X_answered, y)
+        out = {**rep.to_dict(), "version": 2,
+               "fallback": {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
+                            **self.served(rep, predictor, X_target, X_answered, y)}, "policy": self.settings()}
         if predictor is None:
-            served["predictor"] = assessor.family_name  # the family's own predictions
-        out["fallback"] = {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
-                           **served}
-        out["policy"] = self.settings()
+            out["fallback"]["predictor"] = assessor.family_name  # the family's own predictions
         if kind is not None and predictor is None:
             why = "disabled (trust.fallback=false)" if not self.fallback else "impossible without answers"
             log.warning("trust verdict for %s is %r but the fallback is %s", llm, rep.message, why)
-        return _json_safe(out), predictor
+        return json_safe(out), predictor
 
     def serve(self, assessor, X_answered, y, X_target, **given) -> tuple[dict, Callable | None, np.ndarray]:
         """``(report dict, predictor or None, predictions (m,))``: :meth:`assess` (``given``: its keyword
         arguments) and the predictions served on ``X_target`` (m, d), the fallback's or the family's own."""
         report, predictor = self.assess(assessor, X_answered, y, X_target, **given)
-        if predictor is not None:
-            return report, predictor, predictor(X_target)
-        state = assessor.describe_answered(Evidence(*Evidence(X_answered, y).answered()))
-        return report, None, assessor.predict_state(np.asarray(X_target, dtype=np.float32), state)[0]
+        return report, predictor, (own_predictions(assessor, X_answered, y, X_target) if predictor is None
+                                   else predictor(X_target))
 
     def served(self, rep, predictor, X_target, X_answered, y) -> dict:
         """What the LLM is served and its bands: ``{predictor, auc_band, auc_band_from, expected_accuracy,
-        accuracy_band, accuracy_band_from}`` (see :mod:`~assessors.trust.fallbacks`)."""
-        name = predictor.name if predictor is not None else "latent"
-        band, band_from = served_auc_band(rep.auc_band, rep.flags, name, self.ood_fallback, self.ood_auc_bands,
-                                          rep.auc_chance_low)
-        mean, answered = rep.expected_accuracy, None
-        if predictor is not None:
-            obs = np.isfinite(y)
-            mean = float(np.mean(predictor(X_target)))
-            answered = (float(y[obs].sum()), int(obs.sum()), float(np.mean(predictor(np.asarray(X_answered)[obs]))))
-        acc, acc_band, acc_from = served_accuracy_band(rep.expected_accuracy, rep.accuracy_band, rep.flags, name,
-                                                       self.ood_fallback, self.ood_accuracy_bands, mean, answered,
-                                                       self.report_options.get("level", OPTIONS["level"]))
-        return {"predictor": name, "auc_band": band, "auc_band_from": band_from, "expected_accuracy": acc,
-                "accuracy_band": acc_band, "accuracy_band_from": acc_from}
+        accuracy_band, accuracy_band_from}`` (``_from``: where a band comes from; None without a band).
+
+        The model's own predictions (``latent``) keep the report's bands (``posterior``), the re-levelled and
+        recalibrated fallbacks (the same ranking) its AUC band. ``ood_fallback`` applied to prompts out of
+        distribution, with bands from held-out subtasks of the training prompts (``ood_auc_bands`` /
+        ``ood_accuracy_bands``, measured by ``train.py``): its AUC band, the low end lowered to the report's
+        ``auc_chance_low`` as for any ``out of population`` verdict; its mean prediction plus its accuracy-error
+        band, widened to hold the report's band too (nothing tells whether the fallback's level or the model's
+        transfers to such prompts). Any other fallback: no AUC band; the Wilson ``level`` interval of its
+        answered rate, spanning it both where it is and moved by how much easier the fallback finds the target
+        prompts (m, d) than the answered ones (n, d) (``answered level``). Bands are clipped to [0, 1].
+        """
+        name = "latent" if predictor is None else predictor.name
+        held_out = "prompts_out_of_distribution" in rep.flags and name == self.ood_fallback
+        out = {"predictor": name, "auc_band": None, "auc_band_from": None, "expected_accuracy": rep.expected_accuracy,
+               "accuracy_band": list(rep.accuracy_band), "accuracy_band_from": "posterior"}
+        chance = rep.auc_chance_low
+        if held_out and name in (self.ood_auc_bands or {}):
+            lo, hi = self.ood_auc_bands[name]
+            lo = min(lo, float(chance)) if chance is not None and np.isfinite(chance) else lo
+            out.update(auc_band=[lo, hi], auc_band_from="held-out subtasks")
+        elif name in ("latent", RELEVEL_NAME, RECALIBRATED_NAME):
+            out.update(auc_band=list(rep.auc_band), auc_band_from="posterior")
+        if predictor is None:
+            return out
+        mean, obs = float(np.mean(predictor(X_target))), np.isfinite(y)
+        band = source = None
+        if held_out and name in (self.ood_accuracy_bands or {}):
+            (lo, hi), (low, high) = self.ood_accuracy_bands[name], rep.accuracy_band
+            band, source = (min(mean + lo, low), max(mean + hi, high)), "held-out subtasks"
+        elif obs.any():
+            from statsmodels.stats.proportion import proportion_confint
+
+            level = self.report_options.get("level", OPTIONS["level"])
+            lo, hi = proportion_confint(int(y[obs].sum()), int(obs.sum()), alpha=1.0 - float(level), method="wilson")
+            shift = mean - float(np.mean(predictor(np.asarray(X_answered)[obs])))
+            band, source = (lo + min(shift, 0.0), hi + max(shift, 0.0)), "answered level"
+        return {**out, "expected_accuracy": mean, "accuracy_band_from": source,
+                "accuracy_band": None if band is None else [float(np.clip(v, 0.0, 1.0)) for v in band]}
 
 
-def _json_safe(d):
+def json_safe(d):
     """NaN/inf -> None, tuples -> lists, numpy scalars -> Python (what JSON and pydantic accept)."""
     if isinstance(d, dict):
-        return {k: _json_safe(v) for k, v in d.items()}
+        return {k: json_safe(v) for k, v in d.items()}
     if isinstance(d, (list, tuple)):
-        return [_json_safe(v) for v in d]
+        return [json_safe(v) for v in d]
     if isinstance(d, (float, np.floating)):
         return float(d) if np.isfinite(d) else None
     if isinstance(d, np.integer):
@@ -201,19 +221,23 @@ def policy_options(model, options: Mapping | None = None) -> dict:
     is the prompt-side signal stored with the model (``model.prompt_ood``; ``prompt_ood: false`` or
     null in ``options`` turns it off).
     """
-    stored = getattr(model, "trust_policy", None) or {}
-    options = dict(options or {})
-    source = stored.get("source") if stored.get("options") else None
-    source = source or STATED_DEFAULTS
+    stored, options = getattr(model, "trust_policy", None) or {}, dict(options or {})
+    source = (stored.get("source") if stored.get("options") else None) or STATED_DEFAULTS
     given = sorted(k for k in options if k in POLICY_KEYS)
     if given:
         source += f"; trust.posterior sets {', '.join(given)}"
-    out = {**dict(stored.get("options") or {}), **options, "source": source}
-    if "prompt_ood" in options:
-        out["prompt_ood"] = options["prompt_ood"] or None  # false / null: off
-    else:
-        out["prompt_ood"] = getattr(model, "prompt_ood", None)
-    return out
+    # prompt_ood false / null: off
+    ood = (options.pop("prompt_ood") or None) if "prompt_ood" in options else getattr(model, "prompt_ood", None)
+    return {**dict(stored.get("options") or {}), **options, "source": source, "prompt_ood": ood}
+
+
+def described(X_ref, reference, T=None, **known) -> tuple[np.ndarray, np.ndarray, dict]:
+    """One LLM as the serving registry describes it: its answered prompts (a, d) of ``X_ref`` (n, d), its answers
+    (a,) of ``reference`` (n,) (NaN = not answered: left out) and the report's keyword arguments about the
+    training LLMs: their answers on the same prompts (of ``T`` (n_train_llms, n); None without) and ``known``."""
+    r = np.asarray(reference, dtype=np.float64).ravel()
+    obs = np.isfinite(r)
+    return X_ref[obs], r[obs], {"training_answers": None if T is None else T[:, obs], **known}
 
 
 def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None,
@@ -255,13 +279,11 @@ def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None
 
     def fn(reference, llm: str = "new"):
         if isinstance(reference, Evidence):  # prompts the training LLMs may not have answered: no similarity
-            (X_answered, y), T_obs = reference.answered(), None
+            (X_answered, y), given = reference.answered(), {"training_answers": None}
         else:
-            r = np.asarray(reference, dtype=np.float64).ravel()
-            obs = np.isfinite(r)
-            X_answered, y, T_obs = X_ref[obs], r[obs], T[:, obs]
-        report, predictor = policy.assess(assessor, X_answered, y, X_target, llm=llm, training_answers=T_obs,
-                                          similarity_profile=profile, training_accuracy=train_acc())
+            X_answered, y, given = described(X_ref, reference, T)
+        report, predictor = policy.assess(assessor, X_answered, y, X_target, llm=llm, similarity_profile=profile,
+                                          training_accuracy=train_acc(), **given)
         return {**report, "target": dict(info)}, predictor
 
     fn.accepts_evidence = True

@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import DataError
 from assessors.trust.fallbacks import RECALIBRATED_NAME, SLOPE_SDS
-from assessors.trust.posterior_policy import PosteriorTrustPolicy
+from assessors.trust.posterior_policy import PosteriorTrustPolicy, json_safe
 from assessors.trust.posterior_report import OK, OPTIONS, OUT, OUT_FLAGS, UNCERTAIN, judge
 
 log = logging.getLogger(__name__)
@@ -93,12 +93,10 @@ class ValidatedTrustPolicy(BaseEstimator):
 
     def _defaults(self) -> dict:
         """``stated_defaults`` over the report's and the serving policy's own defaults (stated once, there)."""
-        d = {k: OPTIONS[k] for k in ("misfit_alpha", "range_margin", "max_width")}
-        serving = PosteriorTrustPolicy()
-        flags = {v: k for k, v in FLAG_SETS.items()}[serving.fallback_flags]
-        d.update(fallback=serving.fallback_kind, fallback_flags=flags, slope_sd=serving.fallback_slope_sd)
-        d.update(dict(self.stated_defaults or {}))
-        return d
+        serving, flags = PosteriorTrustPolicy(), {v: k for k, v in FLAG_SETS.items()}
+        return {**{k: OPTIONS[k] for k in ("misfit_alpha", "range_margin", "max_width")},
+                "fallback": serving.fallback_kind, "fallback_flags": flags[serving.fallback_flags],
+                "slope_sd": serving.fallback_slope_sd, **dict(self.stated_defaults or {})}
 
     def fit(self, reports, realised_accuracy, auc_latent, auc_reference, losses: Mapping[str, np.ndarray]):
         """Choose on the validation LLMs.
@@ -268,8 +266,7 @@ class ValidatedTrustPolicy(BaseEstimator):
         """What a trained model stores (JSON-safe): ``source``, ``options``, ``chosen_by``,
         ``n_validation_llms`` and the validation counts, band coverage and slope priors' losses behind the choice."""
         check_is_fitted(self, "fallback_")
-        cov = {k: (float(v) if np.isfinite(v) else None) for k, v in self.coverage_.items()}
-        return {"source": f"validated on {self.n_val_} validation LLMs", "options": self.options(),
-                "chosen_by": dict(self.chosen_by_), "n_validation_llms": int(self.n_val_),
-                "n_failures": int(self.n_failures_), "n_out_of_population": int(self.n_triggered_), "coverage": cov,
-                "slope_losses": {k: (v if np.isfinite(v) else None) for k, v in self.slope_losses_.items()}}
+        return json_safe({"source": f"validated on {self.n_val_} validation LLMs", "options": self.options(),
+                          "chosen_by": self.chosen_by_, "n_validation_llms": self.n_val_,
+                          "n_failures": self.n_failures_, "n_out_of_population": self.n_triggered_,
+                          "coverage": self.coverage_, "slope_losses": self.slope_losses_})

@@ -3,14 +3,15 @@ and an LLM whose answers follow the model's ranking only weakly is served better
 than the re-levelled ranking."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from assessors.irt_math import sigmoid
 from assessors.metrics import auc, brier, ece
-from assessors.trust.fallbacks import (MIN_SLOPE, RecalibratedPredictor, ReleveledPredictor, fit_slope_offset,
-                                      served_auc_band)
-from assessors.trust.posterior_policy import FALLBACKS, fallback_predictor
+from assessors.trust.fallbacks import MIN_SLOPE, RecalibratedPredictor, ReleveledPredictor, fit_slope_offset
+from assessors.trust.posterior_policy import FALLBACKS, PosteriorTrustPolicy, fallback_predictor
 from tests.latent_sim import fit_simulated
 
 
@@ -67,7 +68,10 @@ def test_policy_builds_it_and_its_auc_band_is_the_models(sim):
     assert "recalibrated" in FALLBACKS
     pred = fallback_predictor("recalibrated", model, d["X"][idx], y)
     assert isinstance(pred, RecalibratedPredictor) and pred.name == "recalibrated"
-    assert served_auc_band([0.6, 0.7], (), "recalibrated", "reference_only", None) == ([0.6, 0.7], "posterior")
+    rep = SimpleNamespace(flags=[], auc_band=(0.6, 0.7), auc_chance_low=None, expected_accuracy=0.5,
+                          accuracy_band=(0.4, 0.6))
+    out = PosteriorTrustPolicy().served(rep, pred, d["X"][:5], d["X"][idx], y)
+    assert (out["auc_band"], out["auc_band_from"]) == ([0.6, 0.7], "posterior")
 
 
 @pytest.mark.parametrize(("slope", "chosen"), [(1.0, 1.0), (1 / 3, 0.1)])

@@ -1,12 +1,49 @@
-"""The AUC and accuracy bands a report gives for what an LLM is served: the latent posterior's for the latent
-ranking, the fallback's bands on held-out subtasks when it is applied to prompts of an unseen task."""
+"""The AUC and accuracy bands a report gives for what an LLM is served (:meth:`PosteriorTrustPolicy.served`): the
+latent posterior's for the latent ranking, the fallback's bands on held-out subtasks when it is applied to prompts
+of an unseen task."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 
 from assessors.errors import ConfigError
 from assessors.trust.posterior_policy import FALLBACKS, PosteriorTrustPolicy
-from assessors.trust.fallbacks import check_bands, served_accuracy_band, served_auc_band
+from assessors.trust.fallbacks import check_bands
+
+
+class Served:
+    """A fallback named ``name`` whose prediction is a prompt's only feature."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, X):
+        return np.asarray(X, dtype=np.float64)[:, 0]
+
+
+def served(predictor, flags, mean=0.5, answered=(0, 0, 0.5), auc_band=(0.6, 0.8), chance_low=None,
+           ood_fallback="population", **bands):
+    """``PosteriorTrustPolicy(...).served`` of a report with accuracy 0.4 in [0.3, 0.5] and the given AUC band, by a
+    fallback predicting ``mean`` on a target prompt (None for ``latent``) and ``answered[2]`` on ``answered[1]``
+    answered ones, ``answered[0]`` of them right."""
+    rep = SimpleNamespace(flags=list(flags), auc_band=auc_band, auc_chance_low=chance_low, expected_accuracy=0.4,
+                          accuracy_band=(0.3, 0.5))
+    k, n, m = answered
+    y = np.r_[np.ones(int(k)), np.zeros(int(n - k))]
+    policy = PosteriorTrustPolicy(ood_fallback=ood_fallback, **bands)
+    return policy.served(rep, None if predictor == "latent" else Served(predictor), np.full((1, 1), mean),
+                         np.full((int(n), 1), m), y)
+
+
+def auc_of(out):
+    return out["auc_band"], out["auc_band_from"]
+
+
+def accuracy_of(out):
+    return out["expected_accuracy"], out["accuracy_band"], out["accuracy_band_from"]
+
 
 OOD = ["prompts_out_of_distribution"]
 BANDS = {"population": [0.52, 0.71], "releveled": [0.45, 0.74]}
@@ -20,19 +57,21 @@ BANDS = {"population": [0.52, 0.71], "releveled": [0.45, 0.74]}
     ("releveled", OOD, ([0.6, 0.8], "posterior")),  # the chosen one is population
 ])
 def test_the_band_follows_the_predictor_served(predictor, flags, expected):
-    assert served_auc_band((0.6, 0.8), flags, predictor, "population", BANDS) == expected
+    assert auc_of(served(predictor, flags, ood_auc_bands=BANDS)) == expected
 
 
 def test_the_fallbacks_band_reaches_down_to_chance():
-    band = served_auc_band((0.3, 0.8), OOD, "population", "population", BANDS, chance_low=0.47)
+    band = auc_of(served("population", OOD, auc_band=(0.3, 0.8), chance_low=0.47, ood_auc_bands=BANDS))
     assert band == ([0.47, 0.71], "held-out subtasks")
-    assert served_auc_band((0.3, 0.8), OOD, "population", "population", BANDS, chance_low=0.6)[0] == [0.52, 0.71]
-    assert served_auc_band((0.3, 0.8), OOD, "population", "population", BANDS, chance_low=float("nan"))[0] == [0.52, 0.71]
+    for chance in (0.6, float("nan")):
+        out = served("population", OOD, auc_band=(0.3, 0.8), chance_low=chance, ood_auc_bands=BANDS)
+        assert out["auc_band"] == [0.52, 0.71]
 
 
 def test_the_chosen_fallback_without_a_stored_band_keeps_the_posterior_one():
-    assert served_auc_band((0.4, 0.8), OOD, "releveled", "releveled", None) == ([0.4, 0.8], "posterior")
-    assert served_auc_band((0.4, 0.8), OOD, "reference_only", "reference_only", {}) == (None, None)
+    assert auc_of(served("releveled", OOD, auc_band=(0.4, 0.8), ood_fallback="releveled")) == ([0.4, 0.8], "posterior")
+    out = served("reference_only", OOD, auc_band=(0.4, 0.8), ood_fallback="reference_only", ood_auc_bands={})
+    assert auc_of(out) == (None, None)
 
 
 def test_bad_bands_are_a_clear_error():
@@ -54,7 +93,7 @@ ERRORS = {"population": [-0.12, 0.05]}
     ("reference_only", OOD, 0.6, (0.6, None, None)),  # no error band is known for it
 ])
 def test_the_accuracy_band_follows_the_predictor_served(predictor, flags, mean, expected):
-    acc, band, source = served_accuracy_band(0.4, (0.3, 0.5), flags, predictor, "population", ERRORS, mean)
+    acc, band, source = accuracy_of(served(predictor, flags, mean, ood_accuracy_bands=ERRORS))
     assert (acc, source) == expected[::2] and band == (None if expected[1] is None else pytest.approx(expected[1]))
 
 
@@ -69,25 +108,21 @@ def test_a_fallback_at_the_answered_level_gets_the_wilson_band_of_its_answers_mo
     """30 of 50 answered: the Wilson 90% interval [0.483, 0.707]; the fallback predicts 0.05 lower on the
     target prompts than on the answered ones, so the band reaches 0.05 lower."""
     for predictor in ("releveled", "reference_only", "population"):
-        acc, band, source = served_accuracy_band(0.4, (0.3, 0.5), ["accuracy_above_training"], predictor, "population",
-                                                 None, 0.55, answered=(30, 50, 0.60))
-        assert (acc, source) == (0.55, "answered level")
+        acc, band, source = accuracy_of(served(predictor, ["accuracy_above_training"], 0.55, (30, 50, 0.60)))
+        assert (acc, source) == (pytest.approx(0.55), "answered level")
         assert band == pytest.approx([0.4838 - 0.05, 0.7060], abs=1e-3)
-        higher = served_accuracy_band(0.4, (0.3, 0.5), [], predictor, "population", None, 0.65, answered=(30, 50, 0.6))
-        assert higher[1] == pytest.approx([0.4838, 0.7060 + 0.05], abs=1e-3)
+        higher = served(predictor, [], 0.65, (30, 50, 0.6))["accuracy_band"]
+        assert higher == pytest.approx([0.4838, 0.7060 + 0.05], abs=1e-3)
     # prompts out of distribution with the fold band win over the answered level
-    assert served_accuracy_band(0.4, (0.3, 0.5), OOD, "population", "population", ERRORS, 0.5,
-                                answered=(30, 50, 0.6))[2] == "held-out subtasks"
-    assert served_accuracy_band(0.4, (0.3, 0.5), [], "releveled", "population", None, 0.5, answered=(0, 0, 0.5)) == (
-        0.5, None, None)
+    out = served("population", OOD, 0.5, (30, 50, 0.6), ood_accuracy_bands=ERRORS)
+    assert out["accuracy_band_from"] == "held-out subtasks"
+    assert accuracy_of(served("releveled", [], 0.5, (0, 0, 0.5))) == (0.5, None, None)
 
 
 def test_the_answered_level_band_covers_the_target_accuracy_at_its_level():
     """By simulation: LLMs whose success logit is a known prompt difficulty plus their own level, served by
     the population fallback re-levelled on 100 answers. The 90% band of the accuracy on 2,000 other
     prompts holds it for about 90% of 400 LLMs."""
-    import numpy as np
-
     from assessors.irt_math import sigmoid
     from assessors.trust.fallbacks import PopulationPredictor
 
@@ -102,7 +137,8 @@ def test_the_answered_level_band_covers_the_target_accuracy_at_its_level():
         s = (rng.random(2100) < sigmoid(X[:, 0] + rng.normal(0, 1.5))).astype(float)
         ans, target = np.arange(100), np.arange(100, 2100)
         f = PopulationPredictor(Difficulty(), X[ans], s[ans])
-        _, band, _ = served_accuracy_band(None, None, [], "population", "population", None,
-                                          f(X[target]).mean(), answered=(s[ans].sum(), 100, f(X[ans]).mean()))
+        band = PosteriorTrustPolicy().served(SimpleNamespace(flags=[], auc_band=None, auc_chance_low=None,
+                                                             expected_accuracy=None, accuracy_band=(0.0, 1.0)),
+                                             f, X[target], X[ans], s[ans])["accuracy_band"]
         inside.append(band[0] <= s[target].mean() <= band[1])
     assert 0.85 <= np.mean(inside) <= 0.99, np.mean(inside)
