@@ -38,6 +38,17 @@ def test_every_preset_of_the_sweep_composes_into_its_own_cell(compose):
     assert params is None or params  # the sweeper's params compose too
 
 
+def test_a_cells_per_llm_baselines_get_train_pys_thread_settings(compose):
+    from assessors.tasks.ood_sweep import cell_config
+    from assessors.threads import fit_threads
+
+    train = compose([])
+    inner = cell_config(compose(["experiment=ood_sweep"]), "ood_logic")
+    assert (inner.llm_jobs, inner.threads, inner.specific) == (train.llm_jobs, train.threads, train.specific)
+    # a cell run alone on 2 cores: one thread per per-LLM fit, not both cores for each small fit
+    assert fit_threads(int(inner.llm_jobs), inner.threads) == fit_threads(int(train.llm_jobs), train.threads)
+
+
 def test_an_unknown_preset_names_the_known_ones(compose):
     from assessors.errors import ConfigError
     from assessors.tasks.ood_sweep import cell_config
@@ -116,6 +127,7 @@ def test_small_sweep_on_dask_writes_the_report_and_a_rerun_skips_every_cell(tmp_
     cells = pd.read_csv(reports[0].parent / "cells.csv")
     logic = cells[(cells["preset"] == "ood_logic") & (cells["method"] == "latent")].set_index("k")
     assert sorted(logic.index) == [0, 30]
+    assert (cells["cell_cpu_s"] > 0).all() and (cells["cell_s"] > 0).all()
     assert ((logic["auc"] > 0) & (logic["auc"] < 1)).all() and logic["band"].between(0, 1).all()
     # the latent assessor as served (train.py's trust verdict and fallback) next to the raw model
     served = cells[(cells["preset"] == "ood_logic") & (cells["method"] == "served")].set_index("k")
