@@ -155,6 +155,8 @@ class GenericAssessor(Assessor, BaseEstimator):
                 else:
                     stop_set = stop_set if stop_set is not None else self._eval_set(*validation)
                     kw.update(eval_set=[stop_set], verbose=False)
+            if dense is not None and self._mode in ("embedding", "similarity") and has_fit_parameter(est, "bin_rows"):
+                kw["bin_rows"], kw["bin_weight"] = _bin_sample(rows)
             todo.append((name, est, rows if dense is None or _streams(est) else dense, kw))
         # XGBoost and scikit-learn release the GIL while fitting
         fitted = Parallel(n_jobs=min(jobs, len(todo)), backend="threading")(
@@ -316,6 +318,20 @@ class GenericAssessor(Assessor, BaseEstimator):
         rows, _ = self._rows(X, R)
         src = rows if _streams(self.classifier_) else rows.to_array()
         return self.classifier_.predict_proba(src)[:, 1].reshape(R.shape[0], X.shape[0]).astype(np.float32)
+
+
+def _bin_sample(rows: PairRows) -> tuple[np.ndarray, np.ndarray]:
+    """Rows (n_prompts + n_llms, width) and weights whose per-column weighted value distribution is that of
+    ``rows`` (``embedding`` or ``similarity`` mode, where a row is [prompt part, reference part]): each prompt's
+    part weighted by its pairs, each LLM's reference vector by its pairs, NaN (missing) in the other part.
+    What a :class:`~assessors.classifiers.binned_xgb.BinnedXGBClassifier` cuts its bins on."""
+    f = rows.inst.shape[1]
+    n_inst, n_llm = np.bincount(rows.inst_idx, minlength=len(rows.inst)), np.bincount(rows.llm_idx, minlength=len(rows.ref))
+    inst, llm = np.flatnonzero(n_inst), np.flatnonzero(n_llm)
+    sample = np.full((len(inst) + len(llm), rows.width), np.nan, dtype=np.float32)
+    sample[:len(inst), :f] = rows.inst[inst]
+    sample[len(inst):, f:] = rows.ref[llm]
+    return sample, np.concatenate([n_inst[inst], n_llm[llm]]).astype(np.float32)
 
 
 def _no_row_subsampling(est):

@@ -21,11 +21,12 @@ def test_the_column_is_the_papers_xgboost_at_depth_6(compose):
     cfg = compose()
     column, paper = _plain(cfg.paper_generic.classifier), _plain(cfg.classifier)
     assert column["param_grid"] == {**paper["param_grid"], "max_depth": [6]} and paper["param_grid"]["max_depth"] == [3, 6]
-    # everything but the grid's depths and the early stopping is the paper's classifier
-    assert column["estimator"] == {**paper["estimator"], "early_stopping_rounds": 10}
-    assert "early_stopping_rounds" not in paper["estimator"]
+    # everything but the grid's depths, the early stopping and where the bins are cut is the paper's classifier
+    assert column["estimator"] == {**paper["estimator"], "early_stopping_rounds": 10,
+                                   "_target_": "assessors.classifiers.binned_xgb.BinnedXGBClassifier"}
+    assert "early_stopping_rounds" not in paper["estimator"] and paper["estimator"]["_target_"] == "xgboost.XGBClassifier"
     names = [name for name, _ in instantiate(cfg.paper_generic).classifier.candidates()]
-    assert names == ["XGBClassifier(max_depth=6, n_estimators=150)"]
+    assert names == ["BinnedXGBClassifier(max_depth=6, n_estimators=150)"]
 
 
 def test_the_papers_presets_and_the_classifier_override_keep_their_grids(compose):
