@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from assessors.metrics import masked_auc
+from assessors.threads import thread_limits
 from assessors.trust.fallbacks import check_fallback, fallback_predictor
 
 log = logging.getLogger(__name__)
@@ -43,13 +44,17 @@ class OODFallbackValidation(BaseEstimator):
         Central coverage of the AUC and accuracy-error bands recorded per candidate.
     seed : int
         Seed of the fold draw and of the reference prompts.
+    threads : int or None
+        BLAS/OpenMP threads of the refits and scoring (None: the caller's budget). Their matrices are
+        small (the residual's PCA, the neighbour profiles, 100-prompt regressions): on two busy cores two
+        threads spin at every barrier and took several times the time of one.
     progress : bool
         Show a progress bar over folds.
     """
 
     def __init__(self, candidates: Sequence[str] = ("releveled", "reference_only", "population"), n_folds: int = 3,
                  n_reference: int = 100, default: str = "reference_only", C: float = 1.0, prior_sd: float = 3.0,
-                 level: float = 0.9, seed: int = 0, progress: bool = True):
+                 level: float = 0.9, seed: int = 0, threads: int | None = 1, progress: bool = True):
         self.candidates = candidates
         self.n_folds = n_folds
         self.n_reference = n_reference
@@ -58,6 +63,7 @@ class OODFallbackValidation(BaseEstimator):
         self.prior_sd = prior_sd
         self.level = level
         self.seed = seed
+        self.threads = threads
         self.progress = progress
 
     def fit(self, make_assessor: Callable, population, X, S_train, S_val, groups) -> "OODFallbackValidation":
@@ -97,9 +103,10 @@ class OODFallbackValidation(BaseEstimator):
         k = min(int(self.n_folds), len(names))
         fold_of = dict(zip(rng.permutation(names), np.arange(len(names)) % k))
         fold = np.array([fold_of[g] for g in groups])
-        for f in tqdm(range(k), desc="OOD fallback folds", disable=not self.progress, leave=False):
-            self._fold(make_assessor, population, X, S_train, S_val, fold == f, rng)
-            self.folds_.append(sorted(g for g, v in fold_of.items() if v == f))
+        with thread_limits(self.threads):
+            for f in tqdm(range(k), desc="OOD fallback folds", disable=not self.progress, leave=False):
+                self._fold(make_assessor, population, X, S_train, S_val, fold == f, rng)
+                self.folds_.append(sorted(g for g, v in fold_of.items() if v == f))
         return self._choose(f"mean AUC on {k} held-out folds of {len(names)} training-prompt groups")
 
     def _choose(self, how: str) -> "OODFallbackValidation":

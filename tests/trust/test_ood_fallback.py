@@ -97,3 +97,22 @@ def test_the_accuracy_error_is_realised_minus_predicted():
         err = np.asarray(v.errors_[c]).reshape(len(v.folds_), len(S_val))
         others = np.delete(err, easy, axis=0)
         assert err[easy].mean() > 0.05 and err[easy].mean() > others.mean() + 0.05, (c, err.mean(1))
+
+
+def test_the_refits_on_one_thread_record_what_the_callers_budget_records():
+    """The refits run under a one-thread BLAS limit (their matrices are small); the record is the same."""
+    from assessors.threads import current_budget, thread_limits
+
+    X, groups, S_tr, S_val = _world(False, n=360)
+    budgets = []
+
+    def latent():
+        budgets.append(current_budget())
+        return _latent()
+
+    with thread_limits(2):
+        one = OODFallbackValidation(progress=False).fit(latent, PopulationDifficulty(), X, S_tr, S_val, groups)
+        caller = OODFallbackValidation(threads=None, progress=False).fit(latent, PopulationDifficulty(), X, S_tr,
+                                                                        S_val, groups)
+    assert budgets == [1, 1, 1, 2, 2, 2]
+    assert one.record() == caller.record()
