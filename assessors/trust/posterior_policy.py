@@ -181,20 +181,26 @@ class PosteriorTrustPolicy:
             out.update(auc_band=list(rep.auc_band), auc_band_from="posterior")
         if predictor is None:
             return out
-        mean, obs = float(np.mean(predictor(X_target))), np.isfinite(y)
-        band = source = None
-        if held_out and name in (self.ood_accuracy_bands or {}):
-            (lo, hi), (low, high) = self.ood_accuracy_bands[name], rep.accuracy_band
-            band, source = (min(mean + lo, low), max(mean + hi, high)), "held-out subtasks"
-        elif obs.any():
-            from statsmodels.stats.proportion import proportion_confint
-
-            level = self.report_options.get("level", OPTIONS["level"])
-            lo, hi = proportion_confint(int(y[obs].sum()), int(obs.sum()), alpha=1.0 - float(level), method="wilson")
-            shift = mean - float(np.mean(predictor(np.asarray(X_answered)[obs])))
-            band, source = (lo + min(shift, 0.0), hi + max(shift, 0.0)), "answered level"
+        mean = float(np.mean(predictor(X_target)))
+        band, source = self._fallback_accuracy_band(rep, predictor, mean, held_out, X_answered, y)
         return {**out, "expected_accuracy": mean, "accuracy_band_from": source,
                 "accuracy_band": None if band is None else [float(np.clip(v, 0.0, 1.0)) for v in band]}
+
+    def _fallback_accuracy_band(self, rep, predictor, mean, held_out, X_answered, y):
+        """``(band or None, where it comes from)`` for a fallback's mean prediction ``mean`` on the target
+        prompts (see :meth:`served`)."""
+        obs = np.isfinite(y)
+        if held_out and predictor.name in (self.ood_accuracy_bands or {}):
+            (lo, hi), (low, high) = self.ood_accuracy_bands[predictor.name], rep.accuracy_band
+            return (min(mean + lo, low), max(mean + hi, high)), "held-out subtasks"
+        if not obs.any():
+            return None, None
+        from statsmodels.stats.proportion import proportion_confint
+
+        level = self.report_options.get("level", OPTIONS["level"])
+        lo, hi = proportion_confint(int(y[obs].sum()), int(obs.sum()), alpha=1.0 - float(level), method="wilson")
+        shift = mean - float(np.mean(predictor(np.asarray(X_answered)[obs])))
+        return (lo + min(shift, 0.0), hi + max(shift, 0.0)), "answered level"
 
 
 def json_safe(d):
