@@ -4,7 +4,9 @@ Fits the "specific" and "reference only" columns of one seed through ``assessors
 (``llm_jobs`` LLMs at once, as ``train.py`` does), alternately with each LLM's XGBoost candidate binning
 the prompts itself (before) and with the bins sketched once for all LLMs (:class:`~assessors.core.specific.SharedBins`,
 after), in one process: wall and CPU time of each fit, the largest difference between the two
-predictions and the mean test AUC. On shared cores the times are ratios within one run.
+predictions and the mean test AUC; and the CPU time of building the column's assessor from its config
+once per test LLM, as ``fit_per_llm`` did before it built it once per column. On shared cores the times
+are ratios within one run.
 
     python benchmarks/specific_bins.py --seed 0 --repeats 2
 """
@@ -23,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout
 
 from assessors.metrics import per_llm_auc  # noqa: E402
 from assessors.tasks import train  # noqa: E402
-from assessors.threads import fit_threads, thread_limits  # noqa: E402
+from assessors.threads import budgeted, fit_threads, thread_limits  # noqa: E402
 from benchmarks.paper_column_candidates import seed_reference_set  # noqa: E402
 
 
@@ -60,6 +62,10 @@ def main() -> None:
             col["wall_ratio"] = round(sum(w for w, _ in rows["after"]) / sum(w for w, _ in rows["before"]), 3)
             col["max_abs_diff"] = float(np.abs(preds["after"] - preds["before"]).max())
             out["columns"][method] = col
+        c0 = time.process_time()
+        for _ in prep.llms["test"]:
+            train.instantiate(budgeted(cfg.specific, 1), n_jobs=1)
+        out["instantiate_per_test_llm_cpu_s"] = round(time.process_time() - c0, 3)
     out["load_1min_after"] = os.getloadavg()[0]
     print(json.dumps(out, indent=1))
 
