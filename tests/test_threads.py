@@ -63,7 +63,7 @@ def test_per_llm_fits_get_their_share(compose, monkeypatch, llm_jobs):
 
     seen = []
 
-    def record(self, X, y, X_val=None, y_val=None):
+    def record(self, X, y, X_val=None, y_val=None, bins=None):
         seen.append({name: est.get_params().get("n_jobs") for name, est in self._candidates()})
         self.classifier_name_ = "x"
         return self

@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 
 from assessors.core.evidence import Evidence
 from assessors.core.generic import GenericAssessor
+from assessors.core.specific import SharedBins
 from assessors.errors import ConfigError
 from assessors.metrics import evaluate
 from assessors.selection.base import RandomSelector
@@ -94,14 +95,16 @@ def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np
     jobs = max(1, int(cfg.get("llm_jobs", 1)))
     threads = fit_threads(jobs, cfg.get("threads"))
     inst = {part: prep.results.instance_index(prep.inst[part]) for part in ("train", "val")}
-    spec_cfg = budgeted(cfg.specific, threads)
+    # built once: each describe() fits a classifier of its own (instantiating took ~60 ms of CPU per LLM)
+    spec = instantiate(budgeted(cfg.specific, threads), n_jobs=threads)
+    # every LLM's XGBoost candidate bins the same prompts: sketched once (identical fits)
+    bins = SharedBins(prep.X["train"]) if method == "specific" else None
 
     def one(llm: str) -> np.ndarray:
-        spec = instantiate(spec_cfg, n_jobs=threads)
         row = prep.results.success[prep.results.llm_index([llm])[0]]
         if method == "specific":
             state = spec.describe(Evidence(prep.X["train"], row[inst["train"]]),
-                                  Evidence(prep.X["val"], row[inst["val"]]))
+                                  Evidence(prep.X["val"], row[inst["val"]]), bins=bins)
         else:
             state = spec.describe(Evidence(X_ref, row[ref_pos]))
         return spec.predict_state(prep.X["test"], state)[0]
