@@ -83,8 +83,6 @@ class LLMClassifier(BaseEstimator):
             XGBoost's bins of ``X``, shared with the other LLMs fitted on the same prompts (used when
             every prompt of ``X`` is answered; the fit is then the same as without them).
         """
-        from assessors.metrics import auc
-
         X, y = _observed(X, y)
         if bins is not None and not bins.covers(X):
             bins = None
@@ -94,21 +92,8 @@ class LLMClassifier(BaseEstimator):
         cands = self._candidates()
         if X_val is not None:
             X_val, y_val = _observed(X_val, y_val)
-        scores = []
-        for name, est in cands:
-            if X_val is not None and len(np.unique(y_val)) > 1:
-                fitted = _fit(est, X, y, bins)
-                scores.append((auc(y_val, fitted.predict_proba(X_val)[:, 1]), name, fitted))
-            elif len(cands) == 1:
-                scores.append((np.nan, name, None))
-            else:
-                n_splits = int(min(self.cv, np.bincount(y.astype(int)).min()))
-                if n_splits < 2:
-                    scores.append((np.nan, name, None))
-                    continue
-                folds = StratifiedKFold(n_splits, shuffle=True, random_state=self.seed).split(X, y)
-                aucs = [auc(y[te], clone(est).fit(X[tr], y[tr]).predict_proba(X[te])[:, 1]) for tr, te in folds]
-                scores.append((float(np.nanmean(aucs)), name, None))
+        scores = [(score, name, fitted) for name, est in cands
+                  for score, fitted in [self._score(est, X, y, X_val, y_val, bins, only=len(cands) == 1)]]
         if len(cands) > 1 and all(np.isnan(t[0]) for t in scores):
             log.warning("specific assessor: no usable validation score (validation success constant and too few "
                         "of each class for %d-fold CV); fell back to the first candidate classifier, %s",
@@ -117,6 +102,22 @@ class LLMClassifier(BaseEstimator):
         self.val_auc_, self.classifier_name_ = best[0], best[1]
         self.classifier_ = best[2] if best[2] is not None else _fit(dict(cands)[best[1]], X, y, bins)
         return self
+
+    def _score(self, est, X, y, X_val, y_val, bins, only: bool):
+        """``(AUC or NaN, the fitted candidate or None)`` of one candidate: on the validation prompts when
+        their success varies, else by ``cv``-fold CV; NaN when ``only`` (one candidate needs no score) or when
+        a class has too few rows for two folds."""
+        from assessors.metrics import auc
+
+        if X_val is not None and len(np.unique(y_val)) > 1:
+            fitted = _fit(est, X, y, bins)
+            return auc(y_val, fitted.predict_proba(X_val)[:, 1]), fitted
+        n_splits = int(min(self.cv, np.bincount(y.astype(int)).min()))
+        if only or n_splits < 2:
+            return np.nan, None
+        folds = StratifiedKFold(n_splits, shuffle=True, random_state=self.seed).split(X, y)
+        aucs = [auc(y[te], clone(est).fit(X[tr], y[tr]).predict_proba(X[te])[:, 1]) for tr, te in folds]
+        return float(np.nanmean(aucs)), None
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         """P(success) of shape (n,) for prompts ``X`` (n, d): the positive column only, not (n, 2)."""
