@@ -107,7 +107,7 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     loud = fit_validated(instantiate(cfg.trust.validated_policy, quiet_flags=False), val_reps, val_outs)
     ood_choice = with_ood_fallback(cfg, prep, {"options": {}}, ood)["ood_fallback"]  # what train.py stores
     test = _given(prep, "test", idx, prep.X["test"], prep.S("test", "test"))
-    _, outs = llm_outcomes(model, *test, prompt_ood=ood, slope_sd=chooser.slope_sd_, reports=False, **known)
+    _, outs = llm_outcomes(model, *test, prompt_ood=ood, slope_sd=chooser.fallback_slope_sd_, reports=False, **known)
 
     def scored(opts, ood_fallback=ood_choice["choice"], prompt_ood=ood):
         """The test LLMs scored on what the serving path serves them under these options."""

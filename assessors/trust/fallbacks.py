@@ -1,7 +1,7 @@
 """The fallbacks a trust verdict can switch an LLM to (:data:`FALLBACKS`, :func:`fallback_predictor`).
 
 Three fit a ranking's level to the LLM's answers and keep its AUC: :class:`ReleveledPredictor` (the model's
-ranking), :class:`RecalibratedPredictor` (the model's, its spread refitted too, under a slope prior chosen per
+ranking), the recalibrated one (the same, its spread refitted too, under a slope prior chosen per
 population) and :class:`PopulationPredictor` (the training LLMs', for prompts unlike the training prompts);
 :class:`ReferenceOnlyPredictor` learns from the LLM's own answers only.
 
@@ -78,8 +78,8 @@ class _Shifted:
 
     Parameters of the subclasses: ``X_answered`` (n, d) the answered prompts' features, ``y`` (n,) the 0/1
     answers (NaN = not answered), ``prior_sd`` the standard deviation of the offset's zero-mean normal
-    prior, in logits. ``slope_`` and ``offset_``: fitted (:func:`fit_slope_offset` with the class's
-    ``slope_sd``) on the answered ``X`` (a, d) and ``y`` (a,). A positive slope is monotone: the AUC is the ranking's.
+    prior, in logits. ``slope_`` and ``offset_``: fitted (:func:`fit_slope_offset` with ``slope_sd``) on the
+    answered ``X`` (a, d) and ``y`` (a,). A positive slope is monotone: the AUC is the ranking's.
     """
 
     slope_sd = None  # the offset only
@@ -94,31 +94,21 @@ class _Shifted:
 
 class ReleveledPredictor(_Shifted):
     """The model's predictions for one LLM (``assessor``: a fitted assessor of any family), re-levelled to
-    its answers."""
+    its answers; with a ``slope_sd`` (the slope prior's standard deviation, in logits per logit; chosen per
+    population on validation LLMs by :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`) their
+    spread is refitted too: the ``recalibrated`` fallback."""
 
-    name = RELEVEL_NAME
-
-    def __init__(self, assessor, X_answered, y, prior_sd: float = 3.0):
+    def __init__(self, assessor, X_answered, y, prior_sd: float = 3.0, slope_sd: float | None = None):
+        self.name = RELEVEL_NAME if slope_sd is None else RECALIBRATED_NAME
         X, y = answered(X_answered, y, self.name)
         self.assessor = assessor
+        self.slope_sd = None if slope_sd is None else float(slope_sd)
         self.state_ = assessor.describe_answered(Evidence(X, y))
         self._fit(X, y, prior_sd)
 
     def logit(self, X) -> np.ndarray:
         """The model's logits (m,) for this LLM on prompt features ``X`` (m, d)."""
         return logit(self.assessor.predict_state(np.asarray(X, dtype=np.float32), self.state_)[0])
-
-
-class RecalibratedPredictor(ReleveledPredictor):
-    """The model's predictions for one LLM with their slope and level refitted on its answers
-    (``slope_sd``: the slope prior's standard deviation, in logits per logit; chosen per population on
-    validation LLMs by :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`)."""
-
-    name = RECALIBRATED_NAME
-
-    def __init__(self, assessor, X_answered, y, slope_sd: float = DEFAULT_SLOPE_SD, prior_sd: float = 3.0):
-        self.slope_sd = float(slope_sd)
-        super().__init__(assessor, X_answered, y, prior_sd=prior_sd)
 
 
 class ReferenceOnlyPredictor:
@@ -200,13 +190,11 @@ def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior
     (``population``: the fitted :class:`~assessors.trust.population.PopulationDifficulty` it needs;
     ``slope_sd``: the recalibrated one's slope prior)."""
     check_fallback(kind, population)
-    if kind == RELEVEL_NAME:
-        return ReleveledPredictor(assessor, X_answered, y, prior_sd=prior_sd)
-    if kind == RECALIBRATED_NAME:
-        return RecalibratedPredictor(assessor, X_answered, y, slope_sd=slope_sd, prior_sd=prior_sd)
-    if kind == FALLBACK_NAME:
-        return ReferenceOnlyPredictor(assessor, X_answered, y, C=C)
-    return PopulationPredictor(population, X_answered, y, prior_sd=prior_sd)
+    fit = {RELEVEL_NAME: lambda: ReleveledPredictor(assessor, X_answered, y, prior_sd=prior_sd),
+           RECALIBRATED_NAME: lambda: ReleveledPredictor(assessor, X_answered, y, prior_sd=prior_sd, slope_sd=slope_sd),
+           FALLBACK_NAME: lambda: ReferenceOnlyPredictor(assessor, X_answered, y, C=C),
+           POPULATION_NAME: lambda: PopulationPredictor(population, X_answered, y, prior_sd=prior_sd)}
+    return fit[kind]()
 
 
 def check_bands(bands, names, what: str = "ood_auc_bands", lowest: float = 0.0) -> dict | None:

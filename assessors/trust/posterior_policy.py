@@ -59,7 +59,7 @@ class PosteriorTrustPolicy:
     C, prior_sd : float
         The reference-only regression's inverse regularisation; the offset prior of the others.
     fallback_slope_sd : float
-        The recalibrated fallback's slope prior (:class:`~assessors.trust.fallbacks.RecalibratedPredictor`).
+        The recalibrated fallback's slope prior (:class:`~assessors.trust.fallbacks.ReleveledPredictor`).
     prompt_ood : PromptOOD, optional
         Fitted prompt-side signal (off without one).
     source : str

@@ -12,7 +12,7 @@ described by its reference answers) and what happened there, and chooses, in thi
    failure, and on LLMs whose loss no fallback lowers by ``min_loss_gain``, is muted (a note); ``max_width``
    is raised while its ``uncertain`` verdicts fall on ``min_triggered`` or more LLMs and on no failure
    (a warning that only fires on LLMs that did well, and changes nothing when acted on, gets ignored);
-4. the recalibrated fallback's slope prior ``slope_sd``: the lowest mean loss (Brier) over every validation
+4. the recalibrated fallback's slope prior ``fallback_slope_sd``: the lowest mean loss (Brier) over every validation
    LLM, each recalibrated on its reference answers (how much of the model's spread this population's answers
    bear out), unless it beats the stated default by less than ``min_loss_gain``;
 5. which flags trigger which fallback: the lowest mean loss over the validation LLMs.
@@ -31,7 +31,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from assessors.errors import DataError
+from assessors.errors import ConfigError, DataError
 from assessors.trust.fallbacks import RECALIBRATED_NAME, SLOPE_SDS
 from assessors.trust.posterior_policy import PosteriorTrustPolicy, json_safe
 from assessors.trust.posterior_report import OK, OPTIONS, OUT, OUT_FLAGS, UNCERTAIN, judge
@@ -67,7 +67,7 @@ class ValidatedTrustPolicy(BaseEstimator):
         Mean loss gain of a fallback on a flag's validation LLMs that keeps the flag from the quiet rule.
     stated_defaults : mapping
         Used where the validation LLMs cannot decide: ``misfit_alpha``, ``range_margin``,
-        ``max_width``, ``fallback``, ``fallback_flags`` (a key of :data:`FLAG_SETS`) and ``slope_sd``.
+        ``max_width``, ``fallback_kind``, ``fallback_flags`` (a key of :data:`FLAG_SETS`) and ``fallback_slope_sd``.
     """
 
     def __init__(self, level: float = 0.9, band_scales: Sequence[float] = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0),
@@ -94,9 +94,13 @@ class ValidatedTrustPolicy(BaseEstimator):
     def _defaults(self) -> dict:
         """``stated_defaults`` over the report's and the serving policy's own defaults (stated once, there)."""
         serving, flags = PosteriorTrustPolicy(), {v: k for k, v in FLAG_SETS.items()}
-        return {**{k: OPTIONS[k] for k in ("misfit_alpha", "range_margin", "max_width")},
-                "fallback": serving.fallback_kind, "fallback_flags": flags[serving.fallback_flags],
-                "slope_sd": serving.fallback_slope_sd, **dict(self.stated_defaults or {})}
+        own = {**{k: OPTIONS[k] for k in ("misfit_alpha", "range_margin", "max_width")},
+               "fallback_kind": serving.fallback_kind, "fallback_flags": flags[serving.fallback_flags],
+               "fallback_slope_sd": serving.fallback_slope_sd}
+        unknown = sorted(set(self.stated_defaults or {}) - set(own))
+        if unknown:
+            raise ConfigError(f"ValidatedTrustPolicy: unknown stated_defaults {unknown}; allowed: {sorted(own)}")
+        return {**own, **dict(self.stated_defaults or {})}
 
     def fit(self, reports, realised_accuracy, auc_latent, auc_reference, losses: Mapping[str, np.ndarray]):
         """Choose on the validation LLMs.
@@ -218,22 +222,22 @@ class ValidatedTrustPolicy(BaseEstimator):
             self.thresholds_ = {**self.thresholds_, "max_width": width}
 
     def _fit_slope(self, losses, d) -> dict:
-        """``slope_sd_`` (step 4); returns ``losses`` with ``recalibrated`` the loss under it."""
+        """``fallback_slope_sd_`` (step 4); returns ``losses`` with ``recalibrated`` the loss under it."""
         key = lambda sd: f"{RECALIBRATED_NAME}@{float(sd):g}"  # noqa: E731
-        sds = list(dict.fromkeys(float(v) for v in (d["slope_sd"], *self.slope_sds)))
+        sds = list(dict.fromkeys(float(v) for v in (d["fallback_slope_sd"], *self.slope_sds)))
         missing = [key(v) for v in sds if key(v) not in losses]
         if missing:
             raise DataError(f"ValidatedTrustPolicy.fit: no losses {missing}; score the validation LLMs with "
-                            f"llm_outcomes(..., slope_sds=...) covering slope_sds and stated_defaults.slope_sd")
+                            f"llm_outcomes(..., slope_sds=...) covering slope_sds and stated_defaults.fallback_slope_sd")
         loss = {v: losses[key(v)] for v in sds}
         mean = {v: float(np.nanmean(x)) if np.isfinite(x).any() else np.inf for v, x in loss.items()}
         self.slope_losses_ = {key(v): m for v, m in mean.items()}
         n, best = int(np.isfinite(loss[sds[0]]).sum()), min(sds, key=mean.get)
-        self.slope_sd_, self.chosen_by_["slope_sd"] = best, f"lowest mean loss over {n} validation LLMs"
+        self.fallback_slope_sd_, self.chosen_by_["slope_sd"] = best, f"lowest mean loss over {n} validation LLMs"
         if n < self.min_triggered or not mean[sds[0]] - mean[best] >= self.min_loss_gain:
-            self.slope_sd_ = sds[0]  # too few LLMs, or no prior lowers their loss by min_loss_gain: the cautious default
+            self.fallback_slope_sd_ = sds[0]  # too few LLMs, or no prior lowers their loss by min_loss_gain: the cautious default
             self.chosen_by_["slope_sd"] = f"default (on {n} validation LLMs no prior lowers the mean loss by {self.min_loss_gain})"
-        return {**losses, RECALIBRATED_NAME: loss[self.slope_sd_]}
+        return {**losses, RECALIBRATED_NAME: loss[self.fallback_slope_sd_]}
 
     def _fit_fallback(self, reports, losses, d) -> None:
         judged = [self._judge(r, **self.thresholds_) for r in reports]
@@ -245,27 +249,27 @@ class ValidatedTrustPolicy(BaseEstimator):
                  for (fs, on), fb in itertools.product(trig.items(), self.fallbacks)}
         self.losses_ = {f"{fs}/{fb}": v for (fs, fb), v in table.items()}
         if self.n_triggered_ < self.min_triggered:
-            self.fallback_, self.fallback_flags_ = d["fallback"], d["fallback_flags"]
+            self.fallback_kind_, self.fallback_flags_ = d["fallback_kind"], d["fallback_flags"]
             self.chosen_by_["fallback"] = (f"default ({self.n_triggered_} validation LLMs out of population "
                                            f"< {self.min_triggered})")
             return
         # ties (e.g. no LLM triggered by the narrower sets) keep the default first
-        order = sorted(table, key=lambda k: (table[k], k != (d["fallback_flags"], d["fallback"])))
-        self.fallback_flags_, self.fallback_ = order[0]
+        order = sorted(table, key=lambda k: (table[k], k != (d["fallback_flags"], d["fallback_kind"])))
+        self.fallback_flags_, self.fallback_kind_ = order[0]
         self.chosen_by_["fallback"] = f"lowest mean loss over {self.n_val_} validation LLMs ({self.n_triggered_} triggered)"
 
     def options(self) -> dict:
         """Keyword arguments of :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`."""
-        check_is_fitted(self, "fallback_")
+        check_is_fitted(self, "fallback_kind_")
         fs = FLAG_SETS[self.fallback_flags_]
         return {**self.thresholds_, "band_scale": self.band_scale_, "auc_band_scale": self.auc_band_scale_,
-                "muted_flags": list(self.muted_flags_), "fallback_kind": self.fallback_,
-                "fallback_flags": None if fs is None else list(fs), "fallback_slope_sd": self.slope_sd_}
+                "muted_flags": list(self.muted_flags_), "fallback_kind": self.fallback_kind_,
+                "fallback_flags": None if fs is None else list(fs), "fallback_slope_sd": self.fallback_slope_sd_}
 
     def record(self) -> dict:
         """What a trained model stores (JSON-safe): ``source``, ``options``, ``chosen_by``,
         ``n_validation_llms`` and the validation counts, band coverage and slope priors' losses behind the choice."""
-        check_is_fitted(self, "fallback_")
+        check_is_fitted(self, "fallback_kind_")
         return json_safe({"source": f"validated on {self.n_val_} validation LLMs", "options": self.options(),
                           "chosen_by": self.chosen_by_, "n_validation_llms": self.n_val_,
                           "n_failures": self.n_failures_, "n_out_of_population": self.n_triggered_,

@@ -10,7 +10,7 @@ import pytest
 
 from assessors.irt_math import sigmoid
 from assessors.metrics import auc, brier, ece
-from assessors.trust.fallbacks import MIN_SLOPE, RecalibratedPredictor, ReleveledPredictor, fit_slope_offset
+from assessors.trust.fallbacks import DEFAULT_SLOPE_SD, MIN_SLOPE, ReleveledPredictor, fit_slope_offset
 from assessors.trust.posterior_policy import FALLBACKS, PosteriorTrustPolicy, fallback_predictor
 from tests.latent_sim import fit_simulated
 
@@ -52,7 +52,7 @@ def test_weakly_ranked_llms_are_better_calibrated(sim):
         y = S[idx]
         s = S[d["target"]]
         p_rel = ReleveledPredictor(model, d["X"][idx], y)(X_t)
-        p_cal = RecalibratedPredictor(model, d["X"][idx], y)(X_t)
+        p_cal = ReleveledPredictor(model, d["X"][idx], y, slope_sd=DEFAULT_SLOPE_SD)(X_t)
         assert auc(s, p_cal) == pytest.approx(auc(s, p_rel), abs=1e-9)  # a monotone map of the same ranking
         for name, p in (("releveled", p_rel), ("recalibrated", p_cal)):
             scores[name].append((ece(s, p), brier(s, p)))
@@ -67,7 +67,7 @@ def test_policy_builds_it_and_its_auc_band_is_the_models(sim):
     y = d["S"][d["new"][0], idx].astype(float)
     assert "recalibrated" in FALLBACKS
     pred = fallback_predictor("recalibrated", model, d["X"][idx], y)
-    assert isinstance(pred, RecalibratedPredictor) and pred.name == "recalibrated"
+    assert isinstance(pred, ReleveledPredictor) and pred.name == "recalibrated"
     rep = SimpleNamespace(flags=[], auc_band=(0.6, 0.7), auc_chance_low=None, expected_accuracy=0.5,
                           accuracy_band=(0.4, 0.6))
     out = PosteriorTrustPolicy().served(rep, pred, d["X"][:5], d["X"][idx], y)
@@ -92,5 +92,5 @@ def test_slope_prior_follows_the_population(sim, slope, chosen):
         reps.append(posterior_trust(model, d["X"][idx], S[idx], d["X"][d["target"]], llm=str(k)))
         outs.append(llm_outcome(model, d["X"][idx], S[idx], d["X"][d["target"]], S[d["target"]], llm=str(k)))
     pol = fit_validated(ValidatedTrustPolicy(fallbacks=("releveled", "recalibrated")), reps, outs)
-    assert pol.slope_sd_ == chosen, pol.slope_losses_
+    assert pol.fallback_slope_sd_ == chosen, pol.slope_losses_
     assert pol.slope_losses_[f"recalibrated@{chosen:g}"] - min(pol.slope_losses_.values()) < pol.min_loss_gain

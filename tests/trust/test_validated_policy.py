@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from assessors.errors import DataError
+from assessors.errors import ConfigError, DataError
 from assessors.trust.fallbacks import SLOPE_SDS
 from assessors.trust.posterior_report import OK, OUT, PosteriorTrust, judge
 from assessors.trust.validated_policy import ValidatedTrustPolicy
@@ -114,9 +114,36 @@ def test_serving_defaults_are_the_stated_defaults_of_the_validated_policy():
     for k in ("misfit_alpha", "range_margin", "max_width"):
         assert sig[k].default == d[k], k
     serving = PosteriorTrustPolicy()
-    assert serving.fallback_kind == d["fallback"]
+    assert serving.fallback_kind == d["fallback_kind"]
     assert serving.fallback_flags == FLAG_SETS[d["fallback_flags"]]
-    assert serving.fallback_slope_sd == d["slope_sd"] == pol.slope_sds[0]
+    assert serving.fallback_slope_sd == d["fallback_slope_sd"] == pol.slope_sds[0]
+
+
+def test_stated_defaults_take_the_serving_policys_names():
+    """One name per option: ``stated_defaults`` under another name (``fallback``, ``slope_sd``) is one error naming them."""
+    pol = ValidatedTrustPolicy(stated_defaults={"fallback_kind": "releveled", "fallback_slope_sd": 0.3})
+    assert (pol._defaults()["fallback_kind"], pol._defaults()["fallback_slope_sd"]) == ("releveled", 0.3)
+    with pytest.raises(ConfigError, match=r"unknown stated_defaults \['fallback', 'slope_sd'\]; allowed: .*fallback_kind"):
+        ValidatedTrustPolicy(stated_defaults={"fallback": "releveled", "slope_sd": 0.3})._defaults()
+
+
+def test_a_stored_record_of_an_earlier_version_still_builds_its_policy():
+    """A model stored before the validated policy's options took the serving names: its record (``chosen_by`` keyed
+    by step, ``fallback`` / ``slope_sd``) builds the serving policy it chose."""
+    from types import SimpleNamespace
+
+    from assessors.trust.posterior_policy import PosteriorTrustPolicy, policy_options
+
+    stored = {"source": "validated on 10 validation LLMs", "n_validation_llms": 10,
+              "options": {"misfit_alpha": 0.05, "range_margin": 0.05, "max_width": 0.2, "band_scale": 1.5,
+                          "auc_band_scale": 2.0, "muted_flags": ["low_similarity"], "fallback_kind": "releveled",
+                          "fallback_flags": ["misfit"], "fallback_slope_sd": 0.3},
+              "chosen_by": {"fallback": "lowest mean loss over 10 validation LLMs (3 triggered)",
+                            "slope_sd": "lowest mean loss over 10 validation LLMs"}}
+    pol = PosteriorTrustPolicy(**policy_options(SimpleNamespace(trust_policy=stored, prompt_ood=None)))
+    got = pol.settings()
+    assert got["source"] == stored["source"]
+    assert {k: got[k] for k in stored["options"]} == stored["options"]
 
 
 @pytest.mark.parametrize(("recalibrated", "k", "chosen", "why"), [
@@ -127,7 +154,7 @@ def test_serving_defaults_are_the_stated_defaults_of_the_validated_policy():
 def test_slope_prior_is_chosen_on_every_validation_llm(recalibrated, k, chosen, why):
     pol = ValidatedTrustPolicy(fallbacks=("releveled", "recalibrated")).fit(
         [_rep() for _ in range(k)], np.full(k, 0.5), np.full(k, 0.7), np.full(k, 0.6), _losses(k, recalibrated=recalibrated))
-    assert pol.slope_sd_ == chosen and pol.options()["fallback_slope_sd"] == chosen and why in pol.chosen_by_["slope_sd"]
+    assert pol.fallback_slope_sd_ == chosen and pol.options()["fallback_slope_sd"] == chosen and why in pol.chosen_by_["slope_sd"]
     assert pol.slope_losses_["recalibrated@1"] == pytest.approx(recalibrated[2])
 
 
