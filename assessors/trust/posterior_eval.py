@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from assessors.metrics import brier, masked_auc
+from assessors.metrics import brier, drop_unevaluated, masked_auc
 from assessors.irt_math import sigmoid
 from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACKS, POPULATION_NAME, RECALIBRATED_NAME, RELEVEL_NAME,
                                       SLOPE_SDS, fallback_predictor, fit_slope_offset, fitted_population,
@@ -56,14 +56,13 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     for sd in slope_sds:
         slope, offset = fit_slope_offset(z_answered, y[seen], sd, prior_sd) if rel else (None, None)
         p = p_lat if rel is None else sigmoid(slope * z_target + offset)
-        out[f"brier_{RECALIBRATED_NAME}@{float(sd):g}"] = brier(s[obs], p[obs]) if obs.any() else np.nan
+        out[f"brier_{RECALIBRATED_NAME}@{float(sd):g}"] = brier(*drop_unevaluated(s, p))
     return out
 
 
 def _scored(kind: str, s, p) -> dict:
     """``{auc_<kind>, brier_<kind>}`` of predictions ``p`` (m,) against realised success ``s`` (m,), NaN = not evaluated."""
-    obs = np.isfinite(s)
-    return {f"auc_{kind}": masked_auc(s, p), f"brier_{kind}": brier(s[obs], np.asarray(p)[obs]) if obs.any() else np.nan}
+    return {f"auc_{kind}": masked_auc(s, p), f"brier_{kind}": brier(*drop_unevaluated(s, p))}
 
 
 def _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference, reports: bool = True):

@@ -125,8 +125,9 @@ class PosteriorTrustPolicy:
                similarity_profile=None, training_accuracy=None) -> tuple[dict, Callable | None]:
         """``(report dict, predictor or None)`` for one LLM of a fitted ``assessor`` of any family.
 
-        The dict is :meth:`PosteriorTrust.to_dict` plus ``fallback``: ``{enabled, triggered, applied,
-        predictor}`` (``predictor`` is ``latent`` or one of :data:`FALLBACKS`).
+        The dict is :meth:`PosteriorTrust.to_dict` plus ``policy`` (:meth:`settings`) and ``fallback``: ``{enabled,
+        triggered, applied}`` and what is served (:meth:`served`; ``predictor``: one of :data:`FALLBACKS`, or the
+        family's name for its own predictions).
         """
         y = np.asarray(y, dtype=np.float64).ravel()
         rep = posterior_trust(assessor, X_answered, y, X_target, llm=llm, prompt_ood=self.prompt_ood,
@@ -137,15 +138,12 @@ class PosteriorTrustPolicy:
         if self.fallback and kind is not None and np.isfinite(y).any():
             predictor = fallback_predictor(kind, assessor, X_answered, y, C=self.C, prior_sd=self.prior_sd,
                                            population=fitted_population(self.prompt_ood), slope_sd=self.fallback_slope_sd)
-        out = {**rep.to_dict(), "version": 2,
-               "fallback": {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
-                            **self.served(rep, predictor, X_target, X_answered, y)}, "policy": self.settings()}
-        if predictor is None:
-            out["fallback"]["predictor"] = assessor.family_name  # the family's own predictions
-        if kind is not None and predictor is None:
+        elif kind is not None:
             why = "disabled (trust.fallback=false)" if not self.fallback else "impossible without answers"
             log.warning("trust verdict for %s is %r but the fallback is %s", llm, rep.message, why)
-        return json_safe(out), predictor
+        fallback = {"enabled": self.fallback, "triggered": kind is not None, "applied": predictor is not None,
+                    **self.served(rep, predictor, X_target, X_answered, y, own=assessor.family_name)}
+        return json_safe({**rep.to_dict(), "version": 2, "fallback": fallback, "policy": self.settings()}), predictor
 
     def serve(self, assessor, X_answered, y, X_target, **given) -> tuple[dict, Callable | None, np.ndarray]:
         """``(report dict, predictor or None, predictions (m,))``: :meth:`assess` (``given``: its keyword
@@ -154,9 +152,10 @@ class PosteriorTrustPolicy:
         return report, predictor, (own_predictions(assessor, X_answered, y, X_target) if predictor is None
                                    else predictor(X_target))
 
-    def served(self, rep, predictor, X_target, X_answered, y) -> dict:
+    def served(self, rep, predictor, X_target, X_answered, y, own: str = "latent") -> dict:
         """What the LLM is served and its bands: ``{predictor, auc_band, auc_band_from, expected_accuracy,
-        accuracy_band, accuracy_band_from}`` (``_from``: where a band comes from; None without a band).
+        accuracy_band, accuracy_band_from}`` (``_from``: where a band comes from; None without a band; ``own``: the
+        family's name, the predictor without a fallback).
 
         The model's own predictions (``latent``) keep the report's bands (``posterior``), the re-levelled and
         recalibrated fallbacks (the same ranking) its AUC band. ``ood_fallback`` applied to prompts out of
@@ -168,7 +167,7 @@ class PosteriorTrustPolicy:
         answered rate, spanning it both where it is and moved by how much easier the fallback finds the target
         prompts (m, d) than the answered ones (n, d) (``answered level``). Bands are clipped to [0, 1].
         """
-        name = "latent" if predictor is None else predictor.name
+        name = own if predictor is None else predictor.name
         held_out = "prompts_out_of_distribution" in rep.flags and name == self.ood_fallback
         out = {"predictor": name, "auc_band": None, "auc_band_from": None, "expected_accuracy": rep.expected_accuracy,
                "accuracy_band": list(rep.accuracy_band), "accuracy_band_from": "posterior"}
@@ -177,7 +176,7 @@ class PosteriorTrustPolicy:
             lo, hi = self.ood_auc_bands[name]
             lo = min(lo, float(chance)) if chance is not None and np.isfinite(chance) else lo
             out.update(auc_band=[lo, hi], auc_band_from="held-out subtasks")
-        elif name in ("latent", RELEVEL_NAME, RECALIBRATED_NAME):
+        elif predictor is None or name in (RELEVEL_NAME, RECALIBRATED_NAME):
             out.update(auc_band=list(rep.auc_band), auc_band_from="posterior")
         if predictor is None:
             return out

@@ -26,7 +26,7 @@ import numpy as np
 
 from assessors.core.evidence import Evidence
 from assessors.metrics import chance_auc_low, rank_auc
-from assessors.trust.similarity import similarity, training_profile
+from assessors.trust.similarity import similarity
 
 OK, UNCERTAIN, OUT = "ok", "uncertain", "out of population"
 
@@ -104,22 +104,16 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", prompt_
     st = assessor.trust_statistics(ev, X_target, level=level, n_samples=n_samples, rng=rng, seed=seed)
     # the draws share one generator, in this order: abilities, outcomes for the AUC, replicates for the misfit
     exp_auc, auc_band = _expected_auc(st.P_target, st.p_target, level, rng)
-    y = ev.y
-    ppp = _misfit_pvalue(st.P_answered, y[np.isfinite(y)], rng)
+    ppp = _misfit_pvalue(st.P_answered, ev.answered()[1], rng)
     train_acc = np.asarray(assessor.population_accuracy(X_target) if training_accuracy is None else training_accuracy,
                            dtype=np.float64)
     ood = prompt_ood.share(X_target) if prompt_ood is not None else None
-    sim = sim_p = None
-    if training_answers is not None:
-        T = np.asarray(training_answers, dtype=np.float64)
-        prof = training_profile(T) if similarity_profile is None else similarity_profile
-        sim, sim_p = similarity(y, T, prof)
-    mean_acc = st.expected_accuracy
-    rep = PosteriorTrust(llm=llm, n_answered=ev.n_answered, expected_accuracy=mean_acc,
+    sim, sim_p = (None, None) if training_answers is None else similarity(ev.y, training_answers, similarity_profile)
+    rep = PosteriorTrust(llm=llm, n_answered=ev.n_answered, expected_accuracy=st.expected_accuracy,
                          accuracy_band=st.accuracy_band, expected_auc=exp_auc, auc_band=auc_band,
                          misfit_pvalue=ppp, accuracy_range_training=(float(np.min(train_acc)), float(np.max(train_acc))),
                          mahalanobis=st.distance, mahalanobis_max_training=st.distance_max, prompt_ood_share=ood,
-                         auc_chance_low=chance_auc_low(len(X_target), mean_acc, level), similarity=sim,
+                         auc_chance_low=chance_auc_low(len(X_target), st.expected_accuracy, level), similarity=sim,
                          similarity_pvalue=sim_p)
     if thresholds.get("max_ood_share") is None and prompt_ood is not None:
         thresholds["max_ood_share"] = prompt_ood.max_share
@@ -131,10 +125,10 @@ OUT_FLAGS = ("misfit", "accuracy_above_training", "accuracy_below_training", "ab
              "prompts_out_of_distribution", "low_similarity")
 
 
-def _scaled(centre: float, band, scale: float, lo: float, hi: float) -> tuple[float, float]:
-    """``band`` widened by ``scale`` about ``centre`` (each side), clipped to [lo, hi]."""
-    return (float(np.clip(centre - scale * (centre - band[0]), lo, hi)),
-            float(np.clip(centre + scale * (band[1] - centre), lo, hi)))
+def _scaled(centre: float, band, scale: float) -> tuple[float, float]:
+    """``band`` widened by ``scale`` about ``centre`` (each side), clipped to [0, 1]."""
+    return (float(np.clip(centre - scale * (centre - band[0]), 0.0, 1.0)),
+            float(np.clip(centre + scale * (band[1] - centre), 0.0, 1.0)))
 
 
 def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float = 0.15, range_margin: float = 0.02,
@@ -165,9 +159,8 @@ def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float =
     """
     acc_raw = rep.accuracy_band_raw or rep.accuracy_band
     auc_raw = rep.auc_band_raw or rep.auc_band
-    mean_acc = rep.expected_accuracy
-    band = _scaled(mean_acc, acc_raw, band_scale, 0.0, 1.0)
-    auc_band = (_scaled(rep.expected_auc, auc_raw, auc_band_scale, 0.0, 1.0) if np.isfinite(rep.expected_auc)
+    band = _scaled(rep.expected_accuracy, acc_raw, band_scale)
+    auc_band = (_scaled(rep.expected_auc, auc_raw, auc_band_scale) if np.isfinite(rep.expected_auc)
                 else tuple(auc_raw))
     flags = _flags(rep, misfit_alpha, range_margin, max_ood_share, similarity_alpha)
     notes = [f for f in flags if f in muted_flags and f != "prior_only"]

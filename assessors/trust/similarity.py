@@ -56,11 +56,12 @@ def training_profile(T, k: int = 3) -> np.ndarray:
     return out
 
 
-def similarity(y, T, profile, k: int = 3) -> tuple[float, float]:
+def similarity(y, T, profile=None, k: int = 3) -> tuple[float, float]:
     """``(similarity, p-value)`` of answers ``y`` (n,) to the training LLMs' answers ``T`` (n_train_llms, n)
-    on the same items, against their :func:`training_profile` (conformal: ``(1 + #{s_i <= s}) / (n + 1)``)."""
+    on the same items, against their :func:`training_profile` (``profile``; computed from ``T`` when None;
+    conformal: ``(1 + #{s_i <= s}) / (n + 1)``)."""
     s = top_k_mean(kappa(y, T), k)
-    ref = np.asarray(profile, dtype=np.float64)
+    ref = np.asarray(training_profile(T, k) if profile is None else profile, dtype=np.float64)
     ref = ref[~np.isnan(ref)]
     if np.isnan(s) or not ref.size:
         return s, float("nan")
