@@ -197,16 +197,16 @@ def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior
     return fit[kind]()
 
 
-def check_bands(bands, names, what: str = "ood_auc_bands", lowest: float = 0.0) -> dict | None:
-    """``bands`` checked: ``{fallback: [low, high]}`` with fallbacks from ``names`` and
+def check_bands(bands, what: str = "ood_auc_bands", lowest: float = 0.0) -> dict | None:
+    """``bands`` checked: ``{fallback: [low, high]}`` with fallbacks of :data:`FALLBACKS` and
     ``lowest <= low <= high <= 1`` (``lowest=-1`` for accuracy errors); None or empty: None."""
     if not bands:
         return None
     out = {}
     for k, v in dict(bands).items():
         lo, hi = (float(x) for x in v)
-        if k not in names or not lowest <= lo <= hi <= 1.0:
-            raise ConfigError(f"{what}: expected {{fallback: [low, high]}} with fallbacks from {list(names)} "
+        if k not in FALLBACKS or not lowest <= lo <= hi <= 1.0:
+            raise ConfigError(f"{what}: expected {{fallback: [low, high]}} with fallbacks from {list(FALLBACKS)} "
                               f"and {lowest:g} <= low <= high <= 1; got {k!r}: {v!r}")
         out[str(k)] = [lo, hi]
     return out

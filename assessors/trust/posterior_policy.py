@@ -1,12 +1,7 @@
-"""The trust verdict acted on: the report of one LLM and, when its verdict says so, the fallback served.
-
-:class:`PosteriorTrustPolicy` turns one LLM's graded answers into its trust report
-(:func:`~assessors.trust.posterior_report.posterior_trust`) and, when the verdict is in ``fallback_on``,
-a fallback predictor (:mod:`~assessors.trust.fallbacks`) that replaces the model's predictions for it.
-:func:`make_trust_fn` is the LLM registry's hook for a model of any family: ``fn(reference or Evidence)
--> (report dict, predictor or None)``. The thresholds and fallback come from, in this order: options
-given explicitly (``trust.posterior``), those ``train.py`` chose on validation LLMs and stored with the
-model, the stated defaults (:func:`policy_options`); every report names the source in ``policy.source``.
+"""The trust verdict acted on: the report of one LLM and, when its verdict says so, the fallback served
+(:class:`PosteriorTrustPolicy`). :func:`make_trust_fn` is the LLM registry's hook for a model of any family;
+its thresholds and fallback come from :func:`policy_options` (explicit options over those ``train.py`` chose on
+validation LLMs over the stated defaults), and every report names their source in ``policy.source``.
 """
 from __future__ import annotations
 
@@ -94,8 +89,8 @@ class PosteriorTrustPolicy:
         self.fallback_flags = None if fallback_flags is None else tuple(fallback_flags)
         self.fallback_kind = fallback_kind
         self.ood_fallback = ood_fallback
-        self.ood_auc_bands = check_bands(ood_auc_bands, FALLBACKS)
-        self.ood_accuracy_bands = check_bands(ood_accuracy_bands, FALLBACKS, "ood_accuracy_bands", lowest=-1.0)
+        self.ood_auc_bands = check_bands(ood_auc_bands)
+        self.ood_accuracy_bands = check_bands(ood_accuracy_bands, "ood_accuracy_bands", lowest=-1.0)
         self.C = float(C)
         self.prior_sd = float(prior_sd)
         self.fallback_slope_sd = float(fallback_slope_sd)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from assessors.errors import ConfigError
-from assessors.trust.posterior_policy import FALLBACKS, PosteriorTrustPolicy
+from assessors.trust.posterior_policy import PosteriorTrustPolicy
 from assessors.trust.fallbacks import check_bands
 
 
@@ -75,8 +75,8 @@ def test_the_chosen_fallback_without_a_stored_band_keeps_the_posterior_one():
 
 
 def test_bad_bands_are_a_clear_error():
-    assert check_bands(None, FALLBACKS) is None and check_bands({}, FALLBACKS) is None
-    assert check_bands({"population": (0.5, 0.6)}, FALLBACKS) == {"population": [0.5, 0.6]}
+    assert check_bands(None) is None and check_bands({}) is None
+    assert check_bands({"population": (0.5, 0.6)}) == {"population": [0.5, 0.6]}
     for bad in ({"magic": [0.5, 0.6]}, {"population": [0.7, 0.6]}, {"population": [-0.1, 0.6]}):
         with pytest.raises(ConfigError, match="ood_auc_bands"):
             PosteriorTrustPolicy(ood_auc_bands=bad)
