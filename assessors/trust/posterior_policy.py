@@ -240,9 +240,8 @@ def described(X_ref, reference, T=None, **known) -> tuple[np.ndarray, np.ndarray
     return X_ref[obs], r[obs], {"training_answers": None if T is None else T[:, obs], **known}
 
 
-def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None,
-                            target_source: str = POOL_TARGET, max_target: int | None = None,
-                            n_available: int | None = None, **options):
+def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None, target_source: str = POOL_TARGET,
+                  max_target: int | None = None, n_available: int | None = None, **options):
     """The registry's trust hook for an :class:`AssessorModel` of any family (the one entry point).
 
     ``fn(reference (n_ref,) or Evidence) -> (report dict, predictor or None)``, with ``fn.accepts_evidence``,
