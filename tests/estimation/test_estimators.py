@@ -262,3 +262,26 @@ def test_generic_proxy_caps_training_pairs_and_compresses_patterns():
     assert np.all(np.isfinite(out.point))
     full = GenericAssessorProxy(logreg()).fit(S[:50], None, core)
     assert len(full.train_llms_) == 50 and full.X_.shape == (200, 50)
+
+
+def test_generic_proxy_computes_the_item_patterns_once_per_source_split(monkeypatch):
+    from sklearn.linear_model import LogisticRegression
+
+    from assessors.classifiers.grid import ParamGrid
+    from assessors.core.generic import GenericAssessor
+    from assessors.estimation.benchmark import base, generic_proxy
+
+    S, _ = simulate(n_llms=60, n_items=200, dims=2, seed=5)
+    from sklearn.base import clone
+
+    svds, real = [], generic_proxy._compressed
+    monkeypatch.setattr(generic_proxy, "_compressed", lambda *a: svds.append(1) or real(*a))
+    base._CACHE.clear()
+    proxy = generic_proxy.GenericAssessorProxy(GenericAssessor(ParamGrid(LogisticRegression(max_iter=500))),
+                                               pattern_dims=8)
+    fits = [clone(proxy).fit(src, None, core) for src, core in
+            ((S[:50], np.arange(0, 200, 10)), (S[:50], np.arange(5, 200, 7)), (S[10:], np.arange(0, 200, 10)))]
+    assert len(svds) == 2  # the second core set on the same sources reuses the first SVD
+    assert fits[0].X_ is fits[1].X_ and not fits[0].X_.flags.writeable  # shared, so no fit may change it
+    assert np.allclose(fits[0].X_, generic_proxy._patterns(S[:50].astype(np.float32), 8))
+    assert not np.allclose(fits[2].X_, fits[0].X_)
