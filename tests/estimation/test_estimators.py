@@ -7,6 +7,7 @@ from assessors.estimation.benchmark.aipw import AIPW
 from assessors.estimation.benchmark.anchor_points import AnchorPoints
 from assessors.estimation.benchmark.irt import TinyBenchmarksIRT
 from assessors.estimation.benchmark.lasso import LassoCore
+from assessors.estimation.benchmark.base import impute_columns
 from assessors.estimation.benchmark.pca import PCAImpute
 from assessors.estimation.benchmark.random_sampling import RandomSampling
 from assessors.estimation.benchmark.random_sampling_learn import RandomSamplingLearn
@@ -160,6 +161,21 @@ def test_irt_fits_are_shared_by_trials_on_one_source_split():
     np.testing.assert_array_equal(p.anchor_weights_, gp.anchor_weights_)
     other = TinyBenchmarksIRT(core_size=10, seed=4, dims=2, variant="pirt").fit(S[:30])  # another k-means seed
     assert len(base._CACHE) == n_cached + 1 and other.irt_ is gp.irt_
+
+
+def test_pca_takes_one_svd_per_rank_search_and_one_per_source_split(monkeypatch):
+    from assessors.estimation.benchmark import base, pca
+
+    S, _ = simulate(n_llms=60, n_items=150, seed=6)
+    svds, real = [], pca._svd
+    monkeypatch.setattr(pca, "_svd", lambda X: svds.append(X.shape) or real(X))
+    base._CACHE.clear()
+    fits = [PCAImpute(core_size=size, seed=seed).fit(S[:45]) for size, seed in ((20, 0), (40, 1))]
+    assert svds == [(33, 150), (45, 150), (33, 150)]  # the rank search's 75% of sources; the split once
+    for est in fits:  # the components are the leading axes of the sources' SVD, at the chosen rank
+        mu, vt = real(impute_columns(S[:45]))
+        np.testing.assert_array_equal(est.V_, vt[:est.n_components_].T)
+        np.testing.assert_array_equal(est.mu_, mu)
 
 
 def test_item_correlations_are_pearson_in_single_precision():
