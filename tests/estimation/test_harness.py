@@ -144,6 +144,10 @@ def test_killed_run_resumes_without_redoing_finished_trials(monkeypatch, tmp_pat
     calls.clear()
     task.execute(cfg, Recorder())
     assert len(calls) == 2 * 2 * 4 * 2
+    calls.clear()
+    cfg.benchmark_prediction.trials_per_split = 2  # so is sharing splits: other interpolation targets
+    task.execute(cfg, Recorder())
+    assert len(calls) == 2 * 2 * 4 * 2
 
 
 def test_benchmarks_in_parallel_processes_give_the_same_records(monkeypatch):
