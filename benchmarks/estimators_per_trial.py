@@ -8,7 +8,7 @@ report each method's error (EG: mean absolute error in accuracy points over targ
 and, for methods with intervals, their coverage of the true accuracy.
 
     python benchmarks/estimators_per_trial.py [--trials 2] [--benchmarks rte,qnli] [--methods aipw,pca]
-        [--splits interpolation,extrapolation] [--variant NAME=METHOD:param=value,...]
+        [--splits interpolation,extrapolation] [--variant NAME=METHOD:param=value,...] [--trials-per-split 10]
 
 ``--variant`` adds a copy of METHOD with other parameters (e.g. the reference implementation's
 settings), timed in the same run so that ratios compare like with like under the same load:
@@ -61,6 +61,8 @@ def main() -> None:
     ap.add_argument("--splits", default="interpolation")
     ap.add_argument("--methods", default="", help="comma-separated subset of the configured estimators")
     ap.add_argument("--variant", action="append", default=[], help="NAME=METHOD:param=value,...")
+    ap.add_argument("--trials-per-split", type=int, default=1,
+                    help="interpolation trials sharing one model split (benchmark_prediction.trials_per_split)")
     args = ap.parse_args()
     conf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conf")
     with initialize_config_dir(config_dir=os.path.abspath(conf), version_base=None):
@@ -75,7 +77,8 @@ def main() -> None:
         bench = {k: bench[k] for k in args.benchmarks.split(",")}
     sizes = [int(s) for s in args.sizes.split(",")]
     splits = args.splits.split(",")
-    out = {"trials": args.trials, "sizes": sizes, "splits": splits, "load": os.getloadavg()[0], "per_benchmark": {}}
+    out = {"trials": args.trials, "sizes": sizes, "splits": splits, "trials_per_split": args.trials_per_split,
+           "load": os.getloadavg()[0], "per_benchmark": {}}
     with thread_limits(1):  # BLAS, OpenMP and torch: one thread each, as each harness worker
         for name, c in bench.items():
             res = instantiate(c)
@@ -90,7 +93,7 @@ def main() -> None:
                     # per-source-split cache, so the first method to need a fit (p-IRT before gp-IRT)
                     # pays for it
                     base._CACHE.clear()
-                    src, tgt = harness.model_split(acc, split, t)
+                    src, tgt = harness.model_split(acc, split, t, trials_per_split=args.trials_per_split)
                     for m, proto in ests.items():
                         for k, size in enumerate(s for s in sizes if s < S.shape[1]):
                             est = clone(proto).set_params(core_size=size, seed=t)
@@ -112,13 +115,13 @@ def main() -> None:
             out["per_benchmark"][name] = row
             print(json.dumps({name: row}), flush=True)
     # projected full harness: 2 splits x 4 sizes x 100 trials; interpolation has a new source
-    # split per trial (cold once per trial), extrapolation one split (cold once).
-    proj = {}
+    # split every trials_per_split trials (cold once per split), extrapolation one split (cold once).
+    proj, n_splits = {}, -(-100 // args.trials_per_split)
     for m in ests:
         tot = 0.0
         for name, row in out["per_benchmark"].items():
             c, w = row[m]["cold_s"], row[m]["warm_s"] or row[m]["cold_s"]
-            tot += 100 * (c + 3 * w) + (c + 399 * w)
+            tot += n_splits * c + (400 - n_splits) * w + (c + 399 * w)
         proj[m] = round(tot, 1)
     out["projected_full_harness_s_4_sizes_100_trials"] = proj
     # mean seconds per fit over that harness's fits (2 splits x 4 sizes x 100 trials per benchmark)

@@ -5,6 +5,12 @@ split (interpolation: random 25% of LLMs are targets; extrapolation: the lowest 
 are sources and the top 30% targets), core-set size and trial, every configured estimator is
 fitted on the source LLMs and estimates each target's full-benchmark accuracy from the target's
 core results. Random-core estimators share the trial's core set (a paired comparison).
+
+Each trial draws its own core sets; ``trials_per_split`` consecutive interpolation trials share one
+random model split, so the work that depends on the source LLMs alone (IRT and latent item fits,
+lasso paths, item correlations, cached in :mod:`assessors.estimation.benchmark.base`) is done once
+per split instead of once per trial. The targets stay out of every fit: they are the same LLMs in
+all trials of a split.
 """
 from __future__ import annotations
 
@@ -22,15 +28,19 @@ from assessors.io import atomic_write
 log = logging.getLogger(__name__)
 
 
-def model_split(acc: np.ndarray, kind: str, trial: int, target_fraction: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
+def model_split(acc: np.ndarray, kind: str, trial: int, target_fraction: float = 0.25,
+                trials_per_split: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """(source, target) LLM positions for one trial.
 
-    ``interpolation``: a random ``target_fraction`` of the LLMs are targets (seeded by ``trial``).
+    ``interpolation``: a random ``target_fraction`` of the LLMs are targets, seeded by
+    ``trial // trials_per_split`` (so trials ``0 .. trials_per_split - 1`` share split 0, and so on).
     ``extrapolation``: sources are the lowest 50% by accuracy and targets the top 30% (fixed).
     """
     n = acc.size
+    if int(trials_per_split) < 1:
+        raise ConfigError(f"trials_per_split={trials_per_split}: use 1 (a new split every trial) or more")
     if kind == "interpolation":
-        perm = np.random.default_rng(trial).permutation(n)
+        perm = np.random.default_rng(int(trial) // int(trials_per_split)).permutation(n)
         k = max(1, int(target_fraction * n))
         return np.sort(perm[k:]), np.sort(perm[:k])
     if kind == "extrapolation":
@@ -46,7 +56,8 @@ COLUMNS = ["benchmark", "split", "size", "trial", "method", "llm", "true", "poin
 def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: dict[str, Any], splits, sizes,
                        trials: int, target_fraction: float = 0.25, trials_per_method: dict | None = None,
                        features: np.ndarray | None = None, progress: bool = True,
-                       checkpoint: str | Path | None = None, first_trial: int = 0) -> pd.DataFrame:
+                       checkpoint: str | Path | None = None, first_trial: int = 0,
+                       trials_per_split: int = 1) -> pd.DataFrame:
     """One row per (split, size, trial, method, target LLM) with truth, estimate, CI and timings.
 
     Parameters
@@ -61,6 +72,9 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
         trial's records do not depend on how many trials the run has, so raising ``trials`` reuses them.
     first_trial : int
         Run trials ``first_trial .. trials - 1`` only (a block of trials, as the task schedules them).
+    trials_per_split : int
+        Consecutive interpolation trials that share one model split (see :func:`model_split`); each
+        trial keeps its own core sets. A block of trials aligned to it fits each split once.
     """
     from tqdm.auto import tqdm
 
@@ -81,7 +95,7 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
         if (split, trial) in frames:
             continue
         frames[(split, trial)] = df = _one_unit(name, S, acc, llms, estimators, split, trial, sizes, trials,
-                                                target_fraction, trials_per_method, features)
+                                                target_fraction, trials_per_method, features, trials_per_split)
         if folder is not None:
             atomic_write(_part(folder, split, trial), lambda tmp: df.to_parquet(tmp, index=False))
         bar.update()
@@ -91,9 +105,9 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
 
 
 def _one_unit(name, S, acc, llms, estimators, split, trial, sizes, trials, target_fraction, trials_per_method,
-              features) -> pd.DataFrame:
+              features, trials_per_split=1) -> pd.DataFrame:
     """The records of one (split, trial): every size and method (see :func:`evaluate_benchmark`)."""
-    src, tgt = model_split(acc, split, trial, target_fraction)
+    src, tgt = model_split(acc, split, trial, target_fraction, trials_per_split)
     n_items = S.shape[1]
     rows = []
     for size in sizes:
@@ -144,12 +158,13 @@ def _fit_and_estimate(proto, S: np.ndarray, llms: list[str], src: np.ndarray, tg
     return est, out, t1 - t0, (t2 - t1) / tgt.size
 
 
-def source_similarity(S: np.ndarray, split: str, trial: int, target_fraction: float = 0.25) -> pd.Series:
+def source_similarity(S: np.ndarray, split: str, trial: int, target_fraction: float = 0.25,
+                      trials_per_split: int = 1) -> pd.Series:
     """Similarity of each target to the sources: max Pearson correlation of full score vectors."""
     from assessors.estimation.benchmark.base import impute_columns
 
     F = impute_columns(S)
-    src, tgt = model_split(np.nanmean(S, axis=1), split, trial, target_fraction)
+    src, tgt = model_split(np.nanmean(S, axis=1), split, trial, target_fraction, trials_per_split)
     with np.errstate(invalid="ignore", divide="ignore"):
         C = np.corrcoef(F[tgt], F[src])[: tgt.size, tgt.size:]
     return pd.Series(np.nan_to_num(C, nan=0.0).max(1), index=tgt)

@@ -33,7 +33,7 @@ def _checkpoint_path(ckpt_dir, name: str, cfg, res):
     ident = OmegaConf.to_yaml(OmegaConf.create({
         "estimators": OmegaConf.to_container(cfg.estimators, resolve=True),
         "run": {k: OmegaConf.to_container(h[k], resolve=True) if OmegaConf.is_config(h[k]) else h[k]
-                for k in ("splits", "sizes", "target_fraction", "trials_per_method") if k in h},
+                for k in ("splits", "sizes", "target_fraction", "trials_per_method", "trials_per_split") if k in h},
         "data": res.fingerprint()}))
     key = hashlib.sha256(ident.encode()).hexdigest()[:16]
     return Path(ckpt_dir) / f"{name}-{key}"
@@ -53,13 +53,14 @@ def _log_checkpoints(data: dict, paths: dict, splits: list[str], trials: int) ->
                  done, len(splits) * trials, paths[name])
 
 
-def _similarities(data: dict, splits: list[str], trials: int, target_fraction: float) -> pd.DataFrame:
+def _similarities(data: dict, splits: list[str], trials: int, target_fraction: float,
+                  trials_per_split: int = 1) -> pd.DataFrame:
     """Source-target similarity of every benchmark, split and trial (one row per target LLM)."""
     sims = []
     for name, res in data.items():
         for split in splits:
             for trial in range(trials if split == "interpolation" else 1):
-                s = harness.source_similarity(res.success, split, trial, target_fraction)
+                s = harness.source_similarity(res.success, split, trial, target_fraction, trials_per_split)
                 sims.append(pd.DataFrame({"benchmark": name, "split": split, "trial": trial,
                                           "llm": [res.llms[i] for i in s.index], "similarity": s.values}))
     return pd.concat(sims, ignore_index=True)
@@ -84,7 +85,8 @@ def execute(cfg, run_) -> dict[str, float]:
     block = max(1, int(h.get("trial_block") or trials))
     order = sorted(data, key=lambda name: -data[name].success.size)
     jobs = [(name, b0) for b0 in range(0, trials, block) for name in order]
-    args = dict(splits=splits, sizes=sizes, target_fraction=float(h.target_fraction),
+    per_split = int(h.get("trials_per_split") or 1)
+    args = dict(splits=splits, sizes=sizes, target_fraction=float(h.target_fraction), trials_per_split=per_split,
                 trials_per_method=dict(h.get("trials_per_method") or {}), progress=bool(h.get("progress", True)),
                 blas=blas)
     done = Parallel(n_jobs=int(h.get("n_jobs", 1)))(
@@ -92,7 +94,7 @@ def execute(cfg, run_) -> dict[str, float]:
                                             first_trial=b0, trials=min(b0 + block, trials), **args)
         for name, b0 in jobs)
     records = pd.concat([df for df in done if not df.empty], ignore_index=True)
-    sim = _similarities(data, splits, trials, float(h.target_fraction))
+    sim = _similarities(data, splits, trials, float(h.target_fraction), per_split)
     return rep.report(records, sim, run_, time.perf_counter() - t0, main_size=int(h.get("main_size", 50)),
                       log_records=bool(h.get("log_records", True)), paper_anchors=plain(h.get("paper_anchors")))
 

@@ -7,6 +7,7 @@ from assessors.estimation.benchmark.aipw import AIPW
 from assessors.estimation.benchmark.anchor_points import AnchorPoints
 from assessors.estimation.benchmark.irt import TinyBenchmarksIRT
 from assessors.estimation.benchmark.lasso import LassoCore
+from assessors.estimation.benchmark.base import impute_columns
 from assessors.estimation.benchmark.pca import PCAImpute
 from assessors.estimation.benchmark.random_sampling import RandomSampling
 from assessors.estimation.benchmark.random_sampling_learn import RandomSamplingLearn
@@ -162,6 +163,21 @@ def test_irt_fits_are_shared_by_trials_on_one_source_split():
     assert len(base._CACHE) == n_cached + 1 and other.irt_ is gp.irt_
 
 
+def test_pca_takes_one_svd_per_rank_search_and_one_per_source_split(monkeypatch):
+    from assessors.estimation.benchmark import base, pca
+
+    S, _ = simulate(n_llms=60, n_items=150, seed=6)
+    svds, real = [], pca._svd
+    monkeypatch.setattr(pca, "_svd", lambda X: svds.append(X.shape) or real(X))
+    base._CACHE.clear()
+    fits = [PCAImpute(core_size=size, seed=seed).fit(S[:45]) for size, seed in ((20, 0), (40, 1))]
+    assert svds == [(33, 150), (45, 150), (33, 150)]  # the rank search's 75% of sources; the split once
+    for est in fits:  # the components are the leading axes of the sources' SVD, at the chosen rank
+        mu, vt = real(impute_columns(S[:45]))
+        np.testing.assert_array_equal(est.V_, vt[:est.n_components_].T)
+        np.testing.assert_array_equal(est.mu_, mu)
+
+
 def test_item_correlations_are_pearson_in_single_precision():
     from assessors.estimation.benchmark.anchor_points import item_correlations
 
@@ -262,3 +278,26 @@ def test_generic_proxy_caps_training_pairs_and_compresses_patterns():
     assert np.all(np.isfinite(out.point))
     full = GenericAssessorProxy(logreg()).fit(S[:50], None, core)
     assert len(full.train_llms_) == 50 and full.X_.shape == (200, 50)
+
+
+def test_generic_proxy_computes_the_item_patterns_once_per_source_split(monkeypatch):
+    from sklearn.linear_model import LogisticRegression
+
+    from assessors.classifiers.grid import ParamGrid
+    from assessors.core.generic import GenericAssessor
+    from assessors.estimation.benchmark import base, generic_proxy
+
+    S, _ = simulate(n_llms=60, n_items=200, dims=2, seed=5)
+    from sklearn.base import clone
+
+    svds, real = [], generic_proxy._compressed
+    monkeypatch.setattr(generic_proxy, "_compressed", lambda *a: svds.append(1) or real(*a))
+    base._CACHE.clear()
+    proxy = generic_proxy.GenericAssessorProxy(GenericAssessor(ParamGrid(LogisticRegression(max_iter=500))),
+                                               pattern_dims=8)
+    fits = [clone(proxy).fit(src, None, core) for src, core in
+            ((S[:50], np.arange(0, 200, 10)), (S[:50], np.arange(5, 200, 7)), (S[10:], np.arange(0, 200, 10)))]
+    assert len(svds) == 2  # the second core set on the same sources reuses the first SVD
+    assert fits[0].X_ is fits[1].X_ and not fits[0].X_.flags.writeable  # shared, so no fit may change it
+    assert np.allclose(fits[0].X_, generic_proxy._patterns(S[:50].astype(np.float32), 8))
+    assert not np.allclose(fits[2].X_, fits[0].X_)

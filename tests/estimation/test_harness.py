@@ -5,7 +5,10 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from assessors.data.results import Results
+from assessors.errors import ConfigError
 from assessors.estimation import harness
+from assessors.estimation.benchmark import base, lasso
+from assessors.estimation.benchmark.lasso import LassoCore
 from assessors.tasks import benchmark_prediction as task
 from assessors.estimation.benchmark.aipw import AIPW
 from assessors.estimation.benchmark.random_sampling import RandomSampling
@@ -36,6 +39,33 @@ def test_splits():
     assert set(src) == set(range(10)) and set(tgt) == set(range(14, 20))
     src, tgt = harness.model_split(acc, "interpolation", 3)
     assert len(tgt) == 5 and not set(src) & set(tgt)
+
+
+def test_trials_of_one_split_share_it_and_its_source_fits(monkeypatch):
+    acc = np.linspace(0, 1, 40)
+    splits = [harness.model_split(acc, "interpolation", t, trials_per_split=3) for t in range(6)]
+    assert all(np.array_equal(splits[t][1], splits[0][1]) for t in (1, 2))
+    assert not np.array_equal(splits[3][1], splits[0][1]) and np.array_equal(splits[5][1], splits[3][1])
+    assert np.array_equal(splits[3][1], harness.model_split(acc, "interpolation", 1)[1])  # split 1 = old trial 1's
+    with pytest.raises(ConfigError, match="trials_per_split"):
+        harness.model_split(acc, "interpolation", 0, trials_per_split=0)
+    # the lasso path depends on the source LLMs only: fitted once per split, not once per trial
+    S, _ = simulate(n_llms=40, n_items=120, seed=4)
+    paths = []
+    real = lasso.lasso_path
+    monkeypatch.setattr(lasso, "lasso_path", lambda *a, **k: paths.append(1) or real(*a, **k))
+    ests = {"lasso": LassoCore(), "random_sampling": RandomSampling()}
+    llms = [f"m{i}" for i in range(40)]
+    for per_split, fits in ((2, 2), (1, 4)):
+        base._CACHE.clear()
+        paths.clear()
+        df = harness.evaluate_benchmark("sim", S, llms, ests, ["interpolation"], [10, 20], trials=4,
+                                        progress=False, trials_per_split=per_split)
+        assert len(paths) == fits
+        targets = df[df.method == "random_sampling"].groupby("trial")["llm"].apply(frozenset)
+        assert (targets[0] == targets[1]) == (per_split == 2) and targets[1] != targets[2]
+        cores = df[(df.method == "random_sampling") & (df["size"] == 10)].groupby("trial")["point"].apply(tuple)
+        assert cores[0] != cores[1]  # each trial draws its own core set
 
 
 def test_run_with_recorder(monkeypatch):
@@ -112,6 +142,10 @@ def test_killed_run_resumes_without_redoing_finished_trials(monkeypatch, tmp_pat
     assert len(calls) == 2 * 2 * 4 and set(calls) == {3}
     cfg.benchmark_prediction.sizes = [20]  # a changed setting is a different checkpoint
     calls.clear()
+    task.execute(cfg, Recorder())
+    assert len(calls) == 2 * 2 * 4 * 2
+    calls.clear()
+    cfg.benchmark_prediction.trials_per_split = 2  # so is sharing splits: other interpolation targets
     task.execute(cfg, Recorder())
     assert len(calls) == 2 * 2 * 4 * 2
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from assessors.estimation.benchmark.base import cached
 from assessors.estimation.benchmark.proxy import ItemProxy
 from assessors.estimation.benchmark.split_trees import split_trees
 
@@ -57,8 +58,9 @@ class GenericAssessorProxy(ItemProxy):
         S = np.asarray(source_success, dtype=np.float32)
         if features is not None:
             self.X_ = np.asarray(features, dtype=np.float32)
-        else:
-            self.X_ = _patterns(S, self.pattern_dims)
+        else:  # a function of the source split alone: one SVD serves its every trial, size and fold
+            dims = None if self.pattern_dims is None else int(self.pattern_dims)
+            self.X_ = cached("item_patterns", S, (dims,), lambda: _patterns(S, dims, read_only=True))
         rng = np.random.default_rng(self.seed)
         rows, items = np.arange(len(S)), np.arange(S.shape[1])
         if self.max_pairs and S.size > self.max_pairs:
@@ -86,9 +88,16 @@ class GenericAssessorProxy(ItemProxy):
         return np.clip(np.asarray(P, dtype=np.float64), 0.0, 1.0)
 
 
-def _patterns(S: np.ndarray, dims: int | None) -> np.ndarray:
-    """Items' success patterns over the sources, shape (n_items, n_sources or dims)."""
-    P = S.T.copy()
+def _patterns(S: np.ndarray, dims: int | None, read_only: bool = False) -> np.ndarray:
+    """Items' success patterns over the sources, shape (n_items, n_sources or dims); ``read_only``
+    for a cached array that later fits share."""
+    P = _compressed(S.T.copy(), dims)
+    P.setflags(write=not read_only)
+    return P
+
+
+def _compressed(P: np.ndarray, dims: int | None) -> np.ndarray:
+    """Patterns P of shape (n_items, n_sources) as they are, or as ``dims`` SVD components."""
     if dims is None or dims >= min(P.shape):
         return P
     # NaN cells -> item mean, then a rank-`dims` projection: keeps the dominant ability axes

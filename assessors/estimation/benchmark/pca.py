@@ -6,10 +6,12 @@ import numpy as np
 from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate, cached, impute_rows
 
 
-def _components(S: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
+def _svd(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Item means (n_items,) and every principal axis, ``vt`` of shape (min(n, n_items), n_items):
+    the rank-r components are its first r rows, so one SVD serves every rank."""
     mu = S.mean(0)
     _, _, vt = np.linalg.svd(S - mu, full_matrices=False)
-    return mu, vt[:r].T  # (n_items,), (n_items, r)
+    return mu, vt
 
 
 def _impute_mean(mu, V, core, Y, ridge) -> np.ndarray:
@@ -53,15 +55,16 @@ class PCAImpute(BenchmarkEstimator):
             order = rng.permutation(n)
             val, tr = order[int(0.75 * n):], order[: int(0.75 * n)]
             best, r = np.inf, 1
+            mu, vt = _svd(filled[tr])
             for c in self.candidates:
                 c = min(c, cap, len(tr) - 1)
-                mu, V = _components(filled[tr], c)
-                pred = _impute_mean(mu, V, self.core_index_, filled[val][:, self.core_index_], self.ridge)
+                pred = _impute_mean(mu, vt[:c].T, self.core_index_, filled[val][:, self.core_index_], self.ridge)
                 gap = np.abs(pred - filled[val].mean(1)).mean()
                 if gap < best:
                     best, r = gap, c
         self.n_components_ = r
-        self.mu_, self.V_ = cached("pca", filled, (r,), lambda: _components(filled, r))
+        mu, vt = cached("pca_svd", filled, (), lambda: _svd(filled))  # every rank and core size of a split
+        self.mu_, self.V_ = mu, vt[:r].T  # (n_items,), (n_items, r)
 
     def _estimate(self, Y):
         return Estimate(_impute_mean(self.mu_, self.V_, self.core_index_, impute_rows(Y), self.ridge))
