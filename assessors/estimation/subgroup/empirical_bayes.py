@@ -47,9 +47,16 @@ from assessors.estimation.subgroup.regression import SyntheticRegression
 
 
 VARIANCES = ("add_one", "unbiased", "fixed_point")
-SCOPES = ("llm", "pooled", "group", "group_binomial", "factor")
+SCOPES = ("llm", "pooled", "group", "group_binomial", "factor", "factor_binomial")
 KURTOSES = ("unit", "fold")
 BINOMIAL_CLIP = 0.05  # keeps A > 0 where the prior is at 0 or 1 but the truth need not be
+
+
+def binomial_scale(m: np.ndarray) -> np.ndarray:
+    """``m(1-m)`` with ``m`` clipped to ``[BINOMIAL_CLIP, 1 - BINOMIAL_CLIP]``: how far the truth can
+    stray from a prior mean ``m`` (any shape), the cell scale of the ``*_binomial`` scopes."""
+    mc = np.clip(m, BINOMIAL_CLIP, 1 - BINOMIAL_CLIP)
+    return mc * (1 - mc)
 
 
 def fixed_point_variance(y: np.ndarray, m: np.ndarray, a: np.ndarray, trials: np.ndarray, start: np.ndarray,
@@ -80,10 +87,10 @@ class EmpiricalBayes(SubgroupEstimator):
         which needs ``answers`` in :meth:`fit`).
     alpha : float
         Non-coverage level of the intervals.
-    scope : {"llm", "pooled", "group", "group_binomial", "factor"}
+    scope : {"llm", "pooled", "group", "group_binomial", "factor", "factor_binomial"}
         Estimate ``A`` and ``kappa`` per LLM within each fold, pooled over the LLMs of a fold, per
         subgroup pooled over LLMs, per subgroup times ``m(1-m)``, or ``A`` as an LLM factor times a
-        subgroup factor (:mod:`~assessors.estimation.subgroup.moments`).
+        subgroup factor (times ``m(1-m)``) (:mod:`~assessors.estimation.subgroup.moments`).
     fs_correction : {"none", "pmt"}
         Floor of ``A``: 0 (the paper) or AKP's posterior-mean truncation.
     kappa : float or None
@@ -107,8 +114,9 @@ class EmpiricalBayes(SubgroupEstimator):
         DT estimate, cross-fitted prior-model estimate, DT (add-one) variance and EB weight on DT.
     a_hat_, kappa_ : ndarray of shape (n_llms, n_groups)
         The ``A`` and kurtosis used for each cell.
-    group_scale_ : ndarray of shape (n_groups,)
-        The subgroup factor ``c_g`` of ``A`` (``scope="factor"``; 1 for the other scopes).
+    group_scale_ : ndarray of shape (n_llms, n_groups)
+        The factor of ``A`` besides the LLM's: ``c_g`` (``scope="factor"``), ``c_g m(1-m)``
+        (``factor_binomial``); 1 for the other scopes.
     """
 
     def __init__(self, regressor: SubgroupEstimator | None = None, alpha: float = 0.05, scope: str = "llm",
@@ -128,8 +136,7 @@ class EmpiricalBayes(SubgroupEstimator):
         """``(A, A_floored, kappa)`` of each cell from its moment unit (the scopes but ``factor``);
         arrays of shape (n_llms, n_groups) like the inputs."""
         a, a_ci, kap = (np.empty_like(eps) for _ in range(3))
-        mc = np.clip(m, BINOMIAL_CLIP, 1 - BINOMIAL_CLIP)
-        b = mc * (1 - mc) if self.scope == "group_binomial" else np.ones_like(eps)  # A's scale per cell
+        b = binomial_scale(m) if self.scope == "group_binomial" else np.ones_like(eps)  # A's scale per cell
         for rows, cols in moment_units(self.scope, fold, eps.shape[0]):
             if self.scope.startswith("group"):  # one (a_g, kappa) per subgroup, times each cell's b
                 bc = b[:, cols]
@@ -160,10 +167,11 @@ class EmpiricalBayes(SubgroupEstimator):
         # moments need a variance whose mean is the cell's true noise; the add-one one overstates it near 0/1
         s2_mom = s2 if self.variance == "add_one" else unbiased_variance(successes, trials)
         eps = y - m
-        if self.scope == "factor":
-            a, a_ci, kap, scale = factor_moments(eps, s2_mom, s2, reg.fold_, self.fs_correction)
+        if self.scope.startswith("factor"):
+            a, a_ci, kap, scale = factor_moments(eps, s2_mom, s2, reg.fold_, self.fs_correction,
+                                                 binomial_scale(m) if self.scope == "factor_binomial" else None)
         else:
-            (a, a_ci, kap), scale = self._unit_moments(eps, s2_mom, s2, m, reg.fold_), np.ones(y.shape[1])
+            (a, a_ci, kap), scale = self._unit_moments(eps, s2_mom, s2, m, reg.fold_), np.ones_like(y)
         if self.kappa is not None:
             kap = np.full_like(y, self.kappa)
         elif self.kurtosis == "fold":

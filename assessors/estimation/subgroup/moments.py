@@ -167,9 +167,9 @@ def fold_kurtosis(successes, trials, m, fold, s2_floor, fs_correction: str = "no
     ----------
     successes, trials, m, s2_floor : ndarray of shape (n_llms, n_groups)
     fold : ndarray of shape (n_groups,)
-    scale : ndarray of shape (n_groups,), optional
-        Each subgroup's factor ``c_g`` of ``A`` (``scope="factor"``): the cells are rescaled to
-        ``eps / sqrt(c_g)``, so the pooled ``A`` is ``sum d2 / sum c`` and its fourth moment
+    scale : ndarray of shape (n_groups,) or (n_llms, n_groups), optional
+        Each cell's known factor ``c`` of ``A`` (the ``factor`` scopes): the cells are rescaled to
+        ``eps / sqrt(c)``, so the pooled ``A`` is ``sum d2 / sum c`` and its fourth moment
         ``sum d4 / sum c^2``. None: 1 everywhere.
 
     Returns
@@ -200,22 +200,29 @@ def unbiased_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
 
 
 def factor_moments(eps: np.ndarray, s2: np.ndarray, s2_floor: np.ndarray, fold: np.ndarray,
-                   fs_correction: str = "none"):
-    """``A = a_l c_g`` per cell: an LLM factor per fold times a subgroup factor (see the module docstring).
+                   fs_correction: str = "none", cell_scale: np.ndarray | None = None):
+    """``A = a_l c_g b_lg`` per cell: an LLM factor per fold times a subgroup factor (see the module
+    docstring), times a known scale ``b`` of each cell.
 
     Parameters
     ----------
     eps, s2, s2_floor : ndarray of shape (n_llms, n_groups)
         Residuals, moment variances and the (positive) variances of the PMT floors.
     fold : ndarray of shape (n_groups,)
+    fs_correction : {"none", "pmt"}
+    cell_scale : ndarray of shape (n_llms, n_groups), optional
+        ``b``, e.g. the prior's binomial variance ``m(1-m)`` (``scope="factor_binomial"``); None: 1.
 
     Returns
     -------
     a, a_floored, kappa : ndarray of shape (n_llms, n_groups)
         Each cell's ``A``, its PMT-floored value (for intervals) and its LLM's kurtosis.
-    scale : ndarray of shape (n_groups,)
-        The subgroup factors ``c_g`` (mean 1 over each fold before the floor).
+    scale : ndarray of shape (n_llms, n_groups)
+        Each cell's ``c_g b_lg`` (``c`` has mean 1 over each fold before its floor), the scale by
+        which :func:`fold_kurtosis` divides it.
     """
+    b = np.ones_like(eps) if cell_scale is None else cell_scale
+    eps, s2, s2_floor = eps / np.sqrt(b), s2 / b, s2_floor / b  # AKP's problem with A = a_l c_g
     a, a_f, kap = (np.empty_like(eps) for _ in range(3))
     scale = np.ones(eps.shape[1])
     d2, d4 = cell_moments(eps, s2)
@@ -231,4 +238,4 @@ def factor_moments(eps: np.ndarray, s2: np.ndarray, s2_floor: np.ndarray, fold: 
         for i in range(eps.shape[0]):
             out = floored_moments(float(a_llm[i]), float(d4[i, cols].sum() / (c ** 2).sum()), v, fs_correction)
             a[i, cols], a_f[i, cols], kap[i, cols] = out[0] * c, out[1] * c, out[2]
-    return a, a_f, kap, scale
+    return a * b, a_f * b, kap, scale[None, :] * b
