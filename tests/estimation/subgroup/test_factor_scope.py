@@ -1,6 +1,7 @@
-"""EB with ``A`` as an LLM factor times a subgroup factor (``scope="factor"``), checked by simulation
-from the EB model: 3 subgroups per fold, as on the leaderboard matrices, and a prior spread that
-differs by LLM (threefold) and by subgroup (twentyfold)."""
+"""EB with ``A`` as an LLM factor times a subgroup factor (``scope="factor"``, and times ``m(1-m)``
+in ``factor_binomial``), checked by simulation from the EB model: 3 subgroups per fold, as on the
+leaderboard matrices, and a prior spread whose sd differs threefold by LLM and whose ``A`` differs
+twentyfold by subgroup; ``factor_binomial`` in ``test_group_scope.py``'s ``A = a_g m(1-m)`` world."""
 import numpy as np
 import pytest
 
@@ -67,3 +68,17 @@ def test_factor_scope_covers_and_beats_one_variance_per_llm(runs):
     assert fac["err"].mean() < 0.7 * llm["err"].mean(), (fac["err"].mean(), llm["err"].mean())
     assert fac["width"].mean() < 0.8 * llm["width"].mean()
     assert fac["width"].mean() < np.mean(dt.upper_ - dt.lower_)
+
+
+def test_factor_binomial_scope_recovers_a_g_times_m_one_minus_m():
+    from .test_group_scope import _binomial_runs, binomial_world
+
+    mean, theta, a, _, _ = binomial_world()
+    realised = np.mean((theta - mean) ** 2 / (mean * (1 - mean)), 0)
+    _, _, a_hat, covered, width, dt = _binomial_runs("factor_binomial", reps=10)
+    # the cell's A over m(1-m) is a_l c_g: its mean over LLMs follows this world's a_g
+    assert np.corrcoef(np.log(a_hat.mean(0)), np.log(realised))[0, 1] > 0.9
+    assert covered.mean() >= 0.93, covered.mean()  # 0.975 over 10 x 960 cells
+    assert covered.mean((0, 1)).min() >= 0.90, covered.mean((0, 1))  # 0.936 in the worst subgroup
+    assert covered[:, np.abs(mean - 0.5) < 0.2].mean() >= 0.93  # the mid-range LLMs too
+    assert width.mean() < np.mean(dt.upper_ - dt.lower_)
