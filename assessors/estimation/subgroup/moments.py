@@ -30,14 +30,17 @@ fourth moment with an estimated ``s2`` is biased up. It uses only the counts and
 never a cell's truth.
 
 ``scope="factor"`` models ``A`` of the cell of LLM ``l`` in subgroup ``g`` as ``a_l c_g``
-(:func:`factor_moments`): an LLM factor, as ``llm``, times a subgroup factor with mean 1 over the
-fold, as ``group``. Under that model the mean over LLMs of the cells' ``eps^2 - s2`` in subgroup
-``g`` is ``c_g`` times the mean over the fold, so ``c_g`` is the ratio of the two, shrunk towards 1
-by :func:`shrink_to_pool` (it stays 1, and the scope is ``llm``, where the subgroups do not differ
-beyond their noise). Each LLM's ``a_l`` is then the ratio ``sum_g (eps^2 - s2) / sum_g c_g`` over
-its cells in the fold. Dividing ``eps`` by ``sqrt(c_g)`` and ``s2`` by ``c_g`` turns the cells into
-AKP's problem with prior variance ``a_l``, whose PMT floors and kurtosis (per LLM, or
-:func:`fold_kurtosis` with ``scale=c``) the intervals use.
+(:func:`factor_moments`): an LLM factor times a subgroup factor with mean 1 over the fold. Under
+that model the mean over LLMs of the cells' ``eps^2 - s2`` in subgroup ``g`` is ``c_g`` times the
+mean over the fold, so ``c_g`` is the ratio of the two; each LLM's ``a_l`` is the mean of its
+cells' ``(eps^2 - s2) / mean(c)`` in the fold. Both are shrunk towards the fold's pooled value by
+:func:`shrink_to_pool` with one share for all (``common=True``), which keeps the pooled mean.
+Dividing ``eps`` by ``sqrt(c_g)`` and ``s2`` by ``c_g`` turns the cells into AKP's problem with
+prior variance ``a_l``. The PMT floors are the fold's (the factors draw on all its cells) and the
+fold kurtosis is that of the rescaled cells (:func:`fold_kurtosis` with ``scale``).
+``scope="factor_binomial"`` also multiplies ``A`` by each cell's ``m(1-m)``, as ``group_binomial``.
+The shared share over-shrinks LLM factors that truly differ: on BBH+MuSR (13-14 cells per LLM and
+fold) the factor scopes cover less than ``llm`` (docs/results.md), so they are options.
 """
 from __future__ import annotations
 
