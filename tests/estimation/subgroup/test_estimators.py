@@ -3,7 +3,8 @@ import pytest
 
 from assessors.errors import ConfigError, DataError
 from assessors.estimation.subgroup.direct import DirectEstimator
-from assessors.estimation.subgroup.empirical_bayes import EmpiricalBayes, eb_moments, unbiased_variance
+from assessors.estimation.subgroup.empirical_bayes import EmpiricalBayes
+from assessors.estimation.subgroup.moments import eb_moments, unbiased_variance
 from assessors.estimation.subgroup.regression import SyntheticRegression
 
 from ._sim import draw, simulate

@@ -8,7 +8,8 @@ import pytest
 
 from assessors.errors import ConfigError
 from assessors.estimation.subgroup.direct import DirectEstimator
-from assessors.estimation.subgroup.empirical_bayes import EmpiricalBayes, moment_units, shrink_to_pool
+from assessors.estimation.subgroup.empirical_bayes import EmpiricalBayes
+from assessors.estimation.subgroup.moments import moment_units, shrink_to_pool
 
 from ._sim import KnownPrior
 
