@@ -1,5 +1,5 @@
-"""BinnedXGBClassifier: XGBoost with its histogram bins cut on given rows; the generic assessor's sample of
-its (LLM, prompt) rows has their per-column distribution."""
+"""BinnedXGBClassifier: XGBoost with its histogram bins cut on given rows, or on rows shared between fits
+(BinnedRows); the generic assessor's sample of its (LLM, prompt) rows has their per-column distribution."""
 from __future__ import annotations
 
 import pickle
@@ -9,7 +9,9 @@ import pandas as pd
 import xgboost
 from sklearn.base import clone
 
-from assessors.classifiers.binned_xgb import BinnedXGBClassifier
+from concurrent.futures import ThreadPoolExecutor
+
+from assessors.classifiers.binned_xgb import BinnedRows, BinnedXGBClassifier
 from assessors.classifiers.grid import ParamGrid
 from assessors.core.generic import GenericAssessor, _bin_sample
 from tests.conftest import small_prep
@@ -49,6 +51,25 @@ def test_the_trees_split_at_the_samples_cut_points():
     assert not hasattr(est, "_cuts")
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).predict_proba(X), est.predict_proba(X))
     assert clone(est).get_params() == est.get_params()
+
+
+def test_fits_sharing_bins_are_xgboosts_own_and_bin_the_rows_once():
+    X, _ = _data()
+    labels = [_data(seed=s)[1] for s in range(4)]
+    X_val, y_val = _data(300, seed=9)
+    plain = [xgboost.XGBClassifier(**PARAMS, early_stopping_rounds=3).fit(X, y, eval_set=[(X_val, y_val)], verbose=False)
+             for y in labels]
+    bins = BinnedRows(X)
+    with ThreadPoolExecutor(2) as pool:  # each thread relabels a binned matrix of its own
+        shared = list(pool.map(lambda y: BinnedXGBClassifier(**PARAMS, early_stopping_rounds=3).fit(
+            X, y, bins=bins, eval_set=[(X_val, y_val)], verbose=False), labels))
+    assert list(bins._cuts) == [PARAMS["max_bin"]]  # one sketch, shared by every fit and thread
+    for a, b in zip(plain, shared):
+        assert a.best_iteration == b.best_iteration
+        np.testing.assert_array_equal(a.predict_proba(X_val), b.predict_proba(X_val))
+    # other rows are binned with the shared cut points
+    est = BinnedXGBClassifier(**PARAMS).fit(X_val, y_val, bins=bins)
+    assert _splits(est) <= set(np.round(bins.cuts(est).get_quantile_cut()[1].astype(float), 5))
 
 
 def test_the_sample_has_the_pair_rows_column_distribution(prep):
