@@ -99,7 +99,8 @@ class BinnedXGBClassifier(xgboost.XGBClassifier):
         """
         if bins is None and bin_rows is not None:
             bins = BinnedRows(bin_rows, bin_weight)
-        hist = (self.tree_method or "hist") == "hist" and (self.device or "cpu") == "cpu"
+        # the cut points are the hist method's on the CPU (as XGBClassifier's own QuantileDMatrix)
+        hist = (self.tree_method or "hist") == "hist" and (self.device or "cpu") == "cpu" and self.booster != "gblinear"
         self._bins = bins if hist else None
         try:
             return super().fit(X, y, **kwargs)

@@ -9,15 +9,18 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from assessors.classifiers.binned_xgb import BinnedRows
 from assessors.core.evidence import Evidence
 from assessors.core.protocol import Assessor
+
+if TYPE_CHECKING:  # xgboost is imported by the first fit that shares bins, not by importing the family
+    from assessors.classifiers.binned_xgb import BinnedRows
 
 log = logging.getLogger(__name__)
 _BINS_LOCK = threading.Lock()  # the specific assessors' shared bins: one per prompt matrix, made once
@@ -179,6 +182,8 @@ class SpecificAssessor(Assessor, BaseEstimator):
     def _shared_bins(self, X: np.ndarray) -> BinnedRows:
         """The bins of prompt matrix ``X`` (n, d), shared by every LLM described on this very matrix: the
         last one seen (a per-LLM column describes all its LLMs on one), made once, kept by identity."""
+        from assessors.classifiers.binned_xgb import BinnedRows
+
         with _BINS_LOCK:
             seen = getattr(self, "_bins", None)
             if seen is None or seen[0] is not X:

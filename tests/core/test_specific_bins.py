@@ -17,7 +17,8 @@ from tests.conftest import small_prep
 
 prep = small_prep("specific_bins", ["bbh_navigate", "bbh_snarks", "bbh_web_of_lies"], n_train=20, n_val=4, n_test=6)
 
-XGB = dict(tree_method="hist", max_bin=16, n_estimators=20, subsample=0.8, colsample_bytree=0.8, random_state=0, n_jobs=1)
+XGB = dict(tree_method="hist", max_bin=16, n_estimators=20, subsample=0.8, colsample_bytree=0.8, random_state=0,
+           n_jobs=1)
 
 
 def _grids(xgb_class):
