@@ -7,7 +7,7 @@ both depend on the features alone, not on the labels. Two callers skip that work
   answered the prompt, the reference part the same for every prompt of an LLM. The per-column value
   distribution of all (LLM, prompt) rows is that of the unique prompts weighted by their LLMs plus the
   unique LLMs weighted by their prompts, a sample ~50x smaller: the cut points are sketched on it
-  (``bin_rows``), not on every training row;
+  (``BinnedRows(sample, weight)``), not on every training row;
 - the specific assessor fits one classifier per LLM on the same prompts: their cut points and binned
   matrix are made once (:class:`BinnedRows`) and each fit relabels the binned matrix.
 """
@@ -73,32 +73,26 @@ class BinnedRows:
 
 
 class BinnedXGBClassifier(xgboost.XGBClassifier):
-    """``xgboost.XGBClassifier`` whose ``fit`` can take the histogram cut points (or rows to cut them on).
+    """``xgboost.XGBClassifier`` whose ``fit`` can take the rows to cut its histogram bins on (:class:`BinnedRows`).
 
-    Same parameters, predictions and pickling as ``XGBClassifier``; without ``bins`` or ``bin_rows`` it is one.
+    Same parameters, predictions and pickling as ``XGBClassifier``; without ``bins`` it is one.
     """
 
-    def fit(self, X, y, *, bins: BinnedRows | None = None, bin_rows: np.ndarray | None = None,
-            bin_weight: np.ndarray | None = None, **kwargs) -> "BinnedXGBClassifier":
-        """``XGBClassifier.fit``, with the bins cut on ``bins``' rows (or ``bin_rows``) instead of ``X``.
+    def fit(self, X, y, *, bins: BinnedRows | None = None, **kwargs) -> "BinnedXGBClassifier":
+        """``XGBClassifier.fit``, with the bins cut on the rows of ``bins`` instead of ``X``.
 
         Parameters
         ----------
         X : array-like of shape (n, d)
         y : array-like of shape (n,)
         bins : BinnedRows, optional
-            Cut points shared with other fits; when its rows are ``X``, ``X`` is not binned again. The
-            validation sets of ``eval_set`` share the cut points, as they share ``X``'s without ``bins``.
-        bin_rows : ndarray of shape (m, d), optional
-            Rows whose weighted per-column value distribution is that of ``X``, to sketch the cut points on
-            for this fit alone (``BinnedRows(bin_rows, bin_weight)``); ignored when ``bins`` is given.
-        bin_weight : ndarray of shape (m,), optional
-            Weight of each of ``bin_rows`` (how many rows of ``X`` it stands for in its columns).
+            Rows whose (weighted) per-column value distribution is that of ``X``, to cut the bins on: a
+            sample (the generic assessor's), or ``X``'s own rows shared with other fits, which then
+            bin ``X`` once. The validation sets of ``eval_set`` share the cut points, as they share
+            ``X``'s without ``bins``.
         **kwargs
             ``XGBClassifier.fit``'s (``sample_weight``, ``eval_set``, ``verbose``, ...).
         """
-        if bins is None and bin_rows is not None:
-            bins = BinnedRows(bin_rows, bin_weight)
         # the cut points are the hist method's on the CPU (as XGBClassifier's own QuantileDMatrix)
         hist = (self.tree_method or "hist") == "hist" and (self.device or "cpu") == "cpu" and self.booster != "gblinear"
         self._bins = bins if hist else None

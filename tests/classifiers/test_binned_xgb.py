@@ -32,23 +32,23 @@ def _splits(est) -> set[float]:
     return set(trees.loc[trees["Feature"] != "Leaf", "Split"].round(5))
 
 
-def test_without_bin_rows_or_on_the_same_rows_it_is_xgboost():
+def test_without_bins_or_on_the_same_rows_it_is_xgboost():
     X, y = _data()
     plain = xgboost.XGBClassifier(**PARAMS).fit(X, y).predict_proba(X)
     np.testing.assert_array_equal(BinnedXGBClassifier(**PARAMS).fit(X, y).predict_proba(X), plain)
     # the same rows as the sample: the same cut points, the same trees
-    np.testing.assert_array_equal(BinnedXGBClassifier(**PARAMS).fit(X, y, bin_rows=X).predict_proba(X), plain)
+    np.testing.assert_array_equal(BinnedXGBClassifier(**PARAMS).fit(X, y, bins=BinnedRows(X)).predict_proba(X), plain)
 
 
 def test_the_trees_split_at_the_samples_cut_points():
     X, y = _data()
     sample = np.linspace(0, 1, 5, dtype=np.float32)[:, None].repeat(3, axis=1)  # cuts near 0, .25, .5, .75, 1
-    est = BinnedXGBClassifier(**PARAMS).fit(X, y, bin_rows=sample)
+    est = BinnedXGBClassifier(**PARAMS).fit(X, y, bins=BinnedRows(sample))
     cuts = xgboost.QuantileDMatrix(sample, max_bin=16).get_quantile_cut()[1]
     assert _splits(est) <= set(np.round(cuts, 5))
     assert not _splits(xgboost.XGBClassifier(**PARAMS).fit(X, y)) <= set(np.round(cuts, 5))
     # the sample is not kept: the fitted model pickles as an XGBClassifier does, and clones
-    assert not hasattr(est, "_cuts")
+    assert not hasattr(est, "_bins")
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(est)).predict_proba(X), est.predict_proba(X))
     assert clone(est).get_params() == est.get_params()
 
@@ -97,9 +97,9 @@ def test_the_generic_assessor_cuts_the_bins_on_the_sample(prep, monkeypatch):
     seen = []
     fit = BinnedXGBClassifier.fit
 
-    def spy(self, X, y, *, bin_rows=None, bin_weight=None, **kw):
-        seen.append((len(X), None if bin_rows is None else len(bin_rows)))
-        return fit(self, X, y, bin_rows=bin_rows, bin_weight=bin_weight, **kw)
+    def spy(self, X, y, *, bins=None, **kw):
+        seen.append((len(X), None if bins is None else len(bins.rows)))
+        return fit(self, X, y, bins=bins, **kw)
 
     monkeypatch.setattr(BinnedXGBClassifier, "fit", spy)
     g = GenericAssessor(ParamGrid(BinnedXGBClassifier(**PARAMS))).fit(prep.X["train"], prep.S("train", "train"),
