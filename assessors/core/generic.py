@@ -155,8 +155,10 @@ class GenericAssessor(Assessor, BaseEstimator):
                 else:
                     stop_set = stop_set if stop_set is not None else self._eval_set(*validation)
                     kw.update(eval_set=[stop_set], verbose=False)
-            if dense is not None and self._mode in ("embedding", "similarity") and has_fit_parameter(est, "bin_rows"):
-                kw["bin_rows"], kw["bin_weight"] = _bin_sample(rows)
+            if dense is not None and self._mode in ("embedding", "similarity") and has_fit_parameter(est, "bins"):
+                from assessors.classifiers.binned_xgb import BinnedRows
+
+                kw["bins"] = BinnedRows(*_bin_sample(rows))
             todo.append((name, est, rows if dense is None or _streams(est) else dense, kw))
         # XGBoost and scikit-learn release the GIL while fitting
         fitted = Parallel(n_jobs=min(jobs, len(todo)), backend="threading")(

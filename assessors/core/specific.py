@@ -9,16 +9,21 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.model_selection import StratifiedKFold
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from assessors.core.evidence import Evidence
 from assessors.core.protocol import Assessor
 
+if TYPE_CHECKING:  # xgboost is imported by the first fit that shares bins, not by importing the family
+    from assessors.classifiers.binned_xgb import BinnedRows
+
 log = logging.getLogger(__name__)
+_BINS_LOCK = threading.Lock()  # the specific assessors' shared bins: one per prompt matrix, made once
 
 
 class ConstantClassifier(BaseEstimator):
@@ -67,7 +72,7 @@ class LLMClassifier(BaseEstimator):
                     est.set_params(n_jobs=int(self.n_jobs))
         return cands
 
-    def fit(self, X: np.ndarray, y: np.ndarray, X_val=None, y_val=None, bins: "SharedBins | None" = None
+    def fit(self, X: np.ndarray, y: np.ndarray, X_val=None, y_val=None, bins: BinnedRows | None = None
             ) -> "LLMClassifier":
         """Fit on one LLM's results.
 
@@ -79,13 +84,12 @@ class LLMClassifier(BaseEstimator):
             Success (0/1); NaN cells are dropped.
         X_val, y_val : ndarray of shape (m, d) and (m,), optional
             Validation prompts for choosing the classifier; without them, ``cv``-fold CV.
-        bins : SharedBins, optional
-            XGBoost's bins of ``X``, shared with the other LLMs fitted on the same prompts (used when
-            every prompt of ``X`` is answered; the fit is then the same as without them).
+        bins : BinnedRows, optional
+            Histogram cut points (and binned rows) shared with the other LLMs fitted on the same prompts,
+            for the candidates whose ``fit`` takes ``bins``; cut on the prompts of ``X``, the fits are those
+            without them.
         """
         X, y = _observed(X, y)
-        if bins is not None and not bins.covers(X):
-            bins = None
         if len(np.unique(y)) < 2:
             self.classifier_, self.classifier_name_, self.val_auc_ = ConstantClassifier().fit(X, y), "constant", np.nan
             return self
@@ -164,15 +168,32 @@ class SpecificAssessor(Assessor, BaseEstimator):
         self.n_training_llms_ = int(np.atleast_2d(S).shape[0])
         return self
 
-    def describe(self, evidence: Evidence, validation: Evidence | None = None,
-                 bins: SharedBins | None = None) -> LLMClassifier:
+    def describe(self, evidence: Evidence, validation: Evidence | None = None) -> LLMClassifier:
         """One LLM's classifier fitted on its ``evidence``; ``validation`` (its answers on other prompts)
         chooses the classifier, else ``cv``-fold cross-validation on the evidence. Needs no :meth:`fit`:
-        nothing is shared between LLMs (after it, the evidence's feature width is checked). ``bins``:
-        XGBoost's bins of the evidence prompts, when several LLMs answered the same ones."""
+        no model is shared between LLMs (after it, the evidence's feature width is checked). LLMs whose
+        evidence answers every prompt of the same feature matrix share its histogram bins (the fits
+        are those without them)."""
         X, y = self.check_evidence(evidence).answered()
         X_val, y_val = self.check_evidence(validation).answered() if validation is not None else (None, None)
+        bins = self._shared_bins(evidence.X) if len(y) == evidence.n_items else None
         return self._llm_classifier().fit(X, y, X_val, y_val, bins=bins)
+
+    def _shared_bins(self, X: np.ndarray) -> BinnedRows:
+        """The bins of prompt matrix ``X`` (n, d), shared by every LLM described on this very matrix: the
+        last one seen (a per-LLM column describes all its LLMs on one), made once, kept by identity."""
+        from assessors.classifiers.binned_xgb import BinnedRows
+
+        with _BINS_LOCK:
+            seen = getattr(self, "_bins", None)
+            if seen is None or seen[0] is not X:
+                self._bins = seen = (X, BinnedRows(X))  # X kept: its id cannot pass to another matrix
+            return seen[1]
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_bins", None)  # a cache of binned prompts (and thread locks): not part of the model
+        return state
 
     def describe_reference(self, R: np.ndarray) -> list[LLMClassifier]:
         """One classifier per row of ``R`` (k, n_ref), fitted on the reference answers ("reference only")."""
@@ -198,68 +219,8 @@ def _observed(X, y):
     return (X, y) if keep.all() else (X[keep], y[keep])
 
 
-class SharedBins:
-    """XGBoost's histogram bins of one prompt matrix, sketched once for all the LLMs fitted on it.
-
-    XGBoost's ``hist`` trees first sketch each feature's quantiles and bin the prompts; both depend on
-    the prompts alone, not on an LLM's answers, so an LLM's XGBoost candidate on prompts every LLM
-    answered repeats the same work (about a quarter of a specific assessor's fit on 3,650 prompts).
-    Here each thread keeps one binned matrix, made with the cuts of the first, and relabels it for
-    each fit: the trees, and so the predictions, are those of ``XGBClassifier.fit``.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, d)
-        The prompts' features (every LLM's evidence prompts).
-    """
-
-    def __init__(self, X: np.ndarray):
-        self.X = np.asarray(X, dtype=np.float32)
-        self._lock = threading.Lock()
-        self._first: dict = {}  # max_bin -> the matrix whose cuts every thread's matrix reuses
-        self._local = threading.local()
-
-    def covers(self, X: np.ndarray) -> bool:
-        """Whether ``X`` (n, d) holds exactly these prompts, in this order."""
-        return X.shape == self.X.shape and (X is self.X or np.array_equal(X, self.X))
-
-    def matrix(self, y: np.ndarray, est):
-        """This thread's binned matrix (cuts and binning of ``est``'s ``max_bin``), labelled ``y`` (n,)."""
-        import xgboost
-
-        mine = self._local.__dict__.setdefault("matrices", {})
-        key = est.max_bin
-        if key not in mine:
-            with self._lock:
-                first = self._first.get(key)
-                mine[key] = xgboost.QuantileDMatrix(self.X, ref=first, missing=est.missing, max_bin=est.max_bin,
-                                                    nthread=est.n_jobs)
-                self._first.setdefault(key, mine[key])
-        mine[key].set_label(y)
-        return mine[key]
-
-
-def _shares_bins(est) -> bool:
-    """Whether ``est`` is an XGBoost classifier whose fit is one ``xgboost.train`` on the hist bins."""
-    try:
-        from xgboost import XGBClassifier
-    except ImportError:  # pragma: no cover - xgboost is a dependency
-        return False
-    if not isinstance(est, XGBClassifier):
-        return False
-    p = est.get_params()
-    return (p.get("tree_method") in (None, "hist") and p.get("booster") in (None, "gbtree")
-            and p.get("device") in (None, "cpu") and p.get("early_stopping_rounds") is None
-            and p.get("callbacks") is None and not callable(p.get("objective")))
-
-
-def _fit(est, X: np.ndarray, y: np.ndarray, bins: SharedBins | None):
-    """A fitted clone of ``est`` on ``(X, y)``; an XGBoost candidate trains on ``bins`` when given."""
-    if bins is None or not _shares_bins(est):
-        return clone(est).fit(X, y)
-    import xgboost
-
-    booster = xgboost.train(est.get_xgb_params(), bins.matrix(y, est), est.get_num_boosting_rounds())
-    fitted = clone(est)
-    fitted.load_model(booster.save_raw())  # a fitted XGBClassifier, as its own fit leaves it
-    return fitted
+def _fit(est, X: np.ndarray, y: np.ndarray, bins: BinnedRows | None):
+    """A fitted clone of ``est`` on ``(X, y)``, binned with ``bins`` when it takes them."""
+    if bins is not None and has_fit_parameter(est, "bins"):
+        return clone(est).fit(X, y, bins=bins)
+    return clone(est).fit(X, y)

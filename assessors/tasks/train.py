@@ -18,7 +18,6 @@ from tqdm.auto import tqdm
 
 from assessors.core.evidence import Evidence
 from assessors.core.generic import GenericAssessor
-from assessors.core.specific import SharedBins
 from assessors.errors import ConfigError
 from assessors.metrics import evaluate
 from assessors.selection.base import RandomSelector
@@ -97,14 +96,12 @@ def fit_per_llm(cfg, prep: Prepared, method: str, X_ref: np.ndarray, ref_pos: np
     inst = {part: prep.results.instance_index(prep.inst[part]) for part in ("train", "val")}
     # built once: each describe() fits a classifier of its own (instantiating took ~60 ms of CPU per LLM)
     spec = instantiate(budgeted(cfg.specific, threads), n_jobs=threads)
-    # every LLM's XGBoost candidate bins the same prompts: sketched once (identical fits)
-    bins = SharedBins(prep.X["train"]) if method == "specific" else None
 
     def one(llm: str) -> np.ndarray:
         row = prep.results.success[prep.results.llm_index([llm])[0]]
         if method == "specific":
             state = spec.describe(Evidence(prep.X["train"], row[inst["train"]]),
-                                  Evidence(prep.X["val"], row[inst["val"]]), bins=bins)
+                                  Evidence(prep.X["val"], row[inst["val"]]))
         else:
             state = spec.describe(Evidence(X_ref, row[ref_pos]))
         return spec.predict_state(prep.X["test"], state)[0]

@@ -21,9 +21,7 @@ TINY = [
     "features=openai", "features.model=fake-embed", "features.dimensions=16", "features.batch_size=32",
     "features.show_progress=false", "features.base_url_env=EMBED_URL", "features.api_key_env=EMBED_KEY",
     "features.max_retries=0",
-    "classifier.param_grid.n_estimators=[30]", "classifier.param_grid.max_depth=[2,3]",
-    # two candidates in the paper_generic column, so that the fault "fit:2" lands in its second candidate fit
-    "paper_generic_classifier.param_grid.n_estimators=[30]", "paper_generic_classifier.param_grid.max_depth=[2,3]",
+    "classifier.param_grid.n_estimators=[30]", "paper_generic_classifier.param_grid.n_estimators=[30]", "classifier.param_grid.max_depth=[2,3]",
     "specific.classifiers.xgboost.param_grid.n_estimators=[20]",
     "selector.size=20", "llm_split.n_train=20", "llm_split.n_val=4", "llm_split.n_test=4",
     "compare.reference_only=false", "compare.random_selector=false", "compare.all_train_data=false",

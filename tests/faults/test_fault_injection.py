@@ -21,7 +21,7 @@ def _env(srv):
 
 @pytest.mark.parametrize("fault, shards_before_kill", [
     ("embed:3", 2),   # during the third shard: two shards finished
-    ("fit:2", 5),     # during the generic assessor's second candidate fit
+    ("fit:2", 5),     # during the second XGBoost fit (the paper column's is the first, then the specific column's)
     ("mlflow:2", 5),  # during the second artifact upload of the run's report
     ("model:1", 5),   # while the pyfunc model is being pickled
 ])
