@@ -78,9 +78,10 @@ class LatentAssessor(Assessor, BaseEstimator):
         prompt features alone.
     seed : int
     num_threads : int, optional
-        Torch threads while training and BLAS threads while predicting (None: the libraries'
-        settings). One by default: the steps are tiny and latency-bound, and two threads spinning
-        against each other made training several times slower on 2 busy cores.
+        Torch threads while training and BLAS threads while fitting and predicting (None: the
+        libraries' settings). One by default: the steps are tiny and latency-bound, and two threads
+        spinning against each other made training several times slower on 2 busy cores (and the
+        fit's PCA of the residual 10x the CPU time).
     progress : bool
         Log each epoch's validation score (the streaming fit: Lightning's progress bar).
 
@@ -148,6 +149,10 @@ class LatentAssessor(Assessor, BaseEstimator):
         """
         if self.monitor not in ("loss", "auc"):
             raise DataError(f"monitor must be 'loss' or 'auc', got {self.monitor!r}")
+        with self._threads():  # the fit's numpy work (profiles, early-stopping scores, PCA): small matrices
+            return self._fit(X, S, ref_index, validation)
+
+    def _fit(self, X, S, ref_index, validation) -> "LatentAssessor":
         X = np.asarray(X, dtype=np.float32)
         S = check_answers(S, "training success").astype(np.float32)
         ref_index = np.asarray(ref_index, dtype=int)
