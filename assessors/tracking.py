@@ -13,7 +13,6 @@ import logging
 import os
 import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -24,8 +23,6 @@ from assessors.tracking_store import (TAG_HOST, TAG_PID, end_stale_runs, ensure_
                                       pid_alive, process_tags, store_lock)
 
 log = logging.getLogger(__name__)
-
-_PREPARING: dict = {}  # store URI -> the process creating that store (MlflowTracker.prepare)
 
 
 def flatten_config(cfg: dict | list, prefix: str = "") -> dict[str, str]:
@@ -120,9 +117,6 @@ class RunLogger:
 
 class NullTracker:
     """Tracker that keeps everything in memory (``tracking=none``)."""
-
-    def prepare(self) -> None:
-        """Nothing to create ahead of :meth:`start_run`."""
 
     @contextlib.contextmanager
     def start_run(self, run_name: str, params: dict | None = None, tags: dict | None = None) -> Iterator[RunLogger]:
@@ -235,21 +229,6 @@ class MlflowTracker:
     def ui_command(self) -> str:
         return f"mlflow ui --backend-store-uri {self.uri}"
 
-    def prepare(self) -> None:
-        """Create and migrate a new embedded store in a background process, while this one imports and
-        loads: a new SQLite store runs MLflow's migrations (about 2.5 s of CPU on one core). The store
-        lock orders it with :meth:`start_run`, which does the work itself if it gets there first.
-        Nothing is started for a server or an existing store."""
-        if self.tracking_uri is not None or Path(self.db_path).exists() or self.uri in _PREPARING:
-            return
-        Path(self.db_path).parent.mkdir(parents=True, exist_ok=True)
-        root = str(Path(__file__).resolve().parent.parent)
-        code = ("import sys; sys.path.insert(0, sys.argv[1]); from assessors.tracking import MlflowTracker; "
-                "MlflowTracker(None, *sys.argv[2:])._setup()")
-        _PREPARING[self.uri] = subprocess.Popen(
-            [sys.executable, "-c", code, root, self.db_path, self.artifact_root, self.experiment],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "MLFLOW_CONFIGURE_LOGGING": "false"})
-
     def _setup(self):
         import mlflow
 
@@ -283,12 +262,7 @@ class MlflowTracker:
             run.set_tags({"git_commit": git_commit(), **(tags or {})})
             if params is not None:
                 run.log_params(flatten_config(params))
-            try:
-                yield run
-            finally:
-                preparing = _PREPARING.pop(self.uri, None)
-                if preparing is not None:  # long done: the store lock waited for it
-                    preparing.wait()
+            yield run
 
 
 @contextlib.contextmanager

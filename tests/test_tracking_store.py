@@ -77,31 +77,3 @@ def test_a_start_in_one_experiment_ends_dead_runs_of_another(tmp_path):
         pass
     assert client.get_run(dead).info.status == "KILLED"
     assert client.get_run(alive).info.status == "RUNNING"
-
-
-@pytest.mark.slow
-def test_a_store_prepared_in_the_background_serves_the_first_run(tmp_path):
-    """prepare() migrates a new store in another process; start_run, racing it, waits on the lock and reaps it."""
-    from assessors.tracking import _PREPARING
-
-    tracker = MlflowTracker(experiment="e", db_path=str(tmp_path / "out" / "m.db"), artifact_root=str(tmp_path / "a"))
-    tracker.prepare()
-    proc = _PREPARING[tracker.uri]
-    with tracker.start_run("first") as run:
-        run.log_metrics({"x": 1.0})
-    assert proc.returncode == 0 and tracker.uri not in _PREPARING
-    client = MlflowClient(tracking_uri=tracker.uri)
-    assert client.get_run(run.run_id).data.metrics == {"x": 1.0}
-    assert client.get_experiment_by_name("e") is not None
-
-
-def test_prepare_starts_nothing_for_an_existing_store_or_a_server(tmp_path):
-    from assessors.tracking import _PREPARING
-
-    (tmp_path / "m.db").write_bytes(b"")
-    existing = MlflowTracker(db_path=str(tmp_path / "m.db"), artifact_root=str(tmp_path / "a"))
-    server = MlflowTracker(tracking_uri="http://127.0.0.1:9", db_path=str(tmp_path / "new.db"))
-    existing.prepare()
-    server.prepare()
-    assert existing.uri not in _PREPARING and server.uri not in _PREPARING
-    assert not (tmp_path / "new.db").exists()

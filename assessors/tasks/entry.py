@@ -27,7 +27,7 @@ def run_task(cfg: DictConfig) -> float | None:
     """
     from assessors.reporting.console import set_verbose, show_project_info
     from assessors.secrets import protect_logging
-    from assessors.tasks.config import sweep_jobs, tracker_from_cfg
+    from assessors.tasks.config import sweep_jobs
     from assessors.tasks.wrapper import get_metric_value
     from assessors.threads import set_outer_jobs
 
@@ -42,8 +42,6 @@ def run_task(cfg: DictConfig) -> float | None:
     logging.captureWarnings(True)  # Python warnings of libraries: the log file, not the console
     protect_logging()  # HTTP clients quiet, URL credentials cut from every log line
     set_outer_jobs(sweep_jobs())  # a joblib sweep's jobs share the cores: each fit gets its share
-    if _hydra_mode() == "RUN":  # a new tracking store is migrated on the idle core while the task's modules import
-        tracker_from_cfg(cfg).prepare()
     try:
         task = instantiate(cfg.task)
         return get_metric_value(task(cfg), cfg.get("optimized_metric"))
