@@ -199,20 +199,16 @@ def background_pool(cfg):
     """One worker process for work that can start early (``cfg.background``, default on; None when off).
 
     The latent fit, the trust policy and the report run on one core; the OOD fallback's choice, started in
-    the worker, fills the other. The worker runs at a lower priority (nice +10): where it overlaps the
-    two-thread fits it takes what they leave rather than slowing them. Spawned, not forked: the parent's
-    OpenMP and torch thread pools do not survive a fork. Left without waiting for it (an error does not
-    wait for the worker's last fit).
+    the worker, fills the other. Spawned, not forked: the parent's OpenMP and torch thread pools do not
+    survive a fork. Left without waiting for it (an error does not wait for the worker's last fit).
     """
     if not cfg.get("background", True):
         yield None
         return
     import multiprocessing
-    import os
     from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=os.nice,
-                               initargs=(10,))
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
     try:
         yield pool
     finally:
