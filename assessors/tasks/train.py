@@ -7,7 +7,6 @@ its method (:func:`~assessors.tasks.wrapper.method_name`), as served (the headli
 """
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 
@@ -24,7 +23,7 @@ from assessors.metrics import evaluate
 from assessors.selection.base import RandomSelector
 from assessors.tasks.config import plain
 from assessors.tasks.prepare import Prepared, fit_assessor, fit_generic, prepare
-from assessors.tasks.train_trust import fit_trust_parts, start_ood_fallback
+from assessors.tasks.train_trust import fit_trust_parts
 from assessors.tasks.timing import stage
 from assessors.tasks.served import Served, serve_llms, served_table, serving_model
 from assessors.tasks.wrapper import PAPER, method_name, task_wrapper
@@ -143,7 +142,7 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
     from assessors.data.exclusion import excluded_summary
     from assessors.reporting.run_report import print_report, report_run
 
-    with thread_limits(fit_threads(threads=cfg.get("threads"))), background_pool(cfg) as pool:
+    with thread_limits(fit_threads(threads=cfg.get("threads"))):
         run.log_params({"threads.per_fit": fit_threads(threads=cfg.get("threads")),
                         "threads.per_llm_fit": fit_threads(cfg.get("llm_jobs", 1), cfg.get("threads"))})
         t_all = time.perf_counter()
@@ -160,9 +159,8 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
                            reference_size=cfg.selector.get("size"),
                            text_features=prep.featurizer.reads == "prompts")
         print(data_line(prep, cfg))
-        ood_fallback = start_ood_fallback(cfg, prep, pool) if pool is not None else None
         preds, fitted = predict_methods(cfg, prep)
-        fitted.update(fit_trust_parts(cfg, prep, fitted["generic"], fitted["reference_ids"], run, ood_fallback))
+        fitted.update(fit_trust_parts(cfg, prep, fitted["generic"], fitted["reference_ids"], run))
         method = method_name(cfg) or "generic"
         with stage(prep.timings, "serve_test_llms_s"):
             served = serve_test_llms(cfg, prep, fitted)
@@ -192,27 +190,6 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
             print(f"Next: score held-out prompts with this model (P(success) of each training LLM):\n  {command}")
             run.log_text(command + "\n", "predict_command.txt")
     return summary
-
-
-@contextlib.contextmanager
-def background_pool(cfg):
-    """One worker process for work that can start early (``cfg.background``, default on; None when off).
-
-    The latent fit, the trust policy and the report run on one core; the OOD fallback's choice, started in
-    the worker, fills the other. Spawned, not forked: the parent's OpenMP and torch thread pools do not
-    survive a fork. Left without waiting for it (an error does not wait for the worker's last fit).
-    """
-    if not cfg.get("background", True):
-        yield None
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-    try:
-        yield pool
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def served_name(method: str) -> str:

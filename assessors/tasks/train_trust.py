@@ -6,7 +6,6 @@ Everything here reads validation LLMs and training or validation prompts only, n
 from __future__ import annotations
 
 import logging
-import time
 
 import numpy as np
 from hydra.utils import instantiate
@@ -20,13 +19,11 @@ from assessors.threads import budgeted, fit_threads, thread_limits
 log = logging.getLogger(__name__)
 
 
-def fit_trust_parts(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None, ood_fallback=None) -> dict:
-    """``{trust_model, prompt_ood, trust_policy}``: what the model stores for its trust reports.
-    ``ood_fallback``: the OOD fallback's choice started early (:func:`start_ood_fallback`), if it was."""
+def fit_trust_parts(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None) -> dict:
+    """``{trust_model, prompt_ood, trust_policy}``: what the model stores for its trust reports."""
     out = {"trust_model": None,  # the retired expected-AUC regression: the trust report gives the band
            "prompt_ood": fit_prompt_ood(cfg, prep, assessor, run)}
-    out["trust_policy"] = fit_trust_policy(cfg, prep, assessor, ref_ids, run, prompt_ood=out["prompt_ood"],
-                                           ood_fallback=ood_fallback)
+    out["trust_policy"] = fit_trust_policy(cfg, prep, assessor, ref_ids, run, prompt_ood=out["prompt_ood"])
     return out
 
 
@@ -54,8 +51,7 @@ def fit_prompt_ood(cfg, prep: Prepared, assessor, run=None):
     return ood
 
 
-def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None, prompt_ood=None,
-                     ood_fallback=None) -> dict | None:
+def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None, prompt_ood=None) -> dict | None:
     """Choose the posterior trust report's thresholds and fallback on the validation LLMs.
 
     For an assessor with a posterior (``assessor=latent``): each validation LLM is described by its
@@ -65,8 +61,7 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
     or ``trust.validated_policy=null`` turns this off. Returns its ``record()`` (stored with the model,
     logged to ``run``), or None (no posterior, no validation LLMs, off): the model then keeps the stated
     defaults. ``prompt_ood`` (see :func:`fit_prompt_ood`) goes into the validation LLMs' reports as it will
-    into served ones. The reports are about the :func:`trust_part` prompts. ``ood_fallback``: see
-    :func:`with_ood_fallback`.
+    into served ones. The reports are about the :func:`trust_part` prompts.
     """
     from assessors.trust.posterior_eval import fit_validated, llm_outcomes
 
@@ -89,7 +84,7 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
             assessor, assessor.reference_features_, prep.results.matrix(prep.llms["val"], ref_ids), prep.X[part],
             prep.S("val", part), prep.llms["val"], prompt_ood=prompt_ood, seed=int(cfg.seed),
             training_answers=prep.results.matrix(prep.llms["train"], ref_ids)))
-    record = with_ood_fallback(cfg, prep, policy.record(), prompt_ood, run, ood_fallback)
+    record = with_ood_fallback(cfg, prep, policy.record(), prompt_ood, run)
     if run is not None:
         run.log_params({f"trust_policy.{k}": str(v) for k, v in record["options"].items()})
         run.set_tags({"trust_policy.source": record["source"]})
@@ -97,7 +92,7 @@ def fit_trust_policy(cfg, prep: Prepared, assessor, ref_ids: list[str], run=None
     return record
 
 
-def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None, ood_fallback=None) -> dict:
+def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -> dict:
     """``record`` (a validated policy's) with ``options.ood_fallback``: the fallback for target prompts unlike
     the training prompts, chosen on held-out groups of training prompts by ``cfg.trust.ood_fallback``
     (:class:`~assessors.trust.ood_fallback.OODFallbackValidation`; null: the stated default).
@@ -105,9 +100,9 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None, o
     ``record["ood_fallback"]`` says how it was chosen and each candidate's mean AUC; ``options.ood_auc_bands``
     and ``options.ood_accuracy_bands`` hold each candidate's AUC band and accuracy-error band on the held-out
     subtasks (what a report says of a fallback it applies to such prompts). A candidate the model cannot serve (``population`` without a population model) is
-    left out. ``ood_fallback`` (a future of :func:`start_ood_fallback`) holds the choice fitted in a
-    background process from the same inputs; None: it is fitted here.
+    left out.
     """
+    from assessors.trust.fallbacks import POPULATION_NAME
     from assessors.trust.posterior_policy import fitted_population
 
     node = (cfg.get("trust") or {}).get("ood_fallback")
@@ -117,15 +112,18 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None, o
         record["options"].update(ood_fallback="reference_only", ood_auc_bands=None, ood_accuracy_bands=None)
         record["ood_fallback"] = {"choice": "reference_only", "chosen_by": f"stated default ({why})"}
         return record
+    chooser = instantiate(node)
     # the unfitted population model (refitted per fold), when the signal holds a fitted one
     population = prompt_ood.population if fitted_population(prompt_ood) is not None else None
+    if population is None:
+        chooser.set_params(candidates=[c for c in chooser.candidates if c != POPULATION_NAME])
+    inst = prep.results.instances
+    groups = (inst.loc[prep.inst["train"], "subgroup"].fillna("<none>").astype(str).to_numpy()
+              if "subgroup" in inst.columns else np.zeros(len(prep.inst["train"]), dtype=str))
+    threads = fit_threads(threads=cfg.get("threads"))
     with stage(prep.timings, "trust_ood_fallback_fit_s"):
-        if ood_fallback is None:
-            chooser = fit_ood_chooser(*ood_chooser_inputs(cfg, prep, population))[0]
-        else:
-            chooser, wall, cpu = ood_fallback.result()
-            log.info("OOD fallback chosen in a background process: %s (%s; %.1f s, CPU %.1f s)",
-                     chooser.choice_, chooser.chosen_by_, wall, cpu)
+        chooser.fit(lambda: instantiate(budgeted(cfg.assessor, threads)), population, prep.X["train"],
+                    prep.S("train", "train"), prep.S("val", "train"), groups)
     rec = chooser.record()
     record["options"].update(ood_fallback=rec["choice"], ood_auc_bands=rec["auc_band"] or None,
                              ood_accuracy_bands=rec["accuracy_error_band"] or None)
@@ -134,55 +132,6 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None, o
         run.log_metrics({f"trust_ood_fallback.auc_{c}": v for c, v in rec["mean_auc"].items() if v is not None})
         run.log_dict(rec, "trust/ood_fallback.json")
     return record
-
-
-def ood_chooser_inputs(cfg, prep: Prepared, population) -> tuple:
-    """The arguments of :func:`fit_ood_chooser`: the unfitted chooser (``cfg.trust.ood_fallback``, without
-    the ``population`` candidate when ``population``, the unfitted population model, is None), the assessor's
-    config, the population model, the training prompts, the training and validation LLMs' success on them
-    and the prompts' groups (subtasks)."""
-    from assessors.trust.fallbacks import POPULATION_NAME
-
-    chooser = instantiate(cfg.trust.ood_fallback)
-    if population is None:
-        chooser.set_params(candidates=[c for c in chooser.candidates if c != POPULATION_NAME])
-    inst = prep.results.instances
-    groups = (inst.loc[prep.inst["train"], "subgroup"].fillna("<none>").astype(str).to_numpy()
-              if "subgroup" in inst.columns else np.zeros(len(prep.inst["train"]), dtype=str))
-    return (chooser, budgeted(cfg.assessor, fit_threads(threads=cfg.get("threads"))), population, prep.X["train"],
-            prep.S("train", "train"), prep.S("val", "train"), groups)
-
-
-def fit_ood_chooser(chooser, assessor_node: dict, population, X, S_train, S_val, groups) -> tuple:
-    """``(chooser fitted, wall s, CPU s)``: :meth:`OODFallbackValidation.fit` refitting the assessor of
-    ``assessor_node`` (a plain config) per fold. Plain arguments, so it runs in another process too."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    chooser.fit(lambda: instantiate(assessor_node), population, X, S_train, S_val, groups)
-    return chooser, time.perf_counter() - t0, time.process_time() - c0
-
-
-def start_ood_fallback(cfg, prep: Prepared, pool):
-    """Start the OOD fallback's choice in ``pool`` (a process pool) right after loading, or return None.
-
-    The choice reads the config, the training prompts and the training and validation LLMs' success only,
-    not the fitted assessor, so it runs on the core the single-threaded fits leave idle, with the inputs
-    :func:`with_ood_fallback` would give it (the same record). Started when the configured assessor has a
-    posterior (the policy is fitted for it) and the prompt-side signal and the fallback's choice are on;
-    an unused result is dropped.
-    """
-    from assessors.trust.prompt_ood import PromptOOD
-
-    tcfg = cfg.get("trust") or {}
-    if (tcfg.get("ood_fallback") is None or tcfg.get("prompt_ood") is None or not tcfg.get("fit_policy", True)
-            or tcfg.get("validated_policy") is None or not prep.llms["val"] or not len(prep.inst.get("val") or [])
-            or not _posterior_trust(instantiate(cfg.assessor))):
-        return None
-    signal = instantiate(tcfg.prompt_ood)
-    # the population model is fitted into the signal exactly when one is configured (PromptOOD.fit)
-    population = signal.population if isinstance(signal, PromptOOD) else None
-    chooser, *args = ood_chooser_inputs(cfg, prep, population)
-    chooser.set_params(progress=False)  # another process's bar would cut into this one's
-    return pool.submit(fit_ood_chooser, chooser, *args)
 
 
 def _posterior_trust(assessor) -> bool:
