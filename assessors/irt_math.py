@@ -24,10 +24,18 @@ from assessors.errors import DataError
 LOGIT_CLIP = 30.0
 
 
-def sigmoid(z):
+def sigmoid(z, out=None):
     """The logistic function ``1 / (1 + exp(-z))`` of an array of any shape, logits clipped to
-    ``[-LOGIT_CLIP, LOGIT_CLIP]`` (results in ``[9e-14, 1 - 9e-14]``)."""
-    return 1.0 / (1.0 + np.exp(-np.clip(z, -LOGIT_CLIP, LOGIT_CLIP)))
+    ``[-LOGIT_CLIP, LOGIT_CLIP]`` (results in ``[9e-14, 1 - 9e-14]``). ``out``: an array of ``z``'s shape
+    and dtype (``z`` itself allowed) to work in, the same numbers without temporaries (large blocks are
+    memory-bound: a third of the time)."""
+    if out is None:
+        return 1.0 / (1.0 + np.exp(-np.clip(z, -LOGIT_CLIP, LOGIT_CLIP)))
+    np.clip(z, -LOGIT_CLIP, LOGIT_CLIP, out=out)
+    np.negative(out, out=out)
+    np.exp(out, out=out)
+    np.add(1.0, out, out=out)
+    return np.divide(1.0, out, out=out)
 
 
 #: Probabilities are kept this far from 0 and 1 before their logit is taken (``|logit| <= 20.8``).

@@ -82,3 +82,11 @@ def test_sigmoid_is_clipped_and_symmetric():
     assert np.all((p > 0) & (p < 1)) and p[3] == 0.5
     np.testing.assert_allclose(p + sigmoid(-z), 1.0)
     np.testing.assert_allclose(sigmoid(np.array([2.0])), 1 / (1 + np.exp(-2.0)))
+
+
+def test_sigmoid_in_place_gives_the_same_numbers():
+    z = np.random.default_rng(0).normal(0, 20, (3, 4, 50)).astype(np.float32)
+    expected = sigmoid(z)
+    got = sigmoid(z, out=z)
+    assert got is z and got.dtype == np.float32
+    np.testing.assert_array_equal(got, expected)
