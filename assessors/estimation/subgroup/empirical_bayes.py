@@ -44,10 +44,11 @@ from assessors.estimation.subgroup.critical_value import cva_array
 from assessors.estimation.subgroup.moments import (eb_moments, factor_moments, fold_kurtosis, group_moments,
                                                    moment_units, unbiased_variance)
 from assessors.estimation.subgroup.regression import SyntheticRegression
+from assessors.estimation.subgroup.scope_choice import AUTO_SCOPES, n_variance_params, scope_score
 
 
 VARIANCES = ("add_one", "unbiased", "fixed_point")
-SCOPES = ("llm", "pooled", "group", "group_binomial", "factor", "factor_binomial")
+SCOPES = ("llm", "pooled", "group", "group_binomial", "factor", "factor_binomial", "auto")
 KURTOSES = ("unit", "fold")
 BINOMIAL_CLIP = 0.05  # keeps A > 0 where the prior is at 0 or 1 but the truth need not be
 
@@ -87,10 +88,12 @@ class EmpiricalBayes(SubgroupEstimator):
         which needs ``answers`` in :meth:`fit`).
     alpha : float
         Non-coverage level of the intervals.
-    scope : {"llm", "pooled", "group", "group_binomial", "factor", "factor_binomial"}
+    scope : {"llm", "pooled", "group", "group_binomial", "factor", "factor_binomial", "auto"}
         Estimate ``A`` and ``kappa`` per LLM within each fold, pooled over the LLMs of a fold, per
         subgroup pooled over LLMs, per subgroup times ``m(1-m)``, or ``A`` as an LLM factor times a
-        subgroup factor (times ``m(1-m)``) (:mod:`~assessors.estimation.subgroup.moments`).
+        subgroup factor (times ``m(1-m)``) (:mod:`~assessors.estimation.subgroup.moments`); ``auto``
+        picks ``llm`` or ``factor_binomial`` in each fit by the BIC of the observed residuals
+        (:mod:`~assessors.estimation.subgroup.scope_choice`).
     fs_correction : {"none", "pmt"}
         Floor of ``A``: 0 (the paper) or AKP's posterior-mean truncation.
     kappa : float or None
@@ -117,6 +120,10 @@ class EmpiricalBayes(SubgroupEstimator):
     group_scale_ : ndarray of shape (n_llms, n_groups)
         The factor of ``A`` besides the LLM's: ``c_g`` (``scope="factor"``), ``c_g m(1-m)``
         (``factor_binomial``); 1 for the other scopes.
+    scope_ : str
+        The scope used (``scope``, or the one ``auto`` picked).
+    scope_scores_ : dict of str -> float
+        Each scope's BIC-penalised log-likelihood of the residuals (the one scope unless ``auto``).
     """
 
     def __init__(self, regressor: SubgroupEstimator | None = None, alpha: float = 0.05, scope: str = "llm",
@@ -132,13 +139,13 @@ class EmpiricalBayes(SubgroupEstimator):
         self.clip_intervals = clip_intervals
         self.cache_dir = cache_dir
 
-    def _unit_moments(self, eps, s2_mom, s2, m, fold):
+    def _unit_moments(self, scope, eps, s2_mom, s2, m, fold):
         """``(A, A_floored, kappa)`` of each cell from its moment unit (the scopes but ``factor``);
         arrays of shape (n_llms, n_groups) like the inputs."""
         a, a_ci, kap = (np.empty_like(eps) for _ in range(3))
-        b = binomial_scale(m) if self.scope == "group_binomial" else np.ones_like(eps)  # A's scale per cell
-        for rows, cols in moment_units(self.scope, fold, eps.shape[0]):
-            if self.scope.startswith("group"):  # one (a_g, kappa) per subgroup, times each cell's b
+        b = binomial_scale(m) if scope == "group_binomial" else np.ones_like(eps)  # A's scale per cell
+        for rows, cols in moment_units(scope, fold, eps.shape[0]):
+            if scope.startswith("group"):  # one (a_g, kappa) per subgroup, times each cell's b
                 bc = b[:, cols]
                 a_u, a_f, k_u = group_moments(eps[:, cols] / np.sqrt(bc), s2_mom[:, cols] / bc, s2[:, cols] / bc,
                                               self.fs_correction)
@@ -148,6 +155,23 @@ class EmpiricalBayes(SubgroupEstimator):
                 a_u, a_f, k_u = eb_moments(e, v, self.fs_correction, s2[rows][:, cols].ravel())
             a[rows, cols], a_ci[rows, cols], kap[rows, cols] = a_u, a_f, k_u
         return a, a_ci, kap
+
+    def _scope_moments(self, scope, eps, s2_mom, s2, m, fold):
+        """``(A, A_floored, kappa, scale)`` of each cell under one (non-auto) scope; arrays of shape
+        (n_llms, n_groups)."""
+        if scope.startswith("factor"):
+            return factor_moments(eps, s2_mom, s2, fold, self.fs_correction,
+                                  binomial_scale(m) if scope == "factor_binomial" else None)
+        return (*self._unit_moments(scope, eps, s2_mom, s2, m, fold), np.ones_like(eps))
+
+    def _scored_variance(self, scope, a, eps, s2_mom, s2, m, fold):
+        """The ``A`` by which ``scope="auto"`` scores a scope, of shape (n_llms, n_groups): the
+        scope's own, but the factor scopes' with unshrunk factors, whose parameters the nominal
+        count of :func:`~assessors.estimation.subgroup.scope_choice.n_variance_params` describes."""
+        if not scope.startswith("factor"):
+            return a
+        return factor_moments(eps, s2_mom, s2, fold, self.fs_correction,
+                              binomial_scale(m) if scope == "factor_binomial" else None, shrink=False)[0]
 
     def _fit(self, successes, trials, group_features, assessor_mean, answers=None):
         if self.scope not in SCOPES:
@@ -167,11 +191,12 @@ class EmpiricalBayes(SubgroupEstimator):
         # moments need a variance whose mean is the cell's true noise; the add-one one overstates it near 0/1
         s2_mom = s2 if self.variance == "add_one" else unbiased_variance(successes, trials)
         eps = y - m
-        if self.scope.startswith("factor"):
-            a, a_ci, kap, scale = factor_moments(eps, s2_mom, s2, reg.fold_, self.fs_correction,
-                                                 binomial_scale(m) if self.scope == "factor_binomial" else None)
-        else:
-            (a, a_ci, kap), scale = self._unit_moments(eps, s2_mom, s2, m, reg.fold_), np.ones_like(y)
+        scopes = AUTO_SCOPES if self.scope == "auto" else (self.scope,)
+        fits = {sc: self._scope_moments(sc, eps, s2_mom, s2, m, reg.fold_) for sc in scopes}
+        self.scope_scores_ = {sc: scope_score(eps, s2, self._scored_variance(sc, fits[sc][0], eps, s2_mom, s2, m, reg.fold_),
+                                              n_variance_params(sc, y.shape[0], reg.fold_)) for sc in scopes}
+        self.scope_ = max(scopes, key=lambda sc: self.scope_scores_[sc])  # the first on a tie
+        a, a_ci, kap, scale = fits[self.scope_]
         if self.kappa is not None:
             kap = np.full_like(y, self.kappa)
         elif self.kurtosis == "fold":

@@ -125,13 +125,14 @@ def repeat_estimates(success: np.ndarray, codes: np.ndarray, n_g: np.ndarray, tr
     Returns
     -------
     dict with ``err`` {dt, sr, eb: (repeats, n_llms, G) squared errors}, ``cover`` and ``width``
-    {dt, eb: lists of (n_llms, G)} and ``first`` (DT and EB estimate/lower/upper of repeat 0).
+    {dt, eb: lists of (n_llms, G)}, ``first`` (DT and EB estimate/lower/upper of repeat 0) and
+    ``scope`` (EB's ``scope_`` per repeat, None for an estimator without one).
     """
     rng = rng if rng is not None else np.random.default_rng(0)
     err = {m: [] for m in ("dt", "sr", "eb")}
     cover = {m: [] for m in ("dt", "eb")}
     width = {m: [] for m in ("dt", "eb")}
-    first = None
+    first, scopes = None, []
     for rep in tqdm(range(repeats), desc="subgroup repeats", disable=not progress):
         idx = draw_sample(codes, n_g, rng)
         k = np.stack([success[:, i].sum(1) for i in idx], axis=1)
@@ -148,9 +149,11 @@ def repeat_estimates(success: np.ndarray, codes: np.ndarray, n_g: np.ndarray, tr
         for m, e in (("dt", dt), ("eb", fitted)):
             cover[m].append((e.lower_ <= truth) & (truth <= e.upper_))
             width[m].append(e.upper_ - e.lower_)
+        scopes.append(getattr(fitted, "scope_", None))
         if first is None:
             first = (dt.estimate_, dt.lower_, dt.upper_), (fitted.estimate_, fitted.lower_, fitted.upper_)
-    return {"err": {m: np.stack(v) for m, v in err.items()}, "cover": cover, "width": width, "first": first}
+    return {"err": {m: np.stack(v) for m, v in err.items()}, "cover": cover, "width": width, "first": first,
+            "scope": scopes}
 
 
 def _mean_or_nan(e: np.ndarray, cols: np.ndarray) -> float:
@@ -169,6 +172,8 @@ def summary_metrics(out: dict, n_g: np.ndarray, small: np.ndarray, repeats: int,
     for m in ("dt", "eb"):
         metrics[f"coverage_{m}"] = float(np.mean(out["cover"][m]))
         metrics[f"width_{m}"] = float(np.mean(out["width"][m]))
+    for scope in sorted({s for s in out.get("scope", []) if s is not None}):  # what scope="auto" chose
+        metrics[f"scope_share_{scope}"] = float(np.mean([s == scope for s in out["scope"]]))
     metrics["mse_ratio_eb_dt"] = metrics["mse_eb"] / metrics["mse_dt"]
     metrics["mse_ratio_eb_sr"] = metrics["mse_eb"] / metrics["mse_sr"]
     metrics["mse_ratio_sr_dt"] = metrics["mse_sr"] / metrics["mse_dt"]

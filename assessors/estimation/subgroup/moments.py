@@ -203,7 +203,7 @@ def unbiased_variance(successes: np.ndarray, trials: np.ndarray) -> np.ndarray:
 
 
 def factor_moments(eps: np.ndarray, s2: np.ndarray, s2_floor: np.ndarray, fold: np.ndarray,
-                   fs_correction: str = "none", cell_scale: np.ndarray | None = None):
+                   fs_correction: str = "none", cell_scale: np.ndarray | None = None, shrink: bool = True):
     """``A = a_l c_g b_lg`` per cell: an LLM factor per fold times a subgroup factor (see the module
     docstring), times a known scale ``b`` of each cell.
 
@@ -215,6 +215,9 @@ def factor_moments(eps: np.ndarray, s2: np.ndarray, s2_floor: np.ndarray, fold: 
     fs_correction : {"none", "pmt"}
     cell_scale : ndarray of shape (n_llms, n_groups), optional
         ``b``, e.g. the prior's binomial variance ``m(1-m)`` (``scope="factor_binomial"``); None: 1.
+    shrink : bool
+        Shrink the factors towards the fold's pool (the estimator); False keeps each factor's own
+        moment, the fit whose parameters ``scope="auto"`` counts one by one.
 
     Returns
     -------
@@ -233,10 +236,12 @@ def factor_moments(eps: np.ndarray, s2: np.ndarray, s2_floor: np.ndarray, fold: 
         cols = fold == f
         pool = float(d2[:, cols].mean())
         if pool > 0:
-            scale[cols] = np.maximum(shrink_to_pool(d2[:, cols], common=True) / pool, SCALE_FLOOR)
+            c_raw = shrink_to_pool(d2[:, cols], common=True) if shrink else d2[:, cols].mean(0)
+            scale[cols] = np.maximum(c_raw / pool, SCALE_FLOOR)
         c = scale[cols]
         # an LLM's 3 to 14 cells in a fold leave its factor noisy: shrink it towards the fold's, as c_g
-        a_llm = shrink_to_pool((d2[:, cols] / c.mean()).T, common=True)
+        d_llm = (d2[:, cols] / c.mean()).T
+        a_llm = shrink_to_pool(d_llm, common=True) if shrink else d_llm.mean(0)
         v = (s2_floor[:, cols] / c).ravel()  # the floors of a pooled estimate: it draws on the whole fold
         for i in range(eps.shape[0]):
             out = floored_moments(float(a_llm[i]), float(d4[i, cols].sum() / (c ** 2).sum()), v, fs_correction)
