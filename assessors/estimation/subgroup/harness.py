@@ -213,6 +213,9 @@ def report(metrics: dict, name: str, reference=None) -> str:
         wid = metrics.get(f"width_{m}", float("nan"))
         lines.append(f"| {m.upper()} | {metrics[f'mse_{m}']:.5f} | {metrics[f'mse_{m}_small']:.5f} | "
                      f"{metrics[f'mse_{m}_large']:.5f} | {cov:.3f} | {wid:.4f} |")
+    shares = {k[len("scope_share_"):]: v for k, v in metrics.items() if k.startswith("scope_share_")}
+    if shares:  # which scope EB used (scope="auto" chooses one per repeat)
+        lines += ["", "EB's scope per repeat: " + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()) + "."]
     if reference:
         cols = list(dict.fromkeys(c for row in reference.values() for c in row))
         lines += ["", "| quantity | ours | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]

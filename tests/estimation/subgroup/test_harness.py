@@ -55,6 +55,7 @@ def test_harness_reports_metrics_plot_and_table(tmp_path):
             "reference": {"coverage_eb": {"target": ">= 0.90"}},
             "direct": {"_target_": "assessors.estimation.subgroup.direct.DirectEstimator"},
             "eb": {"_target_": "assessors.estimation.subgroup.empirical_bayes.EmpiricalBayes", "kappa": float("inf"),
+                   "scope": "auto",
                    "regressor": {"_target_": "assessors.estimation.subgroup.regression.SyntheticRegression",
                                  "n_components": 3, "xgb_params": {"n_estimators": 20}}},
         },
@@ -69,6 +70,9 @@ def test_harness_reports_metrics_plot_and_table(tmp_path):
     assert len(run.artifacts["tables/subgroup_metrics.csv"]) == 12
     assert "| EB |" in run.artifacts["report.md"]
     assert f"| coverage_eb | {m['coverage_eb']:.3f} | >= 0.90 |" in run.artifacts["report.md"]  # configured reference
+    shares = {k: v for k, v in m.items() if k.startswith("scope_share_")}  # what scope="auto" picked per repeat
+    assert set(shares) <= {"scope_share_llm", "scope_share_factor_binomial"} and sum(shares.values()) == pytest.approx(1)
+    assert "EB's scope per repeat: " in run.artifacts["report.md"]
 
 
 @pytest.mark.slow
