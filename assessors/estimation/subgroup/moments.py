@@ -40,7 +40,9 @@ prior variance ``a_l``. The PMT floors are the fold's (the factors draw on all i
 fold kurtosis is that of the rescaled cells (:func:`fold_kurtosis` with ``scale``).
 ``scope="factor_binomial"`` also multiplies ``A`` by each cell's ``m(1-m)``, as ``group_binomial``.
 The shared share over-shrinks LLM factors that truly differ: on BBH+MuSR (13-14 cells per LLM and
-fold) the factor scopes cover less than ``llm`` (docs/results.md), so they are options.
+fold) the factor scopes cover less than ``llm`` (docs/results.md). ``scope="auto"``
+(:mod:`~assessors.estimation.subgroup.scope_choice`) uses ``factor_binomial`` only where the observed
+residuals back its subgroup factors beyond their BIC penalty.
 """
 from __future__ import annotations
 
