@@ -57,7 +57,7 @@ def test_prior_never_sees_the_labels_it_corrects():
     assert not np.allclose(again.estimate_[0, other], prior.estimate_[0, other])  # the other fold does see it
 
 
-@pytest.mark.parametrize("scope, kurtosis", [("llm", "unit"), ("llm", "fold"),
+@pytest.mark.parametrize("scope, kurtosis", [("llm", "unit"), ("llm", "fold"), ("auto", "fold"),
                                              pytest.param("group", "unit", marks=pytest.mark.slow)])
 def test_eb_with_latent_prior_is_unbiased_and_covers_in_simulation(scope, kurtosis):
     # Truth = each cell's full-data accuracy, as in the harness; 20 draws of 10 items per subgroup.
@@ -68,7 +68,7 @@ def test_eb_with_latent_prior_is_unbiased_and_covers_in_simulation(scope, kurtos
     for rep in range(20):
         k, n, sample = sample_counts(success, codes, 10, rng)
         eb = EmpiricalBayes(regressor=fast_prior(random_state=rep), scope=scope, kurtosis=kurtosis,
-                            variance="fixed_point" if kurtosis == "fold" else "add_one").fit(  # fold: the preset's
+                            variance="fixed_point" if kurtosis == "fold" else "add_one").fit(  # auto, fold: the preset's
             k, n, answers=ItemAnswers(sample, codes, success))
         dt = DirectEstimator().fit(k, n)
         errs.append((eb.estimate_ - truth).mean())
