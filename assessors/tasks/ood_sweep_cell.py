@@ -7,7 +7,7 @@ calibration sets are nested (the first ``k`` of one seeded permutation) and ever
 the same prompts, the held-out prompts outside the largest set, so that AUC against ``k`` is a curve.
 Methods given the calibration answers:
 
-* ``latent``: :class:`~assessors.core.task_calibration.TaskCalibration` on the ``k`` prompts (``k = 0``:
+* ``latent``: :class:`~assessors.task_calibration.calibration.TaskCalibration` on the ``k`` prompts (``k = 0``:
   the model as trained);
 * ``all_train_data``: the "all train data" baseline refitted with the ``k`` prompts appended (the
   classifier its grid chose at ``k = 0`` on the validation LLMs, refitted alone);

@@ -35,7 +35,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.core.posterior import check_answers, laplace_posterior
-from assessors.core.task_calibration_profiles import TaskProfiles, with_calibration
+from assessors.task_calibration.profiles import TaskProfiles, with_calibration
 from assessors.core.task_clusters import ClusteredCorrection, fit_offsets, nearest
 from assessors.core.task_correction import NetworkSpace, TaskCorrection, covariance, fit_coordinate
 from assessors.data.names import check_unique

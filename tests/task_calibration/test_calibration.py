@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from assessors.core.task_calibration import TaskCalibration
+from assessors.task_calibration.calibration import TaskCalibration
 from assessors.errors import DataError
 from assessors.irt_math import sigmoid
 from assessors.metrics import per_llm_auc

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from assessors.core.task_calibration import TaskCalibration
+from assessors.task_calibration.calibration import TaskCalibration
 from assessors.core.task_clusters import nearest
-from tests.core.test_task_calibration import answers, rmse
+from tests.task_calibration.test_calibration import answers, rmse
 from tests.latent_sim import fit_simulated
 
 GRID = (1, 2, 3, 5)
