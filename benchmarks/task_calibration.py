@@ -63,8 +63,8 @@ def budget_cells(model, X_te, S_known, S_test, R_test, budgets, seed: int, draws
     """Calibrated AUC at budgets ``(k prompts, m known LLMs)``: prompts and LLMs chosen by information
     (:mod:`assessors.onboarding.task_design`) against random choices (mean of ``draws``), each scored on
     the held-out task's prompts that were not chosen."""
-    from assessors.task_calibration.calibration import TaskCalibration
     from assessors.onboarding.task_design import choose_llms, choose_prompts
+    from assessors.task_calibration.calibration import TaskCalibration
 
     theta = model.training_abilities()[0]
 

@@ -78,8 +78,8 @@ def main() -> None:
     from hydra.utils import instantiate
 
     from assessors.core.pyfunc import AssessorModel
-    from assessors.task_calibration.calibration import TaskCalibration
     from assessors.onboarding.task_onboarding import calibrate_and_log
+    from assessors.task_calibration.calibration import TaskCalibration
     from assessors.tracking import MlflowTracker
 
     cfg, prep, ref_ids, model, fit_s, task, X, Y, rows = calibration_task(a)

@@ -1,4 +1,5 @@
-"""The neighbour profiles of a latent model adapted to a new task (:class:`~assessors.task_calibration.calibration.TaskCalibration`).
+"""The neighbour profiles of a latent model adapted to a new task
+(:class:`~assessors.task_calibration.calibration.TaskCalibration`).
 
 A task's calibration answers join the neighbour profiles (:mod:`assessors.core.item_profiles`) of the task's
 prompts only: every other prompt, the reference set's among them, keeps its training profile. Adapted models
