@@ -27,7 +27,7 @@ from task_calibration_speed import arguments, calibration_task  # noqa: E402
 def main() -> None:
     a = arguments(__doc__, k=100, serve=18)
     from assessors.core.evidence import Evidence
-    from assessors.core.task_calibration import TaskCalibration
+    from assessors.task_calibration.calibration import TaskCalibration
 
     _, prep, ref_ids, model, _, _, X, Y, rows = calibration_task(a)
     calibrated = TaskCalibration(model).fit(X, Y, rows).model_

@@ -6,7 +6,7 @@ real answers); the test LLMs enter as always, by their reference answers on the 
 method is scored by the mean per-LLM AUC over the test LLMs on the *remaining* held-out prompts.
 
 * ``k0``: the latent model as trained (no calibration);
-* ``calibrated``: :class:`~assessors.core.task_calibration.TaskCalibration` on the ``k`` prompts;
+* ``calibrated``: :class:`~assessors.task_calibration.calibration.TaskCalibration` on the ``k`` prompts;
   ``profiles_only`` / ``correction_only``: its two steps alone;
 * ``appended``: the latent model refitted with the ``k`` prompts and answers appended to its training set;
 * ``all_train_data_appended``: the "all train data" baseline fitted the same way; ``reference_only``
@@ -63,8 +63,8 @@ def budget_cells(model, X_te, S_known, S_test, R_test, budgets, seed: int, draws
     """Calibrated AUC at budgets ``(k prompts, m known LLMs)``: prompts and LLMs chosen by information
     (:mod:`assessors.onboarding.task_design`) against random choices (mean of ``draws``), each scored on
     the held-out task's prompts that were not chosen."""
-    from assessors.core.task_calibration import TaskCalibration
     from assessors.onboarding.task_design import choose_llms, choose_prompts
+    from assessors.task_calibration.calibration import TaskCalibration
 
     theta = model.training_abilities()[0]
 
@@ -94,7 +94,7 @@ def run_cell(split: str, seed: int, ks: list[int], overrides: list[str], specifi
              budgets=()) -> dict:
     from hydra.utils import instantiate
 
-    from assessors.core.task_calibration import TaskCalibration
+    from assessors.task_calibration.calibration import TaskCalibration
     from assessors.tasks.prepare import fit_selector, prepare
     from assessors.tasks.ood_sweep_cell import band_coverage, fit_all_train_data
     from assessors.tasks.train import fit_per_llm
@@ -188,7 +188,7 @@ def shared_rankers(X, S_known, S_test, sub, cal, scored) -> dict:
 def compare_methods(split: str, seed: int, ks: list[int], overrides: list[str]) -> dict:
     """Every method of :data:`METHODS` at each budget ``k`` on one fit of the latent model: mean AUC of
     the validation and of the test LLMs on the scored prompts, test band coverage, calibration wall time."""
-    from assessors.core.task_calibration import TaskCalibration
+    from assessors.task_calibration.calibration import TaskCalibration
     from assessors.tasks.ood_sweep_cell import band_coverage
     from assessors.tasks.prepare import fit_generic, prepare
 

@@ -3,7 +3,7 @@
 In-process as ``python train.py assessor=latent split=<split>`` (the default latent model, 3 members),
 then with the real answers of 20 random training LLMs on 30 random held-out prompts:
 
-* ``calibrate_s``: :class:`~assessors.core.task_calibration.TaskCalibration` on 500 held-out prompts
+* ``calibrate_s``: :class:`~assessors.task_calibration.calibration.TaskCalibration` on 500 held-out prompts
   (features given: what the goal of at most 10 s is about), ``--repeats`` times;
 * ``end_to_end_s``: what ``predict.py mode=calibrate_task`` and ``POST /v1/tasks/calibrate`` do after
   their checks: the prompts embedded by the model's featurizer without its disk cache (``embed_s``),
@@ -78,8 +78,8 @@ def main() -> None:
     from hydra.utils import instantiate
 
     from assessors.core.pyfunc import AssessorModel
-    from assessors.core.task_calibration import TaskCalibration
     from assessors.onboarding.task_onboarding import calibrate_and_log
+    from assessors.task_calibration.calibration import TaskCalibration
     from assessors.tracking import MlflowTracker
 
     cfg, prep, ref_ids, model, fit_s, task, X, Y, rows = calibration_task(a)

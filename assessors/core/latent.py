@@ -274,7 +274,7 @@ class LatentAssessor(Assessor, BaseEstimator):
     def _computed_params(self, X) -> list[tuple[np.ndarray, np.ndarray]]:
         inputs = self._inputs(X)
         params = [item_parameters(m["weights"], inputs) for m in self.members_]
-        # a model adapted to a new task (assessors.core.task_calibration) corrects that task's prompts
+        # a model adapted to a new task (assessors.task_calibration.calibration) corrects that task's prompts
         correction = getattr(self, "item_correction_", None)
         params = params if correction is None else correction(X, params)
         for a, b in params:  # later callers share them

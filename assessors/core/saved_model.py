@@ -6,10 +6,11 @@ posterior it may ship is turned into one state per LLM, and what it lacks is lis
 (:func:`missing_parts`) that loading logs. A model that cannot be unpickled at all (a class it names
 no longer exists) is a :class:`~assessors.errors.ConfigError` naming its format and how to retrain
 (:func:`unloadable_model_error`). A part whose class was retired (:data:`RETIRED_CLASSES`) loads as a
-:class:`RetiredPart` and is not used.
+:class:`RetiredPart` and is not used; a class that moved (:data:`MOVED_MODULES`) loads from its new module.
 """
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 import types
@@ -41,12 +42,24 @@ class RetiredPart:
     pickled attributes, never used (the model's note says what it lacks)."""
 
 
+#: Modules whose classes older models pickled and that moved: old module -> the module that has them now.
+#: Named, not imported: the new module may be in a higher layer, and only unpickling such a model needs it.
+MOVED_MODULES = {
+    "assessors.core.task_calibration_profiles": "assessors.task_calibration.profiles",  # TaskProfiles
+    "assessors.core.task_calibration": "assessors.task_calibration.profiles",  # TaskProfiles, before that
+}
+
+
 def _register_retired() -> None:
-    """Make every retired class importable under its old name, as :class:`RetiredPart` (pickle finds a
-    class by its module and name)."""
+    """Make every retired class importable under its old name, as :class:`RetiredPart`, and every moved
+    class under its old module (pickle finds a class by its module and name)."""
     for module, names in RETIRED_CLASSES.items():
         stand_in = types.ModuleType(module, "Classes older saved models name; they load as RetiredPart.")
         stand_in.__dict__.update(dict.fromkeys(names, RetiredPart))
+        sys.modules.setdefault(module, stand_in)
+    for module, moved_to in MOVED_MODULES.items():
+        stand_in = types.ModuleType(module, f"Moved to {moved_to}; older saved models name it.")
+        stand_in.__getattr__ = lambda name, to=moved_to: getattr(importlib.import_module(to), name)
         sys.modules.setdefault(module, stand_in)
 
 

@@ -2,7 +2,7 @@
 
 A latent model's item network predicts a new task's item parameters ``beta(x) = [a(x), b(x)]`` from
 the prompt alone; calibration answers of known LLMs on some of the task's prompts correct them
-(:class:`~assessors.core.task_calibration.TaskCalibration`). Each of the ``D + 1`` coordinates of the
+(:class:`~assessors.task_calibration.calibration.TaskCalibration`). Each of the ``D + 1`` coordinates of the
 correction ``delta(x) = beta(x) - beta_net(x)`` has a Gaussian-process prior
 
     delta(x) = c + g(x) + e(x),   c ~ N(0, s_c^2),  g ~ GP(0, s_g^2 exp((cos(x, x') - 1) / l)),

@@ -1,7 +1,7 @@
 """Which prompts of a new task, and which known LLMs, to ask for calibration answers.
 
 A budget of ``k`` prompts x ``m`` known LLMs buys calibration answers for
-:class:`~assessors.core.task_calibration.TaskCalibration`. Two choices, each by the information it
+:class:`~assessors.task_calibration.calibration.TaskCalibration`. Two choices, each by the information it
 adds about the task's item parameters:
 
 * **prompts**: the correction of the item parameters is a Gaussian process over the prompts'

@@ -3,7 +3,7 @@
 Shared by ``predict.py mode=calibrate_task`` (answers from a CSV) and ``POST /v1/tasks/calibrate``
 (answers in JSON): both give the task's prompts ``(instance_id, prompt)`` and the calibration answers
 as a long table ``(llm, instance_id, success)``. Here they are checked (each refusal names the
-offending rows and the fix), turned into the matrix :class:`~assessors.core.task_calibration.TaskCalibration`
+offending rows and the fix), turned into the matrix :class:`~assessors.task_calibration.calibration.TaskCalibration`
 takes, calibrated against the known LLMs' abilities, and the adapted model is logged as a new MLflow
 pyfunc model (optionally the next version of a registered model).
 
@@ -112,12 +112,12 @@ def calibrate_model(model, X: np.ndarray, llm_rows: list[int], Y: np.ndarray, mi
     task's prompt features ``X`` (n, d) and the answers ``Y`` (k, n) of its known LLMs ``llm_rows`` (k,).
 
     ``calibration``: ``assessor, min_answers=... -> TaskCalibration`` (``conf/task_calibration/``'s
-    partial, built by the task layer); None: :class:`~assessors.core.task_calibration.TaskCalibration`'s
+    partial, built by the task layer); None: :class:`~assessors.task_calibration.calibration.TaskCalibration`'s
     defaults. The known LLMs' abilities are their posterior from all their training answers when the
     model ships it (``known_states``), else their training abilities. Returns the fitted calibration.
     """
     if calibration is None:
-        from assessors.core.task_calibration import TaskCalibration as calibration
+        from assessors.task_calibration.calibration import TaskCalibration as calibration
 
     known = getattr(model, "known_states", None)
     theta = None if known is None else np.concatenate([known[i].theta for i in llm_rows], 1)

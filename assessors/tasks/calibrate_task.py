@@ -4,7 +4,7 @@ Input (``calibrate_task:`` in ``conf/predict.yaml``): the new task's prompt file
 prompt of the task, calibrated or not) and the calibration answers (``answers``: a CSV ``llm,
 instance_id, success`` with graded answers of LLMs the model was trained on, 0/1 or empty). The
 model's item parameters on the task's prompts are calibrated against those LLMs' abilities
-(:class:`~assessors.core.task_calibration.TaskCalibration`) and the adapted model is logged to MLflow
+(:class:`~assessors.task_calibration.calibration.TaskCalibration`) and the adapted model is logged to MLflow
 as a new pyfunc model (``register_as``: also a new version of that registered model). Output: the
 JSON summary (model URI, version, per-status counts) and, as run artifacts, each prompt's status.
 The checks, the calibration and the logging are :mod:`assessors.onboarding.task_onboarding`'s (shared

@@ -7,7 +7,7 @@ calibration sets are nested (the first ``k`` of one seeded permutation) and ever
 the same prompts, the held-out prompts outside the largest set, so that AUC against ``k`` is a curve.
 Methods given the calibration answers:
 
-* ``latent``: :class:`~assessors.core.task_calibration.TaskCalibration` on the ``k`` prompts (``k = 0``:
+* ``latent``: :class:`~assessors.task_calibration.calibration.TaskCalibration` on the ``k`` prompts (``k = 0``:
   the model as trained);
 * ``all_train_data``: the "all train data" baseline refitted with the ``k`` prompts appended (the
   classifier its grid chose at ``k = 0`` on the validation LLMs, refitted alone);
@@ -27,6 +27,7 @@ scored prompts except to score.
 from __future__ import annotations
 
 import logging
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -51,19 +52,18 @@ COLUMNS = ["method", "k", "group", "auc", "ece", "band", "n_llms", "n_prompts", 
 SERVED = "served"
 
 
-#: The data the process loaded last, by its config: a Dask worker runs several cells in turn and a
-#: leave-one-LLM-out cell one fold per LLM, most on the same data, and loading it is ~10 s each time.
-_LOADED: dict[str, object] = {}
-
-
 def load_data(cfg):
     """``cfg.data`` built (a :class:`~assessors.data.results.Results`), or the same data this process
     loaded last; :func:`~assessors.tasks.prepare.prepare` only reads it."""
-    key = OmegaConf.to_yaml(cfg.data, resolve=True)
-    if key not in _LOADED:
-        _LOADED.clear()  # one data set at a time: the cells run preset by preset
-        _LOADED[key] = instantiate(cfg.data)
-    return _LOADED[key]
+    return _built_data(OmegaConf.to_yaml(cfg.data, resolve=True))
+
+
+# a Dask worker runs several cells in turn and a leave-one-LLM-out cell one fold per LLM, most on the same
+# data, and loading it is ~10 s each time; one data set at a time: the cells run preset by preset
+@lru_cache(maxsize=1)
+def _built_data(data_yaml: str):
+    """The data config ``data_yaml`` (resolved YAML, the cache key) built."""
+    return instantiate(OmegaConf.create(data_yaml))
 
 
 def loaded(cfg, times: dict):

@@ -7,7 +7,7 @@ import inspect
 import numpy as np
 import pytest
 
-from assessors.core.task_calibration import TaskCalibration
+from assessors.task_calibration.calibration import TaskCalibration
 from assessors.tasks.calibrate_task import task_calibration
 from tests.latent_sim import fit_simulated
 

@@ -35,13 +35,13 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.core.posterior import check_answers, laplace_posterior
-from assessors.core.task_calibration_profiles import TaskProfiles, with_calibration
 from assessors.core.task_clusters import ClusteredCorrection, fit_offsets, nearest
 from assessors.core.task_correction import NetworkSpace, TaskCorrection, covariance, fit_coordinate
 from assessors.data.names import check_unique
 from assessors.errors import DataError
 from assessors.features.base import unit_rows
 from assessors.irt_math import sigmoid
+from assessors.task_calibration.profiles import TaskProfiles, with_calibration
 
 #: Per-prompt status: its own answers corrected it; only the task's other prompts did (no answers, or
 #: fewer than ``min_answers``); nothing did (no prompt of the task has enough answers).

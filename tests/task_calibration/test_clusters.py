@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from assessors.core.task_calibration import TaskCalibration
 from assessors.core.task_clusters import nearest
-from tests.core.test_task_calibration import answers, rmse
+from assessors.task_calibration.calibration import TaskCalibration
 from tests.latent_sim import fit_simulated
+from tests.task_calibration.test_calibration import answers, rmse
 
 GRID = (1, 2, 3, 5)
 

@@ -1,8 +1,10 @@
-"""The neighbour profiles of a latent model adapted to a new task (:class:`~assessors.core.task_calibration.TaskCalibration`).
+"""The neighbour profiles of a latent model adapted to a new task
+(:class:`~assessors.task_calibration.calibration.TaskCalibration`).
 
 A task's calibration answers join the neighbour profiles (:mod:`assessors.core.item_profiles`) of the task's
-prompts only: every other prompt, the reference set's among them, keeps its training profile. (:mod:`assessors.core.task_calibration` imports :class:`TaskProfiles`, so
-adapted models pickled when the class lived there still load.)
+prompts only: every other prompt, the reference set's among them, keeps its training profile. Adapted models
+pickled when :class:`TaskProfiles` lived in ``assessors.core`` still load
+(:data:`assessors.core.saved_model.MOVED_MODULES`).
 """
 from __future__ import annotations
 
