@@ -42,11 +42,10 @@ class RetiredPart:
     pickled attributes, never used (the model's note says what it lacks)."""
 
 
-#: Modules whose classes older models pickled and that moved: old module -> the module that has them now.
-#: Named, not imported: the new module may be in a higher layer, and only unpickling such a model needs it.
+#: Modules whose classes older models pickled and that moved: old module -> the core module that has them
+#: now (imported only when such a model is unpickled).
 MOVED_MODULES = {
-    "assessors.core.task_calibration_profiles": "assessors.task_calibration.profiles",  # TaskProfiles
-    "assessors.core.task_calibration": "assessors.task_calibration.profiles",  # TaskProfiles, before that
+    "assessors.core.task_calibration": "assessors.core.task_calibration_profiles",  # TaskProfiles
 }
 
 

@@ -41,7 +41,7 @@ from assessors.data.names import check_unique
 from assessors.errors import DataError
 from assessors.features.base import unit_rows
 from assessors.irt_math import sigmoid
-from assessors.task_calibration.profiles import TaskProfiles, with_calibration
+from assessors.core.task_calibration_profiles import TaskProfiles, with_calibration
 
 #: Per-prompt status: its own answers corrected it; only the task's other prompts did (no answers, or
 #: fewer than ``min_answers``); nothing did (no prompt of the task has enough answers).

@@ -1,5 +1,5 @@
 """Adapted models saved when task calibration lived in ``assessors.core`` still load and predict the same:
-their pickles name ``TaskProfiles`` under its old modules (:data:`assessors.core.saved_model.MOVED_MODULES`)."""
+their pickles may name ``TaskProfiles`` under its old module (:data:`assessors.core.saved_model.MOVED_MODULES`)."""
 from __future__ import annotations
 
 import pickle
@@ -11,7 +11,7 @@ import pytest
 from assessors.core.pyfunc import AssessorModel
 from assessors.core.saved_model import MOVED_MODULES
 from assessors.task_calibration.calibration import TaskCalibration
-from assessors.task_calibration.profiles import TaskProfiles
+from assessors.core.task_calibration_profiles import TaskProfiles
 
 TRAIN, TASK = "bbh_navigate", "bbh_web_of_lies"
 
@@ -43,8 +43,8 @@ def adapted(data_dir):
     return model, pd.DataFrame({"prompt": res.prompts(task[35:50])})
 
 
-#: Where stored adapted models name TaskProfiles (the older one before it had a module of its own).
-OLD_MODULES = ["assessors.core.task_calibration_profiles", "assessors.core.task_calibration"]
+#: Where older stored adapted models name TaskProfiles (before it had a module of its own).
+OLD_MODULES = ["assessors.core.task_calibration"]
 
 
 def test_every_old_module_is_mapped_to_the_new_one():

@@ -2,9 +2,9 @@
 (:class:`~assessors.task_calibration.calibration.TaskCalibration`).
 
 A task's calibration answers join the neighbour profiles (:mod:`assessors.core.item_profiles`) of the task's
-prompts only: every other prompt, the reference set's among them, keeps its training profile. Adapted models
-pickled when :class:`TaskProfiles` lived in ``assessors.core`` still load
-(:data:`assessors.core.saved_model.MOVED_MODULES`).
+prompts only: every other prompt, the reference set's among them, keeps its training profile. They are part
+of the adapted latent model (and its pickle), so they live in core; models pickled when :class:`TaskProfiles`
+was named in ``assessors.core.task_calibration`` still load (:data:`assessors.core.saved_model.MOVED_MODULES`).
 """
 from __future__ import annotations
 
