@@ -54,8 +54,7 @@ def cell_config(cfg: DictConfig, preset: str | None = None) -> DictConfig:
         from assessors.errors import ConfigError
 
         raise ConfigError(f"ood_sweep.preset={preset!r} is not one of ood_sweep.presets: {sorted(sw.presets)}")
-    extra = [f"+assessor@ood_baselines.paper_generic={sw.paper_generic}"] if sw.baselines.get("paper_generic") else []
-    inner = compose_train([*sw.presets[preset], *sw.overrides, *extra, f"seed={cfg.seed}"])
+    inner = compose_train([*sw.presets[preset], *sw.overrides, f"seed={cfg.seed}"])
     with open_dict(inner):
         for key in ("paths", "tracking", "threads", "llm_jobs", "experiment_name"):
             if key in cfg:

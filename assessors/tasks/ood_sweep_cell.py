@@ -35,11 +35,12 @@ from omegaconf import OmegaConf
 from sklearn.base import clone
 
 from assessors.metrics import ece, per_llm_auc
-from assessors.tasks.prepare import Prepared, fit_generic, prepare
+from assessors.tasks.prepare import Prepared, fit_assessor, fit_generic, prepare
 from assessors.tasks.timing import stage
 from assessors.tasks.served import Served, band_holds
 from assessors.tasks.train import all_train_data_assessor, fit_per_llm, serve_test_llms
 from assessors.tasks.train_trust import fit_trust_parts
+from assessors.tasks.wrapper import PAPER
 from assessors.threads import fit_threads
 
 log = logging.getLogger(__name__)
@@ -202,9 +203,12 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
             with stage(t, f"{method}_fit_s"):
                 fixed[method] = fit_per_llm(cfg, prep, method, X_ref, ref_pos)[:, scored]
     if baselines.get("paper_generic"):
+        # train.py's column: its own node (the depth-6 XGBoost with shared bins and early stopping) on the
+        # latent assessor's reference set
         with stage(t, "paper_generic_fit_s"):
-            generic, gen_ref = fit_generic(cfg, prep, assessor_cfg=cfg.ood_baselines.paper_generic)
-            fixed["paper_generic"] = generic.predict_proba(X_sc, prep.results.matrix(prep.llms["test"], gen_ref))
+            ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
+            paper = fit_assessor(cfg, prep, ref_idx, ref_ids, assessor_cfg=cfg[PAPER])
+            fixed["paper_generic"] = paper.predict_proba(X_sc, R_test)
 
     # their scores too: the same at every budget
     fixed = {method: scores(S_sc, P) for method, P in fixed.items()}

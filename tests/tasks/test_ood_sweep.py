@@ -49,6 +49,18 @@ def test_a_cells_per_llm_baselines_get_train_pys_thread_settings(compose):
     assert fit_threads(int(inner.llm_jobs), inner.threads) == fit_threads(int(train.llm_jobs), train.threads)
 
 
+def test_a_cells_paper_generic_baseline_is_train_pys_column(compose):
+    from assessors.tasks.ood_sweep import cell_config
+    from assessors.tasks.wrapper import PAPER
+
+    train = compose([])
+    inner = cell_config(compose(["experiment=ood_sweep", "ood_sweep.baselines.paper_generic=true"]), "ood_logic")
+    assert inner.grid.baselines.paper_generic
+    # the depth-6 point with shared bins and early stopping, not the latent run's two-depth classifier grid
+    assert inner[PAPER] == train[PAPER] and inner[PAPER].classifier != inner.classifier
+    assert inner[PAPER].classifier.estimator._target_.endswith("BinnedXGBClassifier")
+
+
 def test_an_unknown_preset_names_the_known_ones(compose):
     from assessors.errors import ConfigError
     from assessors.tasks.ood_sweep import cell_config
