@@ -41,7 +41,7 @@ from assessors.tasks.served import Served, band_holds
 from assessors.tasks.train import all_train_data_assessor, fit_per_llm, serve_test_llms
 from assessors.tasks.train_trust import fit_trust_parts
 from assessors.tasks.wrapper import PAPER
-from assessors.threads import fit_threads
+from assessors.threads import fit_threads, thread_limits
 
 log = logging.getLogger(__name__)
 
@@ -222,14 +222,17 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
         if k:
             Y = np.full(S_known.shape, np.nan)
             Y[:, cal] = S_known[:, cal]
-            with stage(t, f"calibrate_k{k}_s"):
+            # one BLAS and torch thread, as for the served rows: on these small matrices a second thread
+            # spins at every barrier (a cell alone on 2 cores: the k = 100 calibration of ood_logic took
+            # 22.2 s of CPU against 1.3 s at one thread, the same table; docs/ood_sweep.md#time)
+            with stage(t, f"calibrate_k{k}_s"), thread_limits(1):
                 tc = calibration(model).fit(X_te, Y, np.arange(len(prep.llms["train"])))
             latent, calibrated = tc.model_, X_te[tc.status_ == "calibrated"]
         P = latent.predict_proba(X_sc, R_test)
         band = band_coverage(latent, X_sc, latent.reference_posterior(R_test), S_sc)
         rows.append({"method": "latent", "k": k, **scores(S_sc, P), "band": band, **common})
         if fitted is not None:
-            with stage(t, f"served_k{k}_s"):
+            with stage(t, f"served_k{k}_s"), thread_limits(1):
                 rows.append({"method": SERVED, "k": k, **common,
                              **served_row(cfg, prep, fitted, latent, X_sc, S_sc, calibrated)})
         if baselines.get("all_train_data"):
@@ -267,7 +270,7 @@ def in_distribution_by_group(cfg, groups: dict[str, list[str]]) -> tuple[pd.Data
         # the report compares a hold-out with the raw model on its subtasks only: serving every test LLM
         # again per hold-out (a trust report about each one's prompts) would feed no table
         if fitted is not None and name is None:
-            with stage(t, "served_s"):
+            with stage(t, "served_s"), thread_limits(1):
                 rows.append({"method": SERVED, **served_row(cfg, prep, fitted, model, X, S), **common})
     return pd.DataFrame(rows), {**prep.timings, **t}
 
