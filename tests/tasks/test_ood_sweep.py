@@ -162,10 +162,11 @@ def test_routerbench_leave_one_llm_out_tests_every_llm_once(compose):
             "selector.size=30", "assessor.n_members=1", "assessor.hidden_sizes=[16]", "assessor.max_epochs=5",
             "assessor.residual_dims=8"]
     cfg = compose(["experiment=ood_sweep", "ood_sweep.preset=routerbench_loo", "ood_sweep.baselines.specific=false",
-                   "ood_sweep.baselines.all_train_data=false", "tracking=none"])
+                   "ood_sweep.baselines.all_train_data=false", "ood_sweep.baselines.paper_generic=true", "tracking=none"])
     cfg.ood_sweep.overrides = tiny
     long, times = _cell_rows(cfg)
-    assert set(long["method"]) == {"latent", "served", "reference_only"}
+    assert set(long["method"]) == {"latent", "served", "reference_only", "paper_generic"}
+    assert times["paper_generic_fit_s"] > 0
     assert long.loc[long["method"] == "served", "fallback"].between(0, 1).all()
     assert (long["k"] == 0).all() and (long["n_llms"] == 11).all()  # the 11 folds pooled, one test LLM each
     assert long["auc"].between(0, 1).all() and long["below_chance"].between(0, 1).all()
