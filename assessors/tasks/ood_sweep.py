@@ -22,6 +22,7 @@ from assessors.tasks.grid_callback import GridReportCallback
 from assessors.tasks.ood_sweep_cell import (COLUMNS, evaluate_split, held_out_groups, in_distribution_by_group,
                                             leave_one_llm_out)
 from assessors.tasks.wrapper import task_wrapper
+from assessors.threads import fit_threads, thread_limits
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +55,7 @@ def cell_config(cfg: DictConfig, preset: str | None = None) -> DictConfig:
         from assessors.errors import ConfigError
 
         raise ConfigError(f"ood_sweep.preset={preset!r} is not one of ood_sweep.presets: {sorted(sw.presets)}")
-    extra = [f"+assessor@ood_baselines.paper_generic={sw.paper_generic}"] if sw.baselines.get("paper_generic") else []
-    inner = compose_train([*sw.presets[preset], *sw.overrides, *extra, f"seed={cfg.seed}"])
+    inner = compose_train([*sw.presets[preset], *sw.overrides, f"seed={cfg.seed}"])
     with open_dict(inner):
         for key in ("paths", "tracking", "threads", "llm_jobs", "experiment_name"):
             if key in cfg:
@@ -106,7 +106,9 @@ def run_cell(cfg: DictConfig) -> dict[str, float]:
 @task_wrapper("ood_sweep", tags=_tags)
 def _run_cell(cfg: DictConfig, run) -> dict[str, float]:
     t0, c0 = time.perf_counter(), time.process_time()
-    long, times = _cell_rows(cfg)
+    # BLAS and torch within this process's share of the cores, as train.py's task (a Dask worker: one thread)
+    with thread_limits(fit_threads(threads=cfg.get("threads"))):
+        long, times = _cell_rows(cfg)
     long = long.reindex(columns=COLUMNS)
     # the CPU time beside the wall time: on shared cores a cell's wall time moves several-fold with the
     # other jobs' load, its CPU time much less (what a sweep's duration on free cores is projected from)

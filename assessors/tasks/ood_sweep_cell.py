@@ -36,12 +36,13 @@ from omegaconf import OmegaConf
 from sklearn.base import clone
 
 from assessors.metrics import ece, per_llm_auc
-from assessors.tasks.prepare import Prepared, fit_generic, prepare
+from assessors.tasks.prepare import Prepared, fit_assessor, fit_generic, prepare
 from assessors.tasks.timing import stage
 from assessors.tasks.served import Served, band_holds
 from assessors.tasks.train import all_train_data_assessor, fit_per_llm, serve_test_llms
 from assessors.tasks.train_trust import fit_trust_parts
-from assessors.threads import fit_threads
+from assessors.tasks.wrapper import PAPER
+from assessors.threads import fit_threads, thread_limits
 
 log = logging.getLogger(__name__)
 
@@ -202,9 +203,12 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
             with stage(t, f"{method}_fit_s"):
                 fixed[method] = fit_per_llm(cfg, prep, method, X_ref, ref_pos)[:, scored]
     if baselines.get("paper_generic"):
+        # train.py's column: its own node (the depth-6 XGBoost with shared bins and early stopping) on the
+        # latent assessor's reference set
         with stage(t, "paper_generic_fit_s"):
-            generic, gen_ref = fit_generic(cfg, prep, assessor_cfg=cfg.ood_baselines.paper_generic)
-            fixed["paper_generic"] = generic.predict_proba(X_sc, prep.results.matrix(prep.llms["test"], gen_ref))
+            ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
+            paper = fit_assessor(cfg, prep, ref_idx, ref_ids, assessor_cfg=cfg[PAPER])
+            fixed["paper_generic"] = paper.predict_proba(X_sc, R_test)
 
     # their scores too: the same at every budget
     fixed = {method: scores(S_sc, P) for method, P in fixed.items()}
@@ -218,14 +222,17 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
         if k:
             Y = np.full(S_known.shape, np.nan)
             Y[:, cal] = S_known[:, cal]
-            with stage(t, f"calibrate_k{k}_s"):
+            # one BLAS and torch thread, as for the served rows: on these small matrices a second thread
+            # spins at every barrier (a cell alone on 2 cores: the k = 100 calibration of ood_logic took
+            # 22.2 s of CPU against 1.3 s at one thread, the same table; docs/ood_sweep.md#time)
+            with stage(t, f"calibrate_k{k}_s"), thread_limits(1):
                 tc = calibration(model).fit(X_te, Y, np.arange(len(prep.llms["train"])))
             latent, calibrated = tc.model_, X_te[tc.status_ == "calibrated"]
         P = latent.predict_proba(X_sc, R_test)
         band = band_coverage(latent, X_sc, latent.reference_posterior(R_test), S_sc)
         rows.append({"method": "latent", "k": k, **scores(S_sc, P), "band": band, **common})
         if fitted is not None:
-            with stage(t, f"served_k{k}_s"):
+            with stage(t, f"served_k{k}_s"), thread_limits(1):
                 rows.append({"method": SERVED, "k": k, **common,
                              **served_row(cfg, prep, fitted, latent, X_sc, S_sc, calibrated)})
         if baselines.get("all_train_data"):
@@ -263,7 +270,7 @@ def in_distribution_by_group(cfg, groups: dict[str, list[str]]) -> tuple[pd.Data
         # the report compares a hold-out with the raw model on its subtasks only: serving every test LLM
         # again per hold-out (a trust report about each one's prompts) would feed no table
         if fitted is not None and name is None:
-            with stage(t, "served_s"):
+            with stage(t, "served_s"), thread_limits(1):
                 rows.append({"method": SERVED, **served_row(cfg, prep, fitted, model, X, S), **common})
     return pd.DataFrame(rows), {**prep.timings, **t}
 

@@ -49,6 +49,18 @@ def test_a_cells_per_llm_baselines_get_train_pys_thread_settings(compose):
     assert fit_threads(int(inner.llm_jobs), inner.threads) == fit_threads(int(train.llm_jobs), train.threads)
 
 
+def test_a_cells_paper_generic_baseline_is_train_pys_column(compose):
+    from assessors.tasks.ood_sweep import cell_config
+    from assessors.tasks.wrapper import PAPER
+
+    train = compose([])
+    inner = cell_config(compose(["experiment=ood_sweep", "ood_sweep.baselines.paper_generic=true"]), "ood_logic")
+    assert inner.grid.baselines.paper_generic
+    # the depth-6 point with shared bins and early stopping, not the latent run's two-depth classifier grid
+    assert inner[PAPER] == train[PAPER] and inner[PAPER].classifier != inner.classifier
+    assert inner[PAPER].classifier.estimator._target_.endswith("BinnedXGBClassifier")
+
+
 def test_an_unknown_preset_names_the_known_ones(compose):
     from assessors.errors import ConfigError
     from assessors.tasks.ood_sweep import cell_config
@@ -150,10 +162,11 @@ def test_routerbench_leave_one_llm_out_tests_every_llm_once(compose):
             "selector.size=30", "assessor.n_members=1", "assessor.hidden_sizes=[16]", "assessor.max_epochs=5",
             "assessor.residual_dims=8"]
     cfg = compose(["experiment=ood_sweep", "ood_sweep.preset=routerbench_loo", "ood_sweep.baselines.specific=false",
-                   "ood_sweep.baselines.all_train_data=false", "tracking=none"])
+                   "ood_sweep.baselines.all_train_data=false", "ood_sweep.baselines.paper_generic=true", "tracking=none"])
     cfg.ood_sweep.overrides = tiny
     long, times = _cell_rows(cfg)
-    assert set(long["method"]) == {"latent", "served", "reference_only"}
+    assert set(long["method"]) == {"latent", "served", "reference_only", "paper_generic"}
+    assert times["paper_generic_fit_s"] > 0
     assert long.loc[long["method"] == "served", "fallback"].between(0, 1).all()
     assert (long["k"] == 0).all() and (long["n_llms"] == 11).all()  # the 11 folds pooled, one test LLM each
     assert long["auc"].between(0, 1).all() and long["below_chance"].between(0, 1).all()
