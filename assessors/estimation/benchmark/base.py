@@ -96,6 +96,12 @@ def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object]) -> 
     return val
 
 
+def fixed_or_trial(fixed: int | None, seed: int) -> int:
+    """A part's seed: ``fixed`` when set (the part then depends on the source split alone and is
+    shared by every trial on it), else the trial's ``seed``."""
+    return int(seed if fixed is None else fixed)
+
+
 class BenchmarkEstimator(BaseEstimator, abc.ABC):
     """Estimates a target LLM's full-benchmark accuracy from its results on a core set.
 
