@@ -11,6 +11,7 @@ of the true accuracy.
 
     python benchmarks/estimators_per_trial.py [--trials 2] [--benchmarks rte,qnli] [--methods aipw,pca]
         [--splits interpolation,extrapolation] [--variant NAME=METHOD:param=value,...] [--trials-per-split 10]
+        [--estimator aipw_assessor]
 
 ``--variant`` adds a copy of METHOD with other parameters (e.g. the reference implementation's
 settings), timed in the same run so that ratios compare like with like under the same load:
@@ -70,12 +71,15 @@ def main() -> None:
     ap.add_argument("--splits", default="interpolation")
     ap.add_argument("--methods", default="", help="comma-separated subset of the configured estimators")
     ap.add_argument("--variant", action="append", default=[], help="NAME=METHOD:param=value,...")
+    ap.add_argument("--estimator", action="append", default=[],
+                    help="a conf/estimator/ option the preset does not run, added under its own name")
     ap.add_argument("--trials-per-split", type=int, default=1,
                     help="interpolation trials sharing one model split (benchmark_prediction.trials_per_split)")
     args = ap.parse_args()
     conf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conf")
     with initialize_config_dir(config_dir=os.path.abspath(conf), version_base=None):
-        cfg = compose("train", overrides=["experiment=benchmark_prediction", "seed=0", "features=success_pattern"])
+        cfg = compose("train", overrides=["experiment=benchmark_prediction", "seed=0", "features=success_pattern"]
+                      + [f"+estimator@estimators.{e}={e}" for e in args.estimator])
     ests = {k: instantiate(v) for k, v in cfg.estimators.items()}
     extra = _variants(args.variant, ests)
     if args.methods:

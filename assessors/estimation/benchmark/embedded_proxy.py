@@ -99,15 +99,13 @@ class EmbeddedAssessorProxy(ItemProxy):
         NaN answers left out: ridge coefficients of the centred answers on the items' components, and
         their mean."""
         d = self.X_.shape[1]
-        out = np.zeros((Y.shape[0], d + 1))
-        for t in range(Y.shape[0]):
-            o = ~np.isnan(Y[t])
-            it = cols[t, o]
-            r = Y[t, o] - self.item_mean_[it]
-            Xd = self.X_[it].astype(np.float64)
-            out[t, :d] = np.linalg.solve(Xd.T @ Xd + float(self.ridge) * np.eye(d), Xd.T @ r)
-            out[t, d] = r.mean() if r.size else 0.0
-        return out
+        o = ~np.isnan(Y)
+        r = np.where(o, Y - self.item_mean_[cols], 0.0)  # centred answers, 0 where left out
+        Xd = self.X_[cols].astype(np.float64) * o[..., None]  # (k, c, d), rows of left-out answers zeroed
+        XdT = Xd.transpose(0, 2, 1)
+        coef = np.linalg.solve(XdT @ Xd + float(self.ridge) * np.eye(d), XdT @ r[..., None])[..., 0]
+        mean = r.sum(1) / np.maximum(o.sum(1), 1)
+        return np.column_stack([coef, mean])
 
     def _rows(self, E: np.ndarray, items: np.ndarray) -> np.ndarray:
         """Classifier rows (len(E) * len(items), 2 d + 1), LLM-major: item components joined to embeddings."""
