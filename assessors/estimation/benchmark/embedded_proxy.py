@@ -26,6 +26,9 @@ from assessors.estimation.benchmark.split_trees import factorise
 class EmbeddedAssessorProxy(ItemProxy):
     """Per-item success probabilities from a classifier on ``[item components, LLM answer embedding]``.
 
+    Instance features passed to ``fit`` are not used: the item part is the items' success-pattern
+    components, which are also the embedding's basis.
+
     Parameters
     ----------
     classifier : classifier with ``predict_proba``
