@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -51,7 +52,8 @@ def _variants(specs: list[str], ests: dict) -> dict:
     for spec in specs:
         name, rest = spec.split("=", 1)
         method, _, params = rest.partition(":")
-        kv = dict(p.split("=", 1) for p in params.split(",") if p)
+        # commas inside [...] or {...} belong to a YAML value, not between parameters
+        kv = dict(p.split("=", 1) for p in re.split(r",(?![^\[{]*[\]}])", params) if p)
         est = clone(ests[method])
         for key, v in kv.items():
             *path, leaf = key.split(".")  # a dotted key reaches inside non-scikit-learn parts

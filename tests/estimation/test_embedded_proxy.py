@@ -2,6 +2,7 @@
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
@@ -10,16 +11,18 @@ from tests.estimation.conftest import simulate
 from tests.estimation.test_estimators import _trials
 
 
-def _aipw(n_estimators=30):
+def _aipw(n_estimators=30, visible_counts=None):
     node = OmegaConf.load(Path(__file__).resolve().parents[2] / "conf/estimator/aipw_assessor_split.yaml")
     node.seed = 0
     node.proxy.classifier.n_estimators = n_estimators
+    node.proxy.visible_counts = visible_counts
     return instantiate(node)
 
 
-def test_unbiased_and_covers():
+@pytest.mark.parametrize("visible_counts", [None, [16, 32, 64]], ids=["per_size", "all_sizes"])
+def test_unbiased_and_covers(visible_counts):
     S, _ = simulate(n_llms=40, n_items=300, dims=1, seed=8)
-    err, cover, _ = _trials(_aipw(), S, 30, 40, range(40))
+    err, cover, _ = _trials(_aipw(visible_counts=visible_counts), S, 30, 40, range(40))
     se = err.std(ddof=1) / np.sqrt(err.size)
     assert abs(err.mean()) < max(3 * se, 0.005), (err.mean(), se)
     assert cover.mean() >= 0.9, cover.mean()  # 40 trials x 10 targets
@@ -34,6 +37,9 @@ def test_one_fit_per_source_split_and_core_size():
     assert a.proxy_.model_ is b.proxy_.model_
     c = _aipw().set_params(core_size=80, seed=0).fit(S[:30])
     assert c.proxy_.model_ is not a.proxy_.model_
+    # with visible_counts, one fit for every core size too
+    one = [_aipw(visible_counts=[16, 32, 64]).set_params(core_size=size).fit(S[:30]) for size in (20, 40, 80)]
+    assert one[0].proxy_.model_ is one[1].proxy_.model_ is one[2].proxy_.model_
     # the factorised trees give the classifier's own probabilities
     p = a.proxy_
     Y = S[30:, a.core_index_]

@@ -43,6 +43,12 @@ class EmbeddedAssessorProxy(ItemProxy):
         are embedded from that many random items.
     draws : int
         Random item sets (embeddings) per source LLM in the training data.
+    visible_counts : list of int, optional
+        Train one classifier for every core size: draw ``j`` embeds each source from
+        ``visible_counts[j % len]`` items, and the embedding carries its number of answers (so the
+        classifier can weigh it), e.g. ``[20, 40, 80, 160]`` for cores of 25-200 items under 5-fold
+        cross-fitting. None: one classifier per core size, its sources embedded from
+        ``visible_share`` of the core.
     max_pairs : int
         Training (embedding, item) pairs, drawn at random over the sources and draws.
     seed : int
@@ -56,7 +62,7 @@ class EmbeddedAssessorProxy(ItemProxy):
         return tags
 
     def __init__(self, classifier=None, pattern_dims: int = 32, ridge: float = 1.0, visible_share: float = 0.8,
-                 draws: int = 4, max_pairs: int = 20000, seed: int = 0):
+                 draws: int = 4, max_pairs: int = 20000, seed: int = 0, visible_counts: list | None = None):
         self.classifier = classifier
         self.pattern_dims = pattern_dims
         self.ridge = ridge
@@ -64,6 +70,7 @@ class EmbeddedAssessorProxy(ItemProxy):
         self.draws = draws
         self.max_pairs = max_pairs
         self.seed = seed
+        self.visible_counts = visible_counts
 
     def fit(self, source_success, features, core_index):
         super().fit(source_success, features, core_index)
@@ -71,26 +78,30 @@ class EmbeddedAssessorProxy(ItemProxy):
         dims = int(self.pattern_dims)
         self.X_ = cached("item_patterns", S, (dims,), lambda: _patterns(S, dims, read_only=True))
         self.item_mean_ = cached("item_means", S, (), lambda: item_means(S))
-        n_vis = max(2, int(round(float(self.visible_share) * self.core_index_.size)))
+        if self.visible_counts is None:
+            n_vis = (max(2, int(round(float(self.visible_share) * self.core_index_.size))),)
+        else:  # one fit for every core size of the split
+            n_vis = tuple(int(c) for c in self.visible_counts)
         key = (n_vis, dims, float(self.ridge), int(self.draws), int(self.max_pairs), int(self.seed),
                repr(self.classifier))
         self.model_, self.trees_ = cached("embedded_assessor", S, key, lambda: self._fit_model(S, n_vis))
         return self
 
-    def _fit_model(self, S: np.ndarray, n_vis: int):
+    def _fit_model(self, S: np.ndarray, n_vis: tuple):
         """The classifier fitted on source pairs (n_llms x draws embeddings, their unseen items), and its
         factorised form (:func:`~assessors.estimation.benchmark.split_trees.factorise`; None if it has none)."""
         rng = np.random.default_rng(int(self.seed))
         n, m = S.shape
         per = max(1, int(self.max_pairs) // (n * int(self.draws)))
         rows, labels = [], []
-        for _ in range(int(self.draws)):
+        for j in range(int(self.draws)):
+            count = n_vis[j % len(n_vis)]
             for llm in range(n):
                 answered = np.flatnonzero(~np.isnan(S[llm]))
-                if answered.size <= n_vis:
+                if answered.size <= count:
                     continue
                 pick = rng.permutation(answered)
-                seen, rest = pick[:n_vis], pick[n_vis:][:per]
+                seen, rest = pick[:count], pick[count:][:per]
                 e = self._embed(S[llm, seen][None], seen[None])[0]
                 rows.append(self._rows(e[None], rest))
                 labels.append(S[llm, rest])
@@ -98,9 +109,9 @@ class EmbeddedAssessorProxy(ItemProxy):
         return clf, factorise(clf, self.X_, np.vstack(rows)[:4, self.X_.shape[1]:])
 
     def _embed(self, Y: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        """Embeddings (k, pattern_dims + 1) of ``k`` LLMs from answers ``Y`` (k, c) on items ``cols`` (k, c),
-        NaN answers left out: ridge coefficients of the centred answers on the items' components, and
-        their mean."""
+        """Embeddings of ``k`` LLMs from answers ``Y`` (k, c) on items ``cols`` (k, c), NaN answers left
+        out: ridge coefficients of the centred answers on the items' components, their mean and, with
+        ``visible_counts``, their number; shape (k, pattern_dims + 1) or (k, pattern_dims + 2)."""
         d = self.X_.shape[1]
         o = ~np.isnan(Y)
         r = np.where(o, Y - self.item_mean_[cols], 0.0)  # centred answers, 0 where left out
@@ -108,7 +119,9 @@ class EmbeddedAssessorProxy(ItemProxy):
         XdT = Xd.transpose(0, 2, 1)
         coef = np.linalg.solve(XdT @ Xd + float(self.ridge) * np.eye(d), XdT @ r[..., None])[..., 0]
         mean = r.sum(1) / np.maximum(o.sum(1), 1)
-        return np.column_stack([coef, mean])
+        if self.visible_counts is None:
+            return np.column_stack([coef, mean])
+        return np.column_stack([coef, mean, o.sum(1)])
 
     def _rows(self, E: np.ndarray, items: np.ndarray) -> np.ndarray:
         """Classifier rows (len(E) * len(items), 2 d + 1), LLM-major: item components joined to embeddings."""
