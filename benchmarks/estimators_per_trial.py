@@ -1,24 +1,35 @@
 """Per-trial time and error of each benchmark estimator on the real score matrices; prints JSON.
 
-A trial = fit on the source LLMs + estimate for all target LLMs, one split, one core size.
-Per-source-split work (IRT fits, item correlations) is cached and shared by the methods and sizes of
-one (split, trial), as in a harness worker, so the first size of a split pays for it (and p-IRT for
-the IRT fit gp-IRT reuses); we time both the first (cold) and the later sizes (warm), and
-report each method's error (EG: mean absolute error in accuracy points over targets, trials, sizes)
-and, for methods with intervals, their coverage of the true accuracy.
+A trial = fit on the source LLMs + estimate for all target LLMs, one split, every size. As in a harness
+worker, the per-source-split cache (IRT and latent item fits, item correlations, and the anchors and
+medoids of a fixed ``core_seed``) is kept across the methods, sizes and trials of one source split and
+cleared when the split changes (``--trials-per-split`` interpolation trials share one; extrapolation has
+one split). The first trial of a split (cold) pays that work, the later ones (warm) reuse it; we time
+both, per fit (the mean over the sizes of a trial), and report each method's error (EG: mean absolute
+error in accuracy points over targets, trials, sizes) and, for methods with intervals, their coverage
+of the true accuracy.
 
     python benchmarks/estimators_per_trial.py [--trials 2] [--benchmarks rte,qnli] [--methods aipw,pca]
         [--splits interpolation,extrapolation] [--variant NAME=METHOD:param=value,...] [--trials-per-split 10]
+        [--estimator aipw_assessor]
 
 ``--variant`` adds a copy of METHOD with other parameters (e.g. the reference implementation's
 settings), timed in the same run so that ratios compare like with like under the same load:
 ``--variant anchor_full=anchor_points_weighted:max_items=null``.
+
+The projection to the full harness (100 trials x 4 sizes per split kind and benchmark): for each
+split kind, ``n_s`` cold trials (``ceil(100 / trials_per_split)`` interpolation splits; for
+extrapolation's one split, one per harness job of ``trial_block`` trials, whose process starts with an
+empty cache) at the cold per-fit time and ``100 - n_s`` at the warm one, times 4 sizes; a split kind
+not measured is projected from the times of the one measured. Run a multiple of
+``--trials-per-split`` trials so that cold and warm trials are in the harness's proportion.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -41,7 +52,8 @@ def _variants(specs: list[str], ests: dict) -> dict:
     for spec in specs:
         name, rest = spec.split("=", 1)
         method, _, params = rest.partition(":")
-        kv = dict(p.split("=", 1) for p in params.split(",") if p)
+        # commas inside [...] or {...} belong to a YAML value, not between parameters
+        kv = dict(p.split("=", 1) for p in re.split(r",(?![^\[{]*[\]}])", params) if p)
         est = clone(ests[method])
         for key, v in kv.items():
             *path, leaf = key.split(".")  # a dotted key reaches inside non-scikit-learn parts
@@ -61,12 +73,15 @@ def main() -> None:
     ap.add_argument("--splits", default="interpolation")
     ap.add_argument("--methods", default="", help="comma-separated subset of the configured estimators")
     ap.add_argument("--variant", action="append", default=[], help="NAME=METHOD:param=value,...")
+    ap.add_argument("--estimator", action="append", default=[],
+                    help="a conf/estimator/ option the preset does not run, added under its own name")
     ap.add_argument("--trials-per-split", type=int, default=1,
                     help="interpolation trials sharing one model split (benchmark_prediction.trials_per_split)")
     args = ap.parse_args()
     conf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "conf")
     with initialize_config_dir(config_dir=os.path.abspath(conf), version_base=None):
-        cfg = compose("train", overrides=["experiment=benchmark_prediction", "seed=0", "features=success_pattern"])
+        cfg = compose("train", overrides=["experiment=benchmark_prediction", "seed=0", "features=success_pattern"]
+                      + [f"+estimator@estimators.{e}={e}" for e in args.estimator])
     ests = {k: instantiate(v) for k, v in cfg.estimators.items()}
     extra = _variants(args.variant, ests)
     if args.methods:
@@ -78,50 +93,59 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     splits = args.splits.split(",")
     out = {"trials": args.trials, "sizes": sizes, "splits": splits, "trials_per_split": args.trials_per_split,
+           "trial_block": int(cfg.benchmark_prediction.trial_block),
            "load": os.getloadavg()[0], "per_benchmark": {}}
+    block = int(cfg.benchmark_prediction.trial_block)
     with thread_limits(1):  # BLAS, OpenMP and torch: one thread each, as each harness worker
         for name, c in bench.items():
             res = instantiate(c)
             S = res.success.astype(np.float64)
             acc = np.nanmean(S, 1)
-            times = {m: ([], []) for m in ests}  # (cold, warm) seconds per method
+            times = {sp: {m: ([], []) for m in ests} for sp in splits}  # (cold, warm) seconds per fit
             err = {m: [] for m in ests}
             cover = {m: [] for m in ests}
+            run_sizes = [s for s in sizes if s < S.shape[1]]
             for split in splits:
+                # a harness job runs trial_block trials in one process: extrapolation's one split is
+                # refitted once per block
+                tps = args.trials_per_split if split == "interpolation" else block
                 for t in range(args.trials):
-                    # as in a harness worker: the methods and sizes of one (split, trial) share the
-                    # per-source-split cache, so the first method to need a fit (p-IRT before gp-IRT)
-                    # pays for it
-                    base._CACHE.clear()
+                    if t % tps == 0:  # a new source split: a new harness worker's cache, as in the harness
+                        base._CACHE.clear()
                     src, tgt = harness.model_split(acc, split, t, trials_per_split=args.trials_per_split)
                     for m, proto in ests.items():
-                        for k, size in enumerate(s for s in sizes if s < S.shape[1]):
+                        spent = 0.0
+                        for size in run_sizes:
                             est = clone(proto).set_params(core_size=size, seed=t)
                             core = np.sort(np.random.default_rng(t).choice(S.shape[1], size, replace=False))
                             t0 = time.perf_counter()
                             est.fit(S[src], core_index=None if est.selects_core else core)
                             out_ = est.estimate(S[tgt][:, est.core_index_])
-                            times[m][k > 0].append(time.perf_counter() - t0)
+                            spent += time.perf_counter() - t0
                             err[m].append(np.abs(out_.point - acc[tgt]).mean() * 100)
                             if out_.ci_low is not None:
                                 cover[m] += list((out_.ci_low <= acc[tgt]) & (acc[tgt] <= out_.ci_high))
+                        times[split][m][t % tps > 0].append(spent / len(run_sizes))
             row = {"shape": list(S.shape)}
             for m in ests:
-                (cold, warm), e, cv = times[m], err[m], cover[m]
-                row[m] = {"cold_s": round(float(np.mean(cold)), 4),
-                          "warm_s": round(float(np.mean(warm)), 4) if warm else None,
-                          "eg": round(float(np.mean(e)), 3), "eg_se": round(float(np.std(e) / np.sqrt(len(e))), 3),
+                e, cv = err[m], cover[m]
+                row[m] = {"eg": round(float(np.mean(e)), 3), "eg_se": round(float(np.std(e) / np.sqrt(len(e))), 3),
                           "coverage": round(float(np.mean(cv)), 3) if cv else None, "n_intervals": len(cv)}
+                for sp in splits:
+                    cold, warm = times[sp][m]
+                    row[m][sp] = {"cold_s": round(float(np.mean(cold)), 4),
+                                  "warm_s": round(float(np.mean(warm)), 4) if warm else None}
             out["per_benchmark"][name] = row
             print(json.dumps({name: row}), flush=True)
-    # projected full harness: 2 splits x 4 sizes x 100 trials; interpolation has a new source
-    # split every trials_per_split trials (cold once per split), extrapolation one split (cold once).
-    proj, n_splits = {}, -(-100 // args.trials_per_split)
+    proj = {}
     for m in ests:
         tot = 0.0
-        for name, row in out["per_benchmark"].items():
-            c, w = row[m]["cold_s"], row[m]["warm_s"] or row[m]["cold_s"]
-            tot += n_splits * c + (400 - n_splits) * w + (c + 399 * w)
+        for row in out["per_benchmark"].values():
+            for sp in ("interpolation", "extrapolation"):
+                t_ = row[m].get(sp) or row[m][splits[0]]
+                c, w = t_["cold_s"], t_["warm_s"] if t_["warm_s"] is not None else t_["cold_s"]
+                n_s = -(-100 // (args.trials_per_split if sp == "interpolation" else block))
+                tot += 4 * (n_s * c + (100 - n_s) * w)
         proj[m] = round(tot, 1)
     out["projected_full_harness_s_4_sizes_100_trials"] = proj
     # mean seconds per fit over that harness's fits (2 splits x 4 sizes x 100 trials per benchmark)

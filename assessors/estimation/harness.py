@@ -8,8 +8,9 @@ core results. Random-core estimators share the trial's core set (a paired compar
 
 Each trial draws its own core sets; ``trials_per_split`` consecutive interpolation trials share one
 random model split, so the work that depends on the source LLMs alone (IRT and latent item fits,
-lasso paths, item correlations, cached in :mod:`assessors.estimation.benchmark.base`) is done once
-per split instead of once per trial. The targets stay out of every fit: they are the same LLMs in
+lasso paths, item correlations, the split-level assessor proxy's classifier, and the IRT anchors and
+anchor-point medoids of a fixed ``core_seed``, cached in :mod:`assessors.estimation.benchmark.base`)
+is done once per split instead of once per trial. The targets stay out of every fit: they are the same LLMs in
 all trials of a split.
 """
 from __future__ import annotations

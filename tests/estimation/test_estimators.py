@@ -163,6 +163,29 @@ def test_irt_fits_are_shared_by_trials_on_one_source_split():
     assert len(base._CACHE) == n_cached + 1 and other.irt_ is gp.irt_
 
 
+@pytest.mark.parametrize("make", [
+    lambda **kw: TinyBenchmarksIRT(dims=2, variant="pirt", **kw),
+    lambda **kw: AnchorPoints(max_items=100, **kw),
+    lambda **kw: AnchorPoints(variant="predictor", **kw),
+], ids=["pirt", "anchor_sample", "anchor_predictor"])
+def test_a_fixed_core_seed_selects_one_core_per_source_split(make):
+    # core_seed fixed: the trials of one source split share one search (cached), whatever their seed;
+    # None keeps a search per trial seed, the same as before for seed 0
+    from assessors.estimation.benchmark import base
+
+    S, _ = simulate(n_llms=40, n_items=300, seed=7)
+    base._CACHE.clear()
+    a = make(core_size=20, seed=0, core_seed=5).fit(S[:30])
+    n_cached = len(base._CACHE)
+    b = make(core_size=20, seed=1, core_seed=5).fit(S[:30])
+    assert len(base._CACHE) == n_cached and b.core_index_ is a.core_index_
+    np.testing.assert_allclose(a.estimate(S[30:, a.core_index_]).point, b.estimate(S[30:, b.core_index_]).point)
+    trial = make(core_size=20, seed=5).fit(S[:30])
+    np.testing.assert_array_equal(trial.core_index_, a.core_index_)  # core_seed 5 is trial seed 5's search
+    other = make(core_size=20, seed=1).fit(S[:30])
+    assert not np.array_equal(other.core_index_, a.core_index_)
+
+
 def test_pca_takes_one_svd_per_rank_search_and_one_per_source_split(monkeypatch):
     from assessors.estimation.benchmark import base, pca
 

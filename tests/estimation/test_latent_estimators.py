@@ -45,7 +45,8 @@ def test_cross_fitting_hides_each_core_answer_from_its_own_prediction(sim):
     assert not np.allclose(f_flip[:, ~same_fold], f_lab[:, ~same_fold])  # the other folds use it
 
 
-def test_model_band_covers_when_the_model_is_true():
+@pytest.mark.parametrize("band", ["analytic", "sampled"])
+def test_model_band_covers_when_the_model_is_true(band):
     # true item parameters and prior plugged in: the posterior-predictive band of the realised
     # accuracy must cover it at the nominal rate over targets drawn from the prior
     rng = np.random.default_rng(3)
@@ -55,7 +56,7 @@ def test_model_band_covers_when_the_model_is_true():
     theta = rng.normal(size=(k + 30, D))
     P = 1 / (1 + np.exp(-(theta @ a.T - b)))
     S = (rng.random(P.shape) < P).astype(float)
-    est = LatentModel(proxy=LatentProxy(dims=D), core_size=40, seed=0).fit(S[:30])
+    est = LatentModel(proxy=LatentProxy(dims=D), core_size=40, seed=0, band=band).fit(S[:30])
     from assessors.core.posterior import GaussianPrior
 
     est.proxy_.discrimination_, est.proxy_.difficulty_ = a, b
@@ -66,6 +67,20 @@ def test_model_band_covers_when_the_model_is_true():
     cover = (out.ci_low <= truth) & (truth <= out.ci_high)
     assert 0.92 <= cover.mean() <= 0.98, cover.mean()
     assert abs((out.point - truth).mean()) < 3 * (out.point - truth).std() / np.sqrt(k)
+
+
+def test_analytic_band_agrees_with_the_sampled_one(sim):
+    # the delta-method band is an approximation of the sampled one: same centre, similar width
+    kw = dict(proxy=LatentProxy(dims=3), core_size=30, seed=0)
+    a = LatentModel(band="analytic", **kw).fit(sim[:60])
+    s = LatentModel(band="sampled", n_samples=4000, **kw).fit(sim[:60])
+    Y = sim[60:, a.core_index_]
+    oa, os_ = a.estimate(Y), s.estimate(Y)
+    assert np.abs(oa.point - os_.point).max() < 0.01
+    ratio = (oa.ci_high - oa.ci_low) / (os_.ci_high - os_.ci_low)
+    assert 0.85 < np.median(ratio) < 1.2, np.median(ratio)
+    with pytest.raises(ConfigError, match="band"):
+        LatentModel(band="exact", **kw).fit(sim[:60])
 
 
 def test_model_estimate_counts_observed_core_answers_exactly(sim):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from assessors.errors import ConfigError
-from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate, cached, impute_rows
+from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate, cached, fixed_or_trial, impute_rows
 
 
 def standardised_items(S: np.ndarray) -> np.ndarray:
@@ -67,45 +67,59 @@ class AnchorPoints(BenchmarkEstimator):
         ``None`` searches all items, as the reference implementation.
     refine_iter : int
         After a sample search, alternating k-medoids steps over all items (0: none).
+    core_seed : int or None
+        Seed of the medoid search (its start and item sample). A fixed seed makes the core a
+        function of the source split and core size alone, searched once for all trials on that
+        split (cached); ``None`` uses the trial's ``seed``.
     """
 
     selects_core = True
 
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, variant: str = "weighted",
-                 max_iter: int = 100, max_items: int | None = 2000, refine_iter: int = 5):
+                 max_iter: int = 100, max_items: int | None = 2000, refine_iter: int = 5,
+                 core_seed: int | None = None):
         super().__init__(core_size, seed, alpha)
         self.variant = variant
         self.max_iter = max_iter
         self.max_items = max_items
         self.refine_iter = refine_iter
+        self.core_seed = core_seed
 
     def _select_core(self, S, features, rng):
-        import kmedoids
-
         if self.variant not in ("weighted", "predictor"):
             raise ConfigError(f"AnchorPoints: variant must be 'weighted' or 'predictor', got {self.variant!r}")
-        m = S.shape[1]
         if self.max_items is not None and int(self.max_items) < self.core_size:
             raise ConfigError(f"AnchorPoints: max_items={self.max_items} < core_size={self.core_size}; "
                               "raise max_items or set it to null")
+        seed = fixed_or_trial(self.core_seed, self.seed)
+        key = (self.variant, int(self.core_size), int(self.max_iter), self.max_items, int(self.refine_iter), seed)
+        # the medoids depend on the source split, these parameters and the seed alone
+        core, self._corr_core = cached("anchor_core", S, key, lambda: self._medoids(S, seed))
+        return core
+
+    def _medoids(self, S: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """The core (n_core,) searched with ``seed`` on the imputed sources ``S`` (n_llms, n_items),
+        and its correlations with every item (n_core, n_items)."""
+        import kmedoids
+
+        m = S.shape[1]
+        rng = np.random.default_rng(seed)
         if self.max_items is None or m <= int(self.max_items):
             # every item is a candidate: the full matrix, shared by both variants and all core sizes
             cand, corr = np.arange(m), cached("item_corr", S, (), lambda: item_correlations(S))
         else:
             cand = np.sort(rng.choice(m, size=int(self.max_items), replace=False))
             Z = cached("item_z", S, (), lambda: standardised_items(S))
-            corr = cached("item_corr_sample", S, (int(self.max_items), int(self.seed)),
+            corr = cached("item_corr_sample", S, (int(self.max_items), seed),
                           lambda: _correlations(Z[:, cand]))
         diss = np.abs(corr) if self.variant == "predictor" else corr.copy()
         np.subtract(1.0, diss, out=diss)  # one (n_cand, n_cand) temporary, not two
         res = kmedoids.fasterpam(diss, self.core_size, max_iter=self.max_iter, init="random",
-                                 random_state=int(self.seed), n_cpu=1)
+                                 random_state=seed, n_cpu=1)
         core = np.unique(cand[np.asarray(res.medoids, dtype=int)])
         if cand.size == m:
-            self._corr_core = corr[core]  # the core's correlations with every item: rows of the full matrix
-            return core
-        core, self._corr_core = self._refine(Z, core)
-        return core
+            return core, corr[core]  # the core's correlations with every item: rows of the full matrix
+        return self._refine(Z, core)
 
     def _refine(self, Z: np.ndarray, core: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Medoids found on a sample, improved on all items by up to ``refine_iter`` alternating steps
@@ -133,7 +147,7 @@ class AnchorPoints(BenchmarkEstimator):
         return np.abs(corr) if self.variant == "predictor" else corr
 
     def _fit(self, S, filled, features, rng):
-        corr_core, core = self._corr_core, self.core_index_
+        corr_core, core = self._corr_core, self.core_index_  # read only: it may be cached
         del self._corr_core  # not fitted state
         m = filled.shape[1]
         if self.variant == "weighted":

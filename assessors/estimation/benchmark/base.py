@@ -47,14 +47,19 @@ class Estimate:
     evidence: np.ndarray | None = None
 
 
+def item_means(S: np.ndarray) -> np.ndarray:
+    """Each item's (column's) mean over the rows with a value, 0.5 for an all-NaN item; shape (n_items,)."""
+    S = np.asarray(S, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.nanmean(np.where(np.isnan(S).all(0, keepdims=True), 0.5, S), axis=0)
+
+
 def impute_columns(S: np.ndarray) -> np.ndarray:
     """Fill NaN cells with the item's mean over the other rows (0.5 for all-NaN items)."""
     S = np.asarray(S, dtype=np.float64)
     if not np.isnan(S).any():
         return S
-    with np.errstate(invalid="ignore"):
-        col = np.nanmean(np.where(np.isnan(S).all(0, keepdims=True), 0.5, S), axis=0)
-    return np.where(np.isnan(S), col[None, :], S)
+    return np.where(np.isnan(S), item_means(S)[None, :], S)
 
 
 def impute_rows(Y: np.ndarray) -> np.ndarray:
@@ -94,6 +99,12 @@ def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object]) -> 
     if _nbytes(val) <= CACHE_BYTES:  # a value larger than the whole cache is used, not kept
         _CACHE[key] = val
     return val
+
+
+def fixed_or_trial(fixed: int | None, seed: int) -> int:
+    """A part's seed: ``fixed`` when set (the part then depends on the source split alone and is
+    shared by every trial on it), else the trial's ``seed``."""
+    return int(seed if fixed is None else fixed)
 
 
 class BenchmarkEstimator(BaseEstimator, abc.ABC):

@@ -5,7 +5,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from assessors.errors import ConfigError
-from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate, cached, impute_rows
+from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate, cached, fixed_or_trial, impute_rows
 from assessors.selection.irt import MultidimIRT
 
 
@@ -22,8 +22,9 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
       as in the reference implementation.
 
     Both IRT fits depend only on the source split and ``irt_seed`` and are cached across core sizes
-    and, where trials share a source split (extrapolation), across trials; the anchors (k-means, the
-    larger part of a fit once the IRT is cached) are cached too, so p-IRT and gp-IRT share them.
+    and, where trials share a source split, across trials; the anchors (k-means, the larger part of
+    a fit once the IRT is cached) are cached too, so p-IRT and gp-IRT share them, and with a fixed
+    ``core_seed`` the trials of one source split share them as well.
 
     Parameters
     ----------
@@ -35,22 +36,30 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
     irt_seed : int or None
         Seed of the IRT fits. A fixed seed makes the fits a function of the source split alone,
         fitted once for all trials on it; ``None`` uses the trial's ``seed`` (a refit per trial).
-        The anchors' k-means always uses ``seed``.
+    core_seed : int or None
+        Seed of the anchors' k-means. A fixed seed makes the anchors a function of the source split
+        and core size alone, chosen once for all trials on that split (which then differ only in
+        their split, not in the k-means start); ``None`` uses the trial's ``seed``.
     """
 
     selects_core = True
     selects_on_raw = True  # the IRT fit handles NaN itself
 
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, variant: str = "gpirt",
-                 dims: int = 10, irt_params: dict | None = None, irt_seed: int | None = 0):
+                 dims: int = 10, irt_params: dict | None = None, irt_seed: int | None = 0,
+                 core_seed: int | None = None):
         super().__init__(core_size, seed, alpha)
         self.variant = variant
         self.dims = dims
         self.irt_params = irt_params
         self.irt_seed = irt_seed
+        self.core_seed = core_seed
 
     def _irt_seed(self) -> int:
-        return int(self.seed if self.irt_seed is None else self.irt_seed)
+        return fixed_or_trial(self.irt_seed, self.seed)
+
+    def _core_seed(self) -> int:
+        return fixed_or_trial(self.core_seed, self.seed)
 
     def _irt_key(self) -> tuple:
         """What an IRT fit depends on besides its data."""
@@ -66,14 +75,14 @@ class TinyBenchmarksIRT(BenchmarkEstimator):
             raise ConfigError(f"TinyBenchmarksIRT: variant must be 'gpirt' or 'pirt', got {self.variant!r}")
         self.irt_ = self._irt(S, "irt_full")
         # p-IRT and gp-IRT pick the same anchors (same fit, size and seed): computed once, for both
-        key = self._irt_key() + (int(self.core_size), int(self.seed))
+        key = self._irt_key() + (int(self.core_size), self._core_seed())
         core, self.anchor_weights_ = cached("irt_anchors", S, key, lambda: self._anchors(self.irt_.item_parameters()))
         return core
 
     def _anchors(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Anchor items (sorted positions) and their weights (cluster shares) from item parameters X
         of shape (n_items, dims + 1)."""
-        km = KMeans(n_clusters=self.core_size, n_init=1, random_state=int(self.seed)).fit(X)
+        km = KMeans(n_clusters=self.core_size, n_init=1, random_state=self._core_seed()).fit(X)
         d2 = ((X[:, None, :] - km.cluster_centers_[None]) ** 2).sum(-1) if X.shape[0] * self.core_size < 5e6 \
             else None
         if d2 is None:

@@ -2,9 +2,18 @@
 
 The target's observed core answers count as they are; every other item (outside the core, or
 missing in it) contributes its posterior-predictive success probability. The band is the central
-``1 - alpha`` interval of the realised accuracy when abilities are drawn from the target's Laplace
-posterior and the unseen items' outcomes from the resulting probabilities (for the many unseen
-items, their mean is drawn from its normal approximation, ``mean p`` and ``sum p (1 - p) / m^2``).
+``1 - alpha`` interval of the realised accuracy when abilities follow the target's Laplace posterior
+and the unseen items' outcomes the resulting probabilities. Its variance over the ``m`` unseen
+items is ``Var_theta(sum p_i(theta)) + E_theta[sum p_i (1 - p_i)]``:
+
+* ``band="analytic"`` (default): the first term by the delta method, ``g' Cov g`` with ``g`` the
+  gradient of the unseen items' summed posterior-predictive probability (MacKay's probit
+  approximation) in the abilities, the second as ``sum p (1 - p)`` of the predictive
+  probabilities (which adds each item's own ``Var_theta p_i``: a little wider); a normal interval.
+  One pass over the ``k x N`` logits.
+* ``band="sampled"``: ``n_samples`` ability draws, each item's probability worked out per draw
+  and the unseen mean drawn from its normal approximation (``mean p``, ``sum p (1 - p) / m^2``);
+  the interval is the draws' quantiles. ``n_samples`` times the work of the analytic band.
 
 It is only as good as the model: item parameters fitted on the source LLMs are taken as known,
 so the band leaves out their error and any misfit of the model for the target (e.g. an LLM above
@@ -17,6 +26,10 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import clone
 
+from scipy.stats import norm
+
+from assessors.core.posterior import logit_moments, probit_predictive
+from assessors.errors import ConfigError
 from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate
 from assessors.estimation.benchmark.latent_proxy import LatentProxy
 from assessors.irt_math import sigmoid
@@ -29,8 +42,10 @@ class LatentModel(BenchmarkEstimator):
     ----------
     proxy : LatentProxy, optional
         The latent model (default ``LatentProxy()``).
+    band : {"analytic", "sampled"}
+        How the band is worked out (see the module docstring).
     n_samples : int
-        Ability draws per target for the band.
+        Ability draws per target for the sampled band.
 
     Attributes
     ----------
@@ -41,26 +56,50 @@ class LatentModel(BenchmarkEstimator):
     has_ci = True
 
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, proxy: LatentProxy | None = None,
-                 n_samples: int = 400):
+                 n_samples: int = 400, band: str = "analytic"):
         super().__init__(core_size, seed, alpha)
         self.proxy = proxy
         self.n_samples = n_samples
+        self.band = band
 
     def _fit(self, S, filled, features, rng):
+        if self.band not in ("analytic", "sampled"):
+            raise ConfigError(f"LatentModel: band must be 'analytic' or 'sampled', got {self.band!r}")
         # the raw matrix: the item fit leaves missing cells out of the likelihood
         self.proxy_ = clone(self.proxy if self.proxy is not None else LatentProxy()).fit(S, features, self.core_index_)
 
     def _estimate(self, Y):
         theta, cov = self.proxy_.posterior(Y)
-        A, b = self.proxy_.discrimination_, self.proxy_.difficulty_
-        N, s = self.n_items_, int(self.n_samples)
-        rng = np.random.default_rng(self.seed)
-        k = Y.shape[0]
+        k, N = Y.shape[0], self.n_items_
         seen = ~np.isnan(Y)
         unseen = np.ones((k, N))
         unseen[:, self.core_index_] = ~seen
-        m = unseen.sum(1)  # (k,)
         seen_sum = np.where(seen, Y, 0.0).sum(1)
+        if self.band == "analytic":
+            return self._analytic(theta, cov, unseen, seen_sum)
+        return self._sampled(theta, cov, unseen, seen_sum)
+
+    def _analytic(self, theta, cov, unseen, seen_sum) -> Estimate:
+        """Point and delta-method normal band from the posterior ``theta`` (k, D), ``cov`` (k, D, D),
+        the unseen-item mask ``unseen`` (k, N) and the summed observed answers ``seen_sum`` (k,)."""
+        A, b = self.proxy_.discrimination_, self.proxy_.difficulty_
+        mean, var = logit_moments(theta, cov, A, b)  # (k, N) each
+        shrink = 1.0 / np.sqrt(1.0 + np.pi * var / 8.0)
+        p = probit_predictive(mean, var)[0] * unseen  # 0 on seen items
+        slope = p * (1 - p)  # the Bernoulli variance of each unseen item, and with ``shrink`` dp/dlogit
+        g = (slope * shrink) @ A  # (k, D): gradient of the unseen items' summed probability in theta
+        var_sum = np.einsum("kd,kde,ke->k", g, cov, g) + slope.sum(1)
+        point = (seen_sum + p.sum(1)) / self.n_items_
+        half = norm.ppf(1 - self.alpha / 2) * np.sqrt(var_sum) / self.n_items_
+        return Estimate(point, point - half, point + half)
+
+    def _sampled(self, theta, cov, unseen, seen_sum) -> Estimate:
+        """Point and band from ``n_samples`` ability draws (arguments as :meth:`_analytic`)."""
+        A, b = self.proxy_.discrimination_, self.proxy_.difficulty_
+        N, s = self.n_items_, int(self.n_samples)
+        rng = np.random.default_rng(self.seed)
+        k = unseen.shape[0]
+        m = unseen.sum(1)  # (k,)
         # abilities drawn from each posterior, predicted in blocks of targets that bound the (k, s, N) array
         th = theta[:, None, :] + np.einsum("kde,kse->ksd", np.linalg.cholesky(cov),
                                            rng.standard_normal((k, s, theta.shape[1])))

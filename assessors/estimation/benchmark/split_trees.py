@@ -79,11 +79,29 @@ def split_trees(assessor, X: np.ndarray, check_ref: np.ndarray | None = None) ->
     rows = assessor.pair_rows(X, R)
     if rows.mode not in ("embedding", "similarity"):  # the item part must not depend on the target
         return None
+    return factorise(clf, rows.inst, rows.ref)
+
+
+def factorise(clf, inst: np.ndarray, ref: np.ndarray) -> SplitTrees | None:
+    """The factorised form of a fitted classifier whose rows are ``[inst[i], ref[t]]``, or None.
+
+    Parameters
+    ----------
+    clf : fitted classifier
+        None is returned unless it is an XGBoost binary logistic model (no early stopping, unnamed
+        features) whose factorised margins agree with its own on a sample of rows.
+    inst : ndarray of shape (n_items, f)
+        The item part of the rows.
+    ref : ndarray of shape (k, n_ref)
+        Target parts of a few real rows (at least one), for the base margin and the check.
+    """
+    if not hasattr(clf, "get_booster"):
+        return None
     booster = clf.get_booster()
     if clf.get_params().get("objective") != "binary:logistic" or booster.feature_names is not None \
             or getattr(clf, "n_classes_", 2) != 2 or _early_stopped(clf):
         return None
-    inst = rows.inst
+    inst, ref = np.asarray(inst, dtype=np.float32), np.asarray(ref, dtype=np.float32)
     leaves = _leaf_paths(booster.trees_to_dataframe())
     if leaves is None:
         return None
@@ -95,11 +113,12 @@ def split_trees(assessor, X: np.ndarray, check_ref: np.ndarray | None = None) ->
     ref_cond = (ref_cond[0], ref_cond[1] - f, *ref_cond[2:])
     model = SplitTrees(item_ind, ref_cond, values, 0.0)
     items = np.linspace(0, len(inst) - 1, min(len(inst), 64)).astype(int)
-    true = clf.predict(assessor.pair_rows(X[items], R).to_array(), output_margin=True).reshape(len(R), items.size)
-    diff = true - model.margin(rows.ref)[:, items]
+    rows = np.hstack([np.tile(inst[items], (len(ref), 1)), np.repeat(ref, items.size, axis=0)])
+    true = clf.predict(rows, output_margin=True).reshape(len(ref), items.size)
+    diff = true - model.margin(ref)[:, items]
     model.base = float(np.median(diff))
     if np.abs(diff - model.base).max() > TOLERANCE:
-        log.warning("generic assessor proxy: factorised trees differ from the classifier by %.2g; "
+        log.warning("boosted-tree proxy: factorised trees differ from the classifier by %.2g; "
                     "predicting row by row", np.abs(diff - model.base).max())
         return None
     return model
