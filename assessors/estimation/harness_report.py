@@ -114,7 +114,8 @@ def _plots(eg, cov, joined, sizes):
         ax.set(xscale="log", xlabel="core-set size", ylabel="CI coverage", title="Coverage at nominal 95%")
         ax.legend(fontsize=7)
         figs["plots/coverage.png"] = fig
-    methods = [m for m in ("random_sampling_learn", "aipw", "aipw_assessor", "pca", "gp_irt") if m in set(joined["method"])]
+    shown = ("random_sampling_learn", "aipw", "aipw_assessor", "aipw_assessor_split", "aipw_latent", "pca", "gp_irt")
+    methods = [m for m in shown if m in set(joined["method"])]
     if methods:
         fig, axes = plt.subplots(1, len(methods), figsize=(4 * len(methods), 3.5), squeeze=False)
         for ax, m in zip(axes[0], methods):
