@@ -167,6 +167,27 @@ def fit_all_train_data(cfg, prep: Prepared, X: np.ndarray, S: np.ndarray, chosen
     return base.fit(X, S, np.array([], dtype=int), validation=val)
 
 
+def fixed_baselines(cfg, prep: Prepared, t: dict, ref_ids, scored: np.ndarray, baselines) -> dict:
+    """The baselines the calibration answers do not change, fitted once per cell: their P(success)
+    (n_test_llms, len(scored)) on the scored test prompts ``scored``, by method; ``t`` gets their wall times."""
+    fixed = {}
+    ref_pos = prep.results.instance_index(ref_ids)
+    X_ref = prep.X["train"][pd.Index(prep.inst["train"]).get_indexer(ref_ids)]
+    for method in ("reference_only", "specific"):
+        if baselines.get(method):
+            with stage(t, f"{method}_fit_s"):
+                fixed[method] = fit_per_llm(cfg, prep, method, X_ref, ref_pos)[:, scored]
+    if baselines.get("paper_generic"):
+        # train.py's column: its own node (the depth-6 XGBoost with shared bins and early stopping) on the
+        # latent assessor's reference set
+        with stage(t, "paper_generic_fit_s"):
+            ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
+            paper = fit_assessor(cfg, prep, ref_idx, ref_ids, assessor_cfg=cfg[PAPER])
+            fixed["paper_generic"] = paper.predict_proba(prep.X["test"][scored],
+                                                         prep.results.matrix(prep.llms["test"], ref_ids))
+    return fixed
+
+
 def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
     """Every method at every budget on the split ``cfg`` describes.
 
@@ -195,22 +216,8 @@ def evaluate_split(cfg, budgets, baselines) -> tuple[pd.DataFrame, dict]:
     scored = np.sort(perm[max(ks):])
     S_sc, X_sc = S_test[:, scored], X_te[scored]
 
-    fixed = {}  # methods the calibration answers do not change: predictions on the scored prompts
-    ref_pos = prep.results.instance_index(ref_ids)
-    X_ref = prep.X["train"][pd.Index(prep.inst["train"]).get_indexer(ref_ids)]
-    for method in ("reference_only", "specific"):
-        if baselines.get(method):
-            with stage(t, f"{method}_fit_s"):
-                fixed[method] = fit_per_llm(cfg, prep, method, X_ref, ref_pos)[:, scored]
-    if baselines.get("paper_generic"):
-        # train.py's column: its own node (the depth-6 XGBoost with shared bins and early stopping) on the
-        # latent assessor's reference set
-        with stage(t, "paper_generic_fit_s"):
-            ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
-            paper = fit_assessor(cfg, prep, ref_idx, ref_ids, assessor_cfg=cfg[PAPER])
-            fixed["paper_generic"] = paper.predict_proba(X_sc, R_test)
-
     # their scores too: the same at every budget
+    fixed = fixed_baselines(cfg, prep, t, ref_ids, scored, baselines)
     fixed = {method: scores(S_sc, P) for method, P in fixed.items()}
     S_known = prep.S("train", "test")  # the training LLMs' answers on the held-out prompts
     rows, common = [], {"n_llms": len(prep.llms["test"]), "n_prompts": len(scored)}
