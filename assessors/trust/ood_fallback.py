@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
-from assessors.metrics import masked_auc
+from assessors.metrics import central_interval, masked_auc
 from assessors.threads import thread_limits
 from assessors.trust.fallbacks import check_fallback, fallback_predictor
 
@@ -45,9 +45,8 @@ class OODFallbackValidation(BaseEstimator):
     seed : int
         Seed of the fold draw and of the reference prompts.
     threads : int or None
-        BLAS/OpenMP threads of the refits and scoring (None: the caller's budget). Their matrices are
-        small (the residual's PCA, the neighbour profiles, 100-prompt regressions): on two busy cores two
-        threads spin at every barrier and took several times the time of one.
+        BLAS/OpenMP threads of the refits and scoring (None: the caller's budget). Their matrices are small:
+        on two busy cores two threads spin at every barrier and took several times the time of one.
     progress : bool
         Show a progress bar over folds.
     """
@@ -107,14 +106,12 @@ class OODFallbackValidation(BaseEstimator):
             for f in tqdm(range(k), desc="OOD fallback folds", disable=not self.progress, leave=False):
                 self._fold(make_assessor, population, X, S_train, S_val, fold == f, rng)
                 self.folds_.append(sorted(g for g, v in fold_of.items() if v == f))
-        return self._choose(f"mean AUC on {k} held-out folds of {len(names)} training-prompt groups")
-
-    def _choose(self, how: str) -> "OODFallbackValidation":
-        """``choice_``: the candidate with the highest mean AUC (the default when none is finite)."""
+        # the candidate with the highest mean AUC (the default when none is finite)
         self.mean_auc_ = {c: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
                           for c, v in self.aucs_.items()}
         finite = {c: v for c, v in self.mean_auc_.items() if np.isfinite(v)}
         self.choice_ = max(finite, key=finite.get) if finite else self.default
+        how = f"mean AUC on {k} held-out folds of {len(names)} training-prompt groups"
         self.chosen_by_ = how if finite else "stated default (no finite AUC on held-out groups)"
         log.info("OOD fallback: %s (%s; mean AUC %s)", self.choice_, self.chosen_by_,
                  {c: round(v, 4) for c, v in self.mean_auc_.items()})
@@ -139,19 +136,12 @@ class OODFallbackValidation(BaseEstimator):
 
     def _bands(self, values) -> dict[str, list[float]]:
         """Central ``level`` interval of each candidate's per-pair values (candidates with >= 10 finite pairs)."""
-        tail = (1.0 - float(self.level)) / 2.0
-        out = {}
-        for c, v in values.items():
-            v = np.asarray(v, dtype=np.float64)
-            v = v[np.isfinite(v)]
-            if len(v) >= 10:
-                out[c] = [float(q) for q in np.quantile(v, [tail, 1.0 - tail])]
-        return out
+        finite = {c: np.asarray(v, dtype=np.float64)[np.isfinite(v)] for c, v in values.items()}
+        return {c: list(central_interval(v, self.level)) for c, v in finite.items() if len(v) >= 10}
 
     def record(self) -> dict:
         """``{choice, chosen_by, mean_auc, auc_band, accuracy_error_band, level, n_pairs, folds}`` (JSON-safe),
-        stored with the model: the bands are the central ``level`` intervals of each candidate's AUCs and
-        accuracy errors (realised accuracy minus mean prediction) on the held-out folds."""
+        stored with the model (the bands: see the module docstring)."""
         check_is_fitted(self, "choice_")
         return {"choice": self.choice_, "chosen_by": self.chosen_by_,
                 "mean_auc": {c: (v if np.isfinite(v) else None) for c, v in self.mean_auc_.items()},

@@ -226,7 +226,6 @@ def policy_options(model, options: Mapping | None = None) -> dict:
     given = sorted(k for k in options if k in POLICY_KEYS)
     if given:
         source += f"; trust.posterior sets {', '.join(given)}"
-    # prompt_ood false / null: off
     ood = (options.pop("prompt_ood") or None) if "prompt_ood" in options else getattr(model, "prompt_ood", None)
     return {**dict(stored.get("options") or {}), **options, "source": source, "prompt_ood": ood}
 

@@ -14,7 +14,7 @@ such prompts: the population's success rate learned from prompt features
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import DataError
@@ -58,8 +58,6 @@ class PromptOOD(BaseEstimator):
 
         ``S_train`` (n_llms, n): the training LLMs' success on ``X_train`` (0/1, NaN), for ``population_``.
         """
-        from sklearn.base import clone
-
         X_train, X_val = np.asarray(X_train, dtype=np.float32), np.asarray(X_val, dtype=np.float32)
         if len(X_train) < self.n_neighbors or not len(X_val):
             raise DataError(f"PromptOOD needs at least {self.n_neighbors} training prompts and one validation "
