@@ -178,18 +178,16 @@ def fitted_population(prompt_ood):
     return getattr(prompt_ood, "population_", None)
 
 
-def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0, population=None,
-                       slope_sd: float = DEFAULT_SLOPE_SD):
+def fallback_predictor(kind: str, assessor, X_answered, y, population=None, slope_sd: float = DEFAULT_SLOPE_SD):
     """The fallback predictor ``kind`` (one of :data:`FALLBACKS`) fitted on one LLM's answers
     (``population``: the fitted :class:`~assessors.trust.population.PopulationDifficulty` it needs;
     ``slope_sd``: the recalibrated one's slope prior)."""
     check_fallback(kind, population)
     if kind == FALLBACK_NAME:
-        return ReferenceOnlyPredictor(assessor, X_answered, y, C=C)
+        return ReferenceOnlyPredictor(assessor, X_answered, y)
     if kind == POPULATION_NAME:
-        return PopulationPredictor(population, X_answered, y, prior_sd=prior_sd)
-    return ReleveledPredictor(assessor, X_answered, y, prior_sd=prior_sd,
-                              slope_sd=slope_sd if kind == RECALIBRATED_NAME else None)
+        return PopulationPredictor(population, X_answered, y)
+    return ReleveledPredictor(assessor, X_answered, y, slope_sd=slope_sd if kind == RECALIBRATED_NAME else None)
 
 
 def check_bands(bands, what: str = "ood_auc_bands", lowest: float = 0.0) -> dict | None:

@@ -38,8 +38,6 @@ class OODFallbackValidation(BaseEstimator):
         Random answered prompts outside the held-out fold that describe each validation LLM.
     default : str
         The choice with fewer than two groups.
-    C, prior_sd : float
-        The fallbacks' options (as in :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`).
     level : float
         Central coverage of the AUC and accuracy-error bands recorded per candidate.
     seed : int
@@ -52,14 +50,12 @@ class OODFallbackValidation(BaseEstimator):
     """
 
     def __init__(self, candidates: Sequence[str] = ("releveled", "reference_only", "population"), n_folds: int = 3,
-                 n_reference: int = 100, default: str = "reference_only", C: float = 1.0, prior_sd: float = 3.0,
-                 level: float = 0.9, seed: int = 0, threads: int | None = 1, progress: bool = True):
+                 n_reference: int = 100, default: str = "reference_only", level: float = 0.9, seed: int = 0,
+                 threads: int | None = 1, progress: bool = True):
         self.candidates = candidates
         self.n_folds = n_folds
         self.n_reference = n_reference
         self.default = default
-        self.C = C
-        self.prior_sd = prior_sd
         self.level = level
         self.seed = seed
         self.threads = threads
@@ -129,7 +125,7 @@ class OODFallbackValidation(BaseEstimator):
                 continue
             seen = np.isfinite(s[out])
             for c in self.candidates:
-                p = fallback_predictor(c, assessor, X[ref], y, C=self.C, prior_sd=self.prior_sd, population=fitted)
+                p = fallback_predictor(c, assessor, X[ref], y, population=fitted)
                 p_out = p(X[out])
                 self.aucs_[c].append(masked_auc(s[out], p_out))
                 self.errors_[c].append(float(s[out][seen].mean() - np.asarray(p_out)[seen].mean()))

@@ -16,8 +16,8 @@ from assessors.trust.similarity import training_profile
 PREDICTORS = ("latent",) + tuple(k for k in FALLBACKS if k != POPULATION_NAME)
 
 
-def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None, C: float = 1.0,
-                prior_sd: float = 3.0, slope_sd: float = DEFAULT_SLOPE_SD, slope_sds=SLOPE_SDS) -> dict:
+def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None,
+                slope_sd: float = DEFAULT_SLOPE_SD, slope_sds=SLOPE_SDS) -> dict:
     """One LLM's realised accuracy on the target prompts ``X_target`` (m, d) and the AUC and Brier score there,
     against its realised success ``s_target`` (m,), of the model (``latent``, whatever the family) and of each
     fallback fitted on its answers ``y`` (n,) on ``X_answered`` (n, d). Arguments as :func:`llm_outcomes`' for
@@ -33,9 +33,8 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     seen, p_lat = np.isfinite(y), own_predictions(assessor, X_answered, y, X_target)
     population = fitted_population(prompt_ood)
     kinds = PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ())
-    fitted = {kind: fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd, population=population,
-                                       slope_sd=slope_sd) for kind in kinds if seen.any()}
-    # without answers a fallback is the latent prediction
+    fitted = {kind: fallback_predictor(kind, assessor, X_answered, y, population=population, slope_sd=slope_sd)
+              for kind in kinds if seen.any()}
     preds = {"latent": p_lat, **{kind: fitted[kind](X_target) if kind in fitted else p_lat for kind in kinds}}
     s = np.asarray(s_target, dtype=np.float64)
     obs = np.isfinite(s)
@@ -44,7 +43,7 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     rel = fitted.get(RELEVEL_NAME)  # the model's logits once, recalibrated under each candidate slope prior
     z_answered, z_target = (rel.logit(X_answered[seen]), rel.logit(X_target)) if rel else (None, None)
     for sd in slope_sds:
-        slope, offset = fit_slope_offset(z_answered, y[seen], sd, prior_sd) if rel else (None, None)
+        slope, offset = fit_slope_offset(z_answered, y[seen], sd) if rel else (None, None)
         p = p_lat if rel is None else sigmoid(slope * z_target + offset)
         out[f"brier_{RECALIBRATED_NAME}@{float(sd):g}"] = brier(*drop_unevaluated(s, p))
     return out
@@ -110,7 +109,7 @@ def served_outcomes(policy, assessor, X_answered, Y, X_target, S_target, llms, *
         out.append({**report, **_scored("served", s, p)})
         if outcomes:
             out[-1]["outcome"] = llm_outcome(assessor, Xa, y, X_target, s, llm=llms[k], prompt_ood=policy.prompt_ood,
-                                             C=policy.C, prior_sd=policy.prior_sd, slope_sd=policy.fallback_slope_sd)
+                                             slope_sd=policy.fallback_slope_sd)
     return out
 
 

@@ -58,11 +58,8 @@ class PosteriorTrust:
 
     @property
     def message(self) -> str:
-        if self.verdict == OUT:
-            return "out of population: use the fallback"
-        if self.verdict == UNCERTAIN:
-            return f"uncertain: ask {self.more_questions} more questions"
-        return "ok"
+        return {OUT: "out of population: use the fallback",
+                UNCERTAIN: f"uncertain: ask {self.more_questions} more questions"}.get(self.verdict, OK)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "message": self.message}
