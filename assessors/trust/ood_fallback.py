@@ -102,12 +102,14 @@ class OODFallbackValidation(BaseEstimator):
             for f in tqdm(range(k), desc="OOD fallback folds", disable=not self.progress, leave=False):
                 self._fold(make_assessor, population, X, S_train, S_val, fold == f, rng)
                 self.folds_.append(sorted(g for g, v in fold_of.items() if v == f))
-        # the candidate with the highest mean AUC (the default when none is finite)
+        return self._choose(f"mean AUC on {k} held-out folds of {len(names)} training-prompt groups")
+
+    def _choose(self, how: str) -> "OODFallbackValidation":
+        """``choice_``: the candidate with the highest mean AUC (the default when none is finite)."""
         self.mean_auc_ = {c: float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
                           for c, v in self.aucs_.items()}
         finite = {c: v for c, v in self.mean_auc_.items() if np.isfinite(v)}
         self.choice_ = max(finite, key=finite.get) if finite else self.default
-        how = f"mean AUC on {k} held-out folds of {len(names)} training-prompt groups"
         self.chosen_by_ = how if finite else "stated default (no finite AUC on held-out groups)"
         log.info("OOD fallback: %s (%s; mean AUC %s)", self.choice_, self.chosen_by_,
                  {c: round(v, 4) for c, v in self.mean_auc_.items()})

@@ -206,8 +206,7 @@ def _misfit_pvalue(Pa, y_obs, rng) -> float:
 
 
 def _verdict(flags: list[str], width: float, n_ans: int, max_width: float) -> tuple[str, int]:
-    """OUT on misfit or extrapolation; UNCERTAIN (with the answers still needed) on a wide band or
-    no answers; else OK."""
+    """The verdict (see the module docstring) and the answers still needed for ``max_width``."""
     if any(f in flags for f in OUT_FLAGS):
         return OUT, 0
     if width > max_width or n_ans == 0:

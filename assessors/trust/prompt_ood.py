@@ -5,11 +5,8 @@ in feature space. The threshold is the ``quantile`` of that distance over the *v
 (held out from training, drawn from the same population), so about ``1 - quantile`` of
 in-distribution prompts lie beyond it. The target set is called out of distribution when more than
 ``max_share`` of its prompts do: the latent item parameters are then extrapolated to prompts unlike
-any they were learned from, which posterior checks on the LLM's answers cannot see.
-
-Given the training LLMs' success on the training prompts, it also holds the prompt-side fallback for
-such prompts: the population's success rate learned from prompt features
-(:class:`~assessors.trust.population.PopulationDifficulty`, ``population_``).
+any they were learned from, which posterior checks on the LLM's answers cannot see. The signal also
+holds the fallback for such prompts (``population``).
 """
 from __future__ import annotations
 
