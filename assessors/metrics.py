@@ -221,3 +221,11 @@ def chance_auc_low(n_prompts: int, accuracy: float, level: float) -> float:
     if n1 < 1 or n0 < 1:
         return float("nan")
     return float(0.5 - norm.ppf(0.5 + level / 2) * np.sqrt((n1 + n0 + 1) / (12 * n1 * n0)))
+
+
+def central_interval(values, level: float) -> tuple[float, float]:
+    """``(low, high)``: the central ``level`` interval of ``values`` (s,), their ``(1 - level) / 2`` and
+    ``(1 + level) / 2`` quantiles (e.g. a band from draws or from per-pair results)."""
+    tail = (1.0 - float(level)) / 2.0
+    low, high = np.quantile(np.asarray(values, dtype=np.float64), [tail, 1.0 - tail])
+    return float(low), float(high)

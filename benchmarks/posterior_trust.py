@@ -107,14 +107,20 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
     loud = fit_validated(instantiate(cfg.trust.validated_policy, quiet_flags=False), val_reps, val_outs)
     ood_choice = with_ood_fallback(cfg, prep, {"options": {}}, ood)["ood_fallback"]  # what train.py stores
     test = _given(prep, "test", idx, prep.X["test"], prep.S("test", "test"))
-    _, outs = llm_outcomes(model, *test, prompt_ood=ood, slope_sd=chooser.fallback_slope_sd_, reports=False, **known)
 
-    def scored(opts, ood_fallback=ood_choice["choice"], prompt_ood=ood):
-        """The test LLMs scored on what the serving path serves them under these options."""
+    def served(opts, ood_fallback=ood_choice["choice"], prompt_ood=ood, outcomes=False):
+        """What the serving path serves the test LLMs under these options (with what happened to them)."""
         policy = PosteriorTrustPolicy(**opts, ood_fallback=ood_fallback, ood_auc_bands=ood_choice.get("auc_band"),
                                       ood_accuracy_bands=ood_choice.get("accuracy_error_band"), prompt_ood=prompt_ood,
                                       seed=seed)
-        return verdict_scores(served_outcomes(policy, model, *test, **known), outs)
+        return served_outcomes(policy, model, *test, outcomes=outcomes, **known)
+
+    validated = served(chooser.options(), outcomes=True)  # one pass: the outcomes under its slope prior
+    outs = [s.pop("outcome") for s in validated]
+
+    def scored(*args, **kwargs):
+        """The test LLMs scored on what the serving path serves them under these options."""
+        return verdict_scores(served(*args, **kwargs), outs)
 
     # the previous default: the report's fixed thresholds, the reference-only fallback on every out-of-population verdict
     previous = {"fallback_kind": "reference_only", "fallback_flags": None}
@@ -125,7 +131,7 @@ def run_seed(seed: int, overrides: list[str], n_questions: int) -> dict:
                                                          "coverage": chooser.coverage_, "losses": chooser.losses_,
                                                          "slope_losses": chooser.slope_losses_},
         "prompt_ood_threshold": ood.threshold_, "ood_fallback": ood_choice,
-        "validated": scored(chooser.options()),
+        "validated": verdict_scores(validated, outs),
         "validated_reference_only_ood": scored(chooser.options(), ood_fallback="reference_only"),
         "validated_no_prompt_ood": scored(chooser.options(), prompt_ood=None),
         "validated_no_quiet_rule": scored(loud.options()),

@@ -167,3 +167,15 @@ def test_chance_auc_low_is_the_chance_rankings_lower_quantile(n, acc):
     low = chance_auc_low(n, acc, 0.9)
     assert 0.035 <= np.mean(aucs < low) <= 0.065  # nominal 0.05 below the central 90% interval
     assert np.isnan(chance_auc_low(10, 0.0, 0.9))
+
+
+@pytest.mark.parametrize("level", [0.5, 0.9])
+def test_central_interval_covers_its_level_of_fresh_draws(level):
+    # the interval of many draws from a distribution holds about `level` of fresh draws from it, a
+    # share (1 - level) / 2 on each side
+    rng = np.random.default_rng(0)
+    low, high = M.central_interval(rng.normal(size=20000), level)
+    fresh = rng.normal(size=20000)
+    assert np.mean((fresh >= low) & (fresh <= high)) == pytest.approx(level, abs=0.02)
+    assert np.mean(fresh < low) == pytest.approx((1 - level) / 2, abs=0.02)
+    assert M.central_interval([3.0], level) == (3.0, 3.0)

@@ -50,10 +50,10 @@ def evaluate_scenario(cfg, name: str) -> tuple[pd.DataFrame, dict]:
     chooser = fit_validated(instantiate(cfg.trust.validated_policy), *llm_outcomes(assessor, *given("val"),
                                                                                      seed=int(cfg.seed), **known))
     opts = chooser.options()
-    _, outcomes = llm_outcomes(assessor, *given("test"), slope_sd=opts["fallback_slope_sd"], reports=False, **known)
-    # the test LLMs scored on what the serving path serves them under the chosen policy
-    served = served_outcomes(PosteriorTrustPolicy(**opts, seed=int(cfg.seed)), assessor, *given("test"), **known)
-    scores = verdict_scores(served, outcomes)
+    # the test LLMs scored on what the serving path serves them under the chosen policy, and what happened to them
+    served = served_outcomes(PosteriorTrustPolicy(**opts, seed=int(cfg.seed)), assessor, *given("test"), outcomes=True,
+                             **known)
+    scores = verdict_scores(served, [s.pop("outcome") for s in served])
     rows = pd.DataFrame(scores.pop("llms")).assign(scenario=name)
     summary = {k: scores[k] for k in SUMMARY}
     summary.update(family=type(assessor).__name__, chosen=opts, chosen_by=chooser.chosen_by_,

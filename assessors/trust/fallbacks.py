@@ -7,6 +7,9 @@ population) and :class:`PopulationPredictor` (the training LLMs', for prompts un
 
 A report's ``auc_band`` and ``accuracy_band`` are about the model;
 :meth:`~assessors.trust.posterior_policy.PosteriorTrustPolicy.served` gives those of what the LLM is served.
+Throughout, one LLM's answers are ``X_answered`` (n, d), the prompts' features, and ``y`` (n,), 0/1 (NaN = not
+answered); each predictor is fitted on the answered ones and called on prompt features ``X`` (m, d) for
+P(success) (m,).
 """
 from __future__ import annotations
 
@@ -28,8 +31,7 @@ DEFAULT_SLOPE_SD = SLOPE_SDS[0]
 
 
 def answered(X_answered, y, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """The answered items' features (a, d) and 0/1 answers (a,) of ``X_answered`` (n, d) and ``y`` (n,) (NaN = not
-    answered); :class:`DataError` naming ``what`` if none is."""
+    """The answered items' features (a, d) and answers (a,); :class:`DataError` naming ``what`` if none is."""
     X, y = Evidence(X_answered, y).answered()
     if not len(y):
         raise DataError(f"the {what} fallback needs at least one answered item")
@@ -37,8 +39,8 @@ def answered(X_answered, y, what: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def own_predictions(assessor, X_answered, y, X_target) -> np.ndarray:
-    """The model's own P(success) (m,) on ``X_target`` (m, d) for one LLM (``assessor``: fitted, of any family),
-    from its answers ``y`` (n,) on ``X_answered`` (n, d) (NaN = not answered): what it is served without a fallback."""
+    """The model's own P(success) (m,) on ``X_target`` (m, d) for one LLM (``assessor``: fitted, of any family):
+    what it is served without a fallback."""
     state = assessor.describe_answered(Evidence(*Evidence(X_answered, y).answered()))
     return assessor.predict_state(np.asarray(X_target, dtype=np.float32), state)[0]
 
@@ -76,10 +78,9 @@ def fit_slope_offset(z: np.ndarray, y: np.ndarray, slope_sd: float | None = None
 class _Shifted:
     """A logit ranking for one LLM (``logit(X)`` (m,)), its slope and offset fitted on the LLM's answers.
 
-    Parameters of the subclasses: ``X_answered`` (n, d) the answered prompts' features, ``y`` (n,) the 0/1
-    answers (NaN = not answered), ``prior_sd`` the standard deviation of the offset's zero-mean normal
-    prior, in logits. ``slope_`` and ``offset_``: fitted (:func:`fit_slope_offset` with ``slope_sd``) on the
-    answered ``X`` (a, d) and ``y`` (a,). A positive slope is monotone: the AUC is the ranking's.
+    ``prior_sd`` (of the subclasses): the standard deviation of the offset's zero-mean normal prior, in logits.
+    ``slope_`` and ``offset_``: fitted by :func:`fit_slope_offset` with ``slope_sd``. A positive slope is
+    monotone: the AUC is the ranking's.
     """
 
     slope_sd = None  # the offset only
@@ -88,7 +89,6 @@ class _Shifted:
         self.slope_, self.offset_ = fit_slope_offset(self.logit(X), y, slope_sd=self.slope_sd, prior_sd=prior_sd)
 
     def __call__(self, X) -> np.ndarray:
-        """P(success) of shape (m,) for prompt features ``X`` (m, d)."""
         return sigmoid(self.slope_ * self.logit(X) + self.offset_)
 
 
@@ -122,10 +122,6 @@ class ReferenceOnlyPredictor:
     ----------
     assessor : Assessor
         Fitted; its projection is used, never its predictions.
-    X_answered : ndarray of shape (n, d)
-        Features of the answered prompts.
-    y : ndarray of shape (n,)
-        0/1 answers, NaN = not answered.
     C : float
         Inverse L2 strength of the logistic regression.
     """
@@ -144,7 +140,6 @@ class ReferenceOnlyPredictor:
         self.model_ = LogisticRegression(C=C, max_iter=1000).fit(self.projection(X), y)
 
     def __call__(self, X) -> np.ndarray:
-        """P(success) of shape (m,) for prompt features ``X`` (m, d)."""
         X = np.asarray(X, dtype=np.float32)
         if self.constant_ is not None:
             return np.full(len(X), self.constant_)
@@ -159,7 +154,6 @@ class PopulationPredictor(_Shifted):
 
     def __init__(self, population, X_answered, y, prior_sd: float = 3.0):
         X, y = answered(X_answered, y, self.name)
-        self.population = population
         self.logit = population.logit
         self._fit(X, y, prior_sd)
 
@@ -184,17 +178,16 @@ def fitted_population(prompt_ood):
     return getattr(prompt_ood, "population_", None)
 
 
-def fallback_predictor(kind: str, assessor, X_answered, y, C: float = 1.0, prior_sd: float = 3.0, population=None,
-                       slope_sd: float = DEFAULT_SLOPE_SD):
+def fallback_predictor(kind: str, assessor, X_answered, y, population=None, slope_sd: float = DEFAULT_SLOPE_SD):
     """The fallback predictor ``kind`` (one of :data:`FALLBACKS`) fitted on one LLM's answers
     (``population``: the fitted :class:`~assessors.trust.population.PopulationDifficulty` it needs;
     ``slope_sd``: the recalibrated one's slope prior)."""
     check_fallback(kind, population)
-    fit = {RELEVEL_NAME: lambda: ReleveledPredictor(assessor, X_answered, y, prior_sd=prior_sd),
-           RECALIBRATED_NAME: lambda: ReleveledPredictor(assessor, X_answered, y, prior_sd=prior_sd, slope_sd=slope_sd),
-           FALLBACK_NAME: lambda: ReferenceOnlyPredictor(assessor, X_answered, y, C=C),
-           POPULATION_NAME: lambda: PopulationPredictor(population, X_answered, y, prior_sd=prior_sd)}
-    return fit[kind]()
+    if kind == FALLBACK_NAME:
+        return ReferenceOnlyPredictor(assessor, X_answered, y)
+    if kind == POPULATION_NAME:
+        return PopulationPredictor(population, X_answered, y)
+    return ReleveledPredictor(assessor, X_answered, y, slope_sd=slope_sd if kind == RECALIBRATED_NAME else None)
 
 
 def check_bands(bands, what: str = "ood_auc_bands", lowest: float = 0.0) -> dict | None:

@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
-from assessors.metrics import masked_auc
+from assessors.metrics import central_interval, masked_auc
 from assessors.threads import thread_limits
 from assessors.trust.fallbacks import check_fallback, fallback_predictor
 
@@ -38,29 +38,24 @@ class OODFallbackValidation(BaseEstimator):
         Random answered prompts outside the held-out fold that describe each validation LLM.
     default : str
         The choice with fewer than two groups.
-    C, prior_sd : float
-        The fallbacks' options (as in :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`).
     level : float
         Central coverage of the AUC and accuracy-error bands recorded per candidate.
     seed : int
         Seed of the fold draw and of the reference prompts.
     threads : int or None
-        BLAS/OpenMP threads of the refits and scoring (None: the caller's budget). Their matrices are
-        small (the residual's PCA, the neighbour profiles, 100-prompt regressions): on two busy cores two
-        threads spin at every barrier and took several times the time of one.
+        BLAS/OpenMP threads of the refits and scoring (None: the caller's budget). Their matrices are small:
+        on two busy cores two threads spin at every barrier and took several times the time of one.
     progress : bool
         Show a progress bar over folds.
     """
 
     def __init__(self, candidates: Sequence[str] = ("releveled", "reference_only", "population"), n_folds: int = 3,
-                 n_reference: int = 100, default: str = "reference_only", C: float = 1.0, prior_sd: float = 3.0,
-                 level: float = 0.9, seed: int = 0, threads: int | None = 1, progress: bool = True):
+                 n_reference: int = 100, default: str = "reference_only", level: float = 0.9, seed: int = 0,
+                 threads: int | None = 1, progress: bool = True):
         self.candidates = candidates
         self.n_folds = n_folds
         self.n_reference = n_reference
         self.default = default
-        self.C = C
-        self.prior_sd = prior_sd
         self.level = level
         self.seed = seed
         self.threads = threads
@@ -132,26 +127,19 @@ class OODFallbackValidation(BaseEstimator):
                 continue
             seen = np.isfinite(s[out])
             for c in self.candidates:
-                p = fallback_predictor(c, assessor, X[ref], y, C=self.C, prior_sd=self.prior_sd, population=fitted)
+                p = fallback_predictor(c, assessor, X[ref], y, population=fitted)
                 p_out = p(X[out])
                 self.aucs_[c].append(masked_auc(s[out], p_out))
                 self.errors_[c].append(float(s[out][seen].mean() - np.asarray(p_out)[seen].mean()))
 
     def _bands(self, values) -> dict[str, list[float]]:
         """Central ``level`` interval of each candidate's per-pair values (candidates with >= 10 finite pairs)."""
-        tail = (1.0 - float(self.level)) / 2.0
-        out = {}
-        for c, v in values.items():
-            v = np.asarray(v, dtype=np.float64)
-            v = v[np.isfinite(v)]
-            if len(v) >= 10:
-                out[c] = [float(q) for q in np.quantile(v, [tail, 1.0 - tail])]
-        return out
+        finite = {c: np.asarray(v, dtype=np.float64)[np.isfinite(v)] for c, v in values.items()}
+        return {c: list(central_interval(v, self.level)) for c, v in finite.items() if len(v) >= 10}
 
     def record(self) -> dict:
         """``{choice, chosen_by, mean_auc, auc_band, accuracy_error_band, level, n_pairs, folds}`` (JSON-safe),
-        stored with the model: the bands are the central ``level`` intervals of each candidate's AUCs and
-        accuracy errors (realised accuracy minus mean prediction) on the held-out folds."""
+        stored with the model (the bands: see the module docstring)."""
         check_is_fitted(self, "choice_")
         return {"choice": self.choice_, "chosen_by": self.chosen_by_,
                 "mean_auc": {c: (v if np.isfinite(v) else None) for c, v in self.mean_auc_.items()},

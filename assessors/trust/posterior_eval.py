@@ -16,23 +16,13 @@ from assessors.trust.similarity import training_profile
 PREDICTORS = ("latent",) + tuple(k for k in FALLBACKS if k != POPULATION_NAME)
 
 
-def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None, C: float = 1.0,
-                prior_sd: float = 3.0, slope_sd: float = DEFAULT_SLOPE_SD, slope_sds=SLOPE_SDS) -> dict:
-    """One LLM's realised accuracy on the target prompts and the AUC and Brier score there of the model
-    (``latent``, whatever the family) and of each fallback.
-
-    Parameters
-    ----------
-    assessor : Assessor
-        Fitted, of any family.
-    X_answered, y : ndarray of shape (n, d), (n,)
-        The evidence: prompts and the LLM's 0/1 answers (NaN = not answered).
-    X_target, s_target : ndarray of shape (m, d), (m,)
-        The target prompts and its realised success there (NaN = not evaluated).
-    prompt_ood : PromptOOD, optional
-        Holds the population model of the ``population`` fallback.
-    slope_sd, slope_sds : float, sequence of float
-        The recalibrated fallback's slope prior; the candidates scored as ``brier_recalibrated@<sd>``.
+def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None,
+                slope_sd: float = DEFAULT_SLOPE_SD, slope_sds=SLOPE_SDS) -> dict:
+    """One LLM's realised accuracy on the target prompts ``X_target`` (m, d) and the AUC and Brier score there,
+    against its realised success ``s_target`` (m,), of the model (``latent``, whatever the family) and of each
+    fallback fitted on its answers ``y`` (n,) on ``X_answered`` (n, d). Arguments as :func:`llm_outcomes`' for
+    one LLM (``prompt_ood``: holds the ``population`` fallback's model; ``slope_sds``: the recalibrated
+    fallback's slope priors scored as ``brier_recalibrated@<sd>``).
 
     Returns ``llm``, ``realised_accuracy``, ``n_answered`` and ``auc_<p>`` / ``brier_<p>`` for each of
     :data:`PREDICTORS`, and ``population`` when ``prompt_ood`` holds a population model (a fallback without
@@ -43,9 +33,8 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     seen, p_lat = np.isfinite(y), own_predictions(assessor, X_answered, y, X_target)
     population = fitted_population(prompt_ood)
     kinds = PREDICTORS[1:] + ((POPULATION_NAME,) if population is not None else ())
-    fitted = {kind: fallback_predictor(kind, assessor, X_answered, y, C=C, prior_sd=prior_sd, population=population,
-                                       slope_sd=slope_sd) for kind in kinds if seen.any()}
-    # without answers a fallback is the latent prediction
+    fitted = {kind: fallback_predictor(kind, assessor, X_answered, y, population=population, slope_sd=slope_sd)
+              for kind in kinds if seen.any()}
     preds = {"latent": p_lat, **{kind: fitted[kind](X_target) if kind in fitted else p_lat for kind in kinds}}
     s = np.asarray(s_target, dtype=np.float64)
     obs = np.isfinite(s)
@@ -54,7 +43,7 @@ def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new"
     rel = fitted.get(RELEVEL_NAME)  # the model's logits once, recalibrated under each candidate slope prior
     z_answered, z_target = (rel.logit(X_answered[seen]), rel.logit(X_target)) if rel else (None, None)
     for sd in slope_sds:
-        slope, offset = fit_slope_offset(z_answered, y[seen], sd, prior_sd) if rel else (None, None)
+        slope, offset = fit_slope_offset(z_answered, y[seen], sd) if rel else (None, None)
         p = p_lat if rel is None else sigmoid(slope * z_target + offset)
         out[f"brier_{RECALIBRATED_NAME}@{float(sd):g}"] = brier(*drop_unevaluated(s, p))
     return out
@@ -65,20 +54,19 @@ def _scored(kind: str, s, p) -> dict:
     return {f"auc_{kind}": masked_auc(s, p), f"brier_{kind}": brier(*drop_unevaluated(s, p))}
 
 
-def _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference, reports: bool = True):
+def _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference):
     """Per row ``k`` of ``Y``: ``(k, *``:func:`~assessors.trust.posterior_policy.described` ``)``, as the serving
-    registry describes an LLM (the report's keyword arguments about the training LLMs only with ``reports``)."""
-    T = None if training_answers is None or not reports else np.asarray(training_answers, dtype=np.float64)
+    registry describes an LLM."""
+    T = None if training_answers is None else np.asarray(training_answers, dtype=np.float64)
     known = {"similarity_profile": None if T is None else training_profile(T),
              "training_accuracy": assessor.population_accuracy(np.asarray(X_target, dtype=np.float32),
-                                                               training_reference)} if reports else {}
+                                                               training_reference)}
     for k, reference in enumerate(np.asarray(Y, dtype=np.float64)):
         yield k, *described(np.asarray(X_answered, dtype=np.float32), reference, T, **known)
 
 
 def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_ood=None, seed: int = 0,
-                 training_answers=None, training_reference=None, slope_sd: float = DEFAULT_SLOPE_SD,
-                 reports: bool = True):
+                 training_answers=None, training_reference=None, slope_sd: float = DEFAULT_SLOPE_SD):
     """``(reports, outcomes)``: each of ``llms``' trust report about ``X_target`` and its :func:`llm_outcome`.
 
     Parameters
@@ -98,28 +86,30 @@ def llm_outcomes(assessor, X_answered, Y, X_target, S_target, llms, *, prompt_oo
         need them: :meth:`~assessors.core.protocol.Assessor.population_accuracy`).
     slope_sd : float
         The recalibrated fallback's slope prior.
-    reports : bool
-        False: no reports (None), the outcomes only (test LLMs, whose reports :func:`served_outcomes` gives).
     """
     reps, outs = [], []
-    for k, Xa, y, given in _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference, reports):
-        if reports:
-            reps.append(posterior_trust(assessor, Xa, y, X_target, llm=llms[k], prompt_ood=prompt_ood, seed=seed,
-                                        **given))
+    for k, Xa, y, given in _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference):
+        reps.append(posterior_trust(assessor, Xa, y, X_target, llm=llms[k], prompt_ood=prompt_ood, seed=seed, **given))
         outs.append(llm_outcome(assessor, Xa, y, X_target, S_target[k], llm=llms[k], prompt_ood=prompt_ood,
                                 slope_sd=slope_sd))
-    return (reps if reports else None), outs
+    return reps, outs
 
 
 def served_outcomes(policy, assessor, X_answered, Y, X_target, S_target, llms, *, training_answers=None,
-                    training_reference=None) -> list[dict]:
+                    training_reference=None, outcomes: bool = False) -> list[dict]:
     """What ``policy`` (a :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`) serves each of ``llms``,
     scored: per LLM its report dict (verdict, flags, ``fallback``: the served predictor and its bands) with
-    ``auc_served`` and ``brier_served`` on ``S_target``. Arguments as :func:`llm_outcomes`'."""
+    ``auc_served`` and ``brier_served`` on ``S_target``; with ``outcomes``, in the same pass, its :func:`llm_outcome`
+    under the policy's prompt-side signal and fallback options (``outcome``: what happened to a test LLM, whose
+    report is the one served). Arguments as :func:`llm_outcomes`'."""
     out = []
     for k, Xa, y, given in _per_llm(assessor, X_answered, Y, X_target, training_answers, training_reference):
         report, _, p = policy.serve(assessor, Xa, y, X_target, llm=llms[k], **given)
-        out.append({**report, **_scored("served", np.asarray(S_target[k], dtype=np.float64), p)})
+        s = np.asarray(S_target[k], dtype=np.float64)
+        out.append({**report, **_scored("served", s, p)})
+        if outcomes:
+            out[-1]["outcome"] = llm_outcome(assessor, Xa, y, X_target, s, llm=llms[k], prompt_ood=policy.prompt_ood,
+                                             slope_sd=policy.fallback_slope_sd)
     return out
 
 

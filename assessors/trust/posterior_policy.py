@@ -1,7 +1,6 @@
 """The trust verdict acted on: the report of one LLM and, when its verdict says so, the fallback served
 (:class:`PosteriorTrustPolicy`). :func:`make_trust_fn` is the LLM registry's hook for a model of any family;
-its thresholds and fallback come from :func:`policy_options` (explicit options over those ``train.py`` chose on
-validation LLMs over the stated defaults), and every report names their source in ``policy.source``.
+its thresholds and fallback come from :func:`policy_options`, and every report names their source in ``policy.source``.
 """
 from __future__ import annotations
 
@@ -51,8 +50,6 @@ class PosteriorTrustPolicy:
     ood_auc_bands, ood_accuracy_bands : mapping of str to [low, high], optional
         Per fallback, its AUC band and accuracy-error band on held-out subtasks of the training prompts
         (chosen with ``ood_fallback`` by ``train.py``; see :meth:`served`).
-    C, prior_sd : float
-        The reference-only regression's inverse regularisation; the offset prior of the others.
     fallback_slope_sd : float
         The recalibrated fallback's slope prior (:class:`~assessors.trust.fallbacks.ReleveledPredictor`).
     prompt_ood : PromptOOD, optional
@@ -66,9 +63,8 @@ class PosteriorTrustPolicy:
     def __init__(self, fallback: bool = True, fallback_on: Sequence[str] = (OUT,),
                  fallback_flags: Sequence[str] | None = None, fallback_kind: str = RECALIBRATED_NAME,
                  ood_fallback: str = FALLBACK_NAME, ood_auc_bands: Mapping | None = None,
-                 ood_accuracy_bands: Mapping | None = None, C: float = 1.0, prior_sd: float = 3.0,
-                 fallback_slope_sd: float = DEFAULT_SLOPE_SD, prompt_ood=None, source: str = STATED_DEFAULTS,
-                 **report_options):
+                 ood_accuracy_bands: Mapping | None = None, fallback_slope_sd: float = DEFAULT_SLOPE_SD,
+                 prompt_ood=None, source: str = STATED_DEFAULTS, **report_options):
         unknown = sorted(set(report_options) - set(OPTIONS))
         if unknown:
             raise ConfigError(f"posterior trust report: unknown option(s) {unknown}; allowed: {sorted(OPTIONS)}")
@@ -91,8 +87,6 @@ class PosteriorTrustPolicy:
         self.ood_fallback = ood_fallback
         self.ood_auc_bands = check_bands(ood_auc_bands)
         self.ood_accuracy_bands = check_bands(ood_accuracy_bands, "ood_accuracy_bands", lowest=-1.0)
-        self.C = float(C)
-        self.prior_sd = float(prior_sd)
         self.fallback_slope_sd = float(fallback_slope_sd)
         self.prompt_ood = prompt_ood
         self.source = str(source)
@@ -131,8 +125,8 @@ class PosteriorTrustPolicy:
         kind = self.choose(rep)
         predictor = None
         if self.fallback and kind is not None and np.isfinite(y).any():
-            predictor = fallback_predictor(kind, assessor, X_answered, y, C=self.C, prior_sd=self.prior_sd,
-                                           population=fitted_population(self.prompt_ood), slope_sd=self.fallback_slope_sd)
+            predictor = fallback_predictor(kind, assessor, X_answered, y, population=fitted_population(self.prompt_ood),
+                                           slope_sd=self.fallback_slope_sd)
         elif kind is not None:
             why = "disabled (trust.fallback=false)" if not self.fallback else "impossible without answers"
             log.warning("trust verdict for %s is %r but the fallback is %s", llm, rep.message, why)
@@ -226,7 +220,6 @@ def policy_options(model, options: Mapping | None = None) -> dict:
     given = sorted(k for k in options if k in POLICY_KEYS)
     if given:
         source += f"; trust.posterior sets {', '.join(given)}"
-    # prompt_ood false / null: off
     ood = (options.pop("prompt_ood") or None) if "prompt_ood" in options else getattr(model, "prompt_ood", None)
     return {**dict(stored.get("options") or {}), **options, "source": source, "prompt_ood": ood}
 

@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from assessors.core.evidence import Evidence
-from assessors.metrics import chance_auc_low, rank_auc
+from assessors.metrics import central_interval, chance_auc_low, rank_auc
 from assessors.trust.similarity import similarity
 
 OK, UNCERTAIN, OUT = "ok", "uncertain", "out of population"
@@ -58,11 +58,8 @@ class PosteriorTrust:
 
     @property
     def message(self) -> str:
-        if self.verdict == OUT:
-            return "out of population: use the fallback"
-        if self.verdict == UNCERTAIN:
-            return f"uncertain: ask {self.more_questions} more questions"
-        return "ok"
+        return {OUT: "out of population: use the fallback",
+                UNCERTAIN: f"uncertain: ask {self.more_questions} more questions"}.get(self.verdict, OK)
 
     def to_dict(self) -> dict:
         return {**asdict(self), "message": self.message}
@@ -138,8 +135,7 @@ def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float =
 
     Cheap (no sampling): the thresholds can be chosen on validation LLMs by re-judging their reports
     (``rep.accuracy_band_raw`` / ``auc_band_raw`` keep the unscaled bands). An ``out of population``
-    verdict lowers the expected-AUC band's low end to ``rep.auc_chance_low``: the model's own draws
-    cannot vouch for a ranking the verdict says the model does not apply to. Returns a new report.
+    verdict lowers the AUC band's low end to ``rep.auc_chance_low`` (the module docstring). Returns a new report.
 
     Parameters
     ----------
@@ -191,13 +187,11 @@ def _flags(rep: PosteriorTrust, misfit_alpha: float, range_margin: float, max_oo
 def _expected_auc(P_true, p_pred, level: float, rng) -> tuple[float, tuple]:
     """Mean AUC of the prediction ``p_pred`` (m,) and its band: outcomes drawn from the true success
     probabilities drawn from the state (``P_true``, (n_draws, m)), scored by the prediction."""
-    Y_rep = rng.random(P_true.shape) < P_true
-    aucs = rank_auc(Y_rep, p_pred)
-    lo, hi = (1 - level) / 2, 1 - (1 - level) / 2
+    aucs = rank_auc(rng.random(P_true.shape) < P_true, p_pred)
     auc_ok = aucs[np.isfinite(aucs)]
     if not len(auc_ok):
         return float("nan"), (np.nan, np.nan)
-    return float(auc_ok.mean()), (float(np.quantile(auc_ok, lo)), float(np.quantile(auc_ok, hi)))
+    return float(auc_ok.mean()), central_interval(auc_ok, level)
 
 
 def _misfit_pvalue(Pa, y_obs, rng) -> float:
@@ -212,8 +206,7 @@ def _misfit_pvalue(Pa, y_obs, rng) -> float:
 
 
 def _verdict(flags: list[str], width: float, n_ans: int, max_width: float) -> tuple[str, int]:
-    """OUT on misfit or extrapolation; UNCERTAIN (with the answers still needed) on a wide band or
-    no answers; else OK."""
+    """The verdict (see the module docstring) and the answers still needed for ``max_width``."""
     if any(f in flags for f in OUT_FLAGS):
         return OUT, 0
     if width > max_width or n_ans == 0:

@@ -5,16 +5,13 @@ in feature space. The threshold is the ``quantile`` of that distance over the *v
 (held out from training, drawn from the same population), so about ``1 - quantile`` of
 in-distribution prompts lie beyond it. The target set is called out of distribution when more than
 ``max_share`` of its prompts do: the latent item parameters are then extrapolated to prompts unlike
-any they were learned from, which posterior checks on the LLM's answers cannot see.
-
-Given the training LLMs' success on the training prompts, it also holds the prompt-side fallback for
-such prompts: the population's success rate learned from prompt features
-(:class:`~assessors.trust.population.PopulationDifficulty`, ``population_``).
+any they were learned from, which posterior checks on the LLM's answers cannot see. The signal also
+holds the fallback for such prompts (``population``).
 """
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from assessors.errors import DataError
@@ -58,8 +55,6 @@ class PromptOOD(BaseEstimator):
 
         ``S_train`` (n_llms, n): the training LLMs' success on ``X_train`` (0/1, NaN), for ``population_``.
         """
-        from sklearn.base import clone
-
         X_train, X_val = np.asarray(X_train, dtype=np.float32), np.asarray(X_val, dtype=np.float32)
         if len(X_train) < self.n_neighbors or not len(X_val):
             raise DataError(f"PromptOOD needs at least {self.n_neighbors} training prompts and one validation "

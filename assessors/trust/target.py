@@ -10,8 +10,7 @@ import numpy as np
 
 from assessors.errors import DataError
 
-#: The report's ``target.source``: the model's reference prompts, a candidate pool (the server's), or the
-#: prompts ``predict.py`` scores or routes.
+#: The report's ``target.source`` for each kind of target prompts (see the module docstring).
 REFERENCE_TARGET, POOL_TARGET, PROMPTS_TARGET = "reference", "pool", "prompts"
 
 

@@ -18,8 +18,6 @@ described by its reference answers) and what happened there, and chooses, in thi
 5. which flags trigger which fallback: the lowest mean loss over the validation LLMs.
 
 Where the validation LLMs cannot decide, the stated default is kept and ``chosen_by_`` says so.
-``options()`` are :class:`~assessors.trust.posterior_policy.PosteriorTrustPolicy`'s keyword arguments;
-``record()`` is what ``train.py`` stores with the model (``AssessorModel.trust_policy``).
 """
 from __future__ import annotations
 
@@ -267,8 +265,9 @@ class ValidatedTrustPolicy(BaseEstimator):
                 "fallback_flags": None if fs is None else list(fs), "fallback_slope_sd": self.fallback_slope_sd_}
 
     def record(self) -> dict:
-        """What a trained model stores (JSON-safe): ``source``, ``options``, ``chosen_by``,
-        ``n_validation_llms`` and the validation counts, band coverage and slope priors' losses behind the choice."""
+        """What ``train.py`` stores with the model (``AssessorModel.trust_policy``; JSON-safe): ``source``, ``options``,
+        ``chosen_by``, ``n_validation_llms`` and the validation counts, band coverage and slope priors' losses behind
+        the choice."""
         check_is_fitted(self, "fallback_kind_")
         return json_safe({"source": f"validated on {self.n_val_} validation LLMs", "options": self.options(),
                           "chosen_by": self.chosen_by_, "n_validation_llms": self.n_val_,
