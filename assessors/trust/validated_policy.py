@@ -226,7 +226,7 @@ class ValidatedTrustPolicy(BaseEstimator):
         missing = [key(v) for v in sds if key(v) not in losses]
         if missing:
             raise DataError(f"ValidatedTrustPolicy.fit: no losses {missing}; score the validation LLMs with "
-                            f"llm_outcomes(..., slope_sds=...) covering slope_sds and stated_defaults.fallback_slope_sd")
+                            f"llm_outcome(..., slope_sds=...) covering slope_sds and stated_defaults.fallback_slope_sd")
         loss = {v: losses[key(v)] for v in sds}
         mean = {v: float(np.nanmean(x)) if np.isfinite(x).any() else np.inf for v, x in loss.items()}
         self.slope_losses_ = {key(v): m for v, m in mean.items()}
