@@ -36,7 +36,7 @@ def metric_table(cells: pd.DataFrame, metric: str, presets: list[str] | None = N
     return wide.reindex(order)
 
 
-def goals_table(cells: pd.DataFrame) -> pd.DataFrame:
+def holdout_table(cells: pd.DataFrame) -> pd.DataFrame:
     """Per subtask hold-out and seed: the latent assessor at each budget, the best baseline at the same
     budget, and the same assessor in distribution on the same subtasks (the in-distribution preset's
     row with that ``group``); DataFrame with one row per (preset, seed)."""
@@ -113,11 +113,11 @@ def build_report(cells: pd.DataFrame, out_dir: str | Path, presets: list[str], c
         table = metric_table(cells, metric, presets)
         if not table.empty:
             lines += [f"## {title}", "", to_markdown(table), ""]
-    goals = goals_table(cells)
-    if not goals.empty:
-        goals.to_csv(out / "holdouts.csv")
+    holdouts = holdout_table(cells)
+    if not holdouts.empty:
+        holdouts.to_csv(out / "holdouts.csv")
         lines += ["## Task hold-outs by seed: calibrated vs best baseline vs in distribution", "",
-                  to_markdown(goals), ""]
+                  to_markdown(holdouts), ""]
     for metric, label in [("auc", "mean test AUC"), ("ece", "mean ECE"), ("band", "90% band coverage")]:
         fig = budget_figure(cells, metric, label, presets)
         if fig is not None:

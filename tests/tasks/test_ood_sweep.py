@@ -94,16 +94,16 @@ def _cells() -> pd.DataFrame:
 
 
 def test_report_tables_compare_each_budget_with_the_best_baseline_at_that_budget(tmp_path):
-    from assessors.reporting.ood_sweep import build_report, goals_table, metric_table
+    from assessors.reporting.ood_sweep import build_report, holdout_table, metric_table
 
     cells = _cells()
     auc = metric_table(cells, "auc", ["in_distribution", "ood_logic"])
     assert list(auc.index) == ["in_distribution", "ood_logic"]
     assert auc.loc["ood_logic", "latent k=30"] == pytest.approx(0.625)  # mean over the two seeds
     assert np.isnan(auc.loc["in_distribution", "latent k=30"])
-    goals = goals_table(cells)
-    assert list(goals.index) == [("ood_logic", 0), ("ood_logic", 1)]
-    row = goals.loc[("ood_logic", 0)]
+    holdouts = holdout_table(cells)
+    assert list(holdouts.index) == [("ood_logic", 0), ("ood_logic", 1)]
+    row = holdouts.loc[("ood_logic", 0)]
     assert row["best baseline k=0"] == 0.58 and row["(which) k=0"] == "reference_only"
     assert row["best baseline k=100"] == 0.61 and row["(which) k=100"] == "all_train_data"
     assert row["in distribution"] == 0.71
