@@ -17,7 +17,7 @@ import subprocess
 import time
 
 import numpy as np
-from latent_goals import ROOT, compose
+from latent_quality import ROOT, compose
 
 
 def seed_aucs(seed: int, draws: int, overrides: list[str]) -> list[float]:

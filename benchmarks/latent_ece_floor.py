@@ -3,7 +3,7 @@
 Per seed, the pipeline of ``python train.py assessor=latent`` (default split), then for each test LLM
 on the test prompts:
 
-* ``ece``: the assessor's ECE (``assessors.metrics.ece``, 10 bins), as ``latent_goals.py`` reports it;
+* ``ece``: the assessor's ECE (``assessors.metrics.ece``, 10 bins), as ``latent_quality.py`` reports it;
 * ``calibrated_floor``: the mean ECE of the same predictions against outcomes drawn from the
   predictions themselves (50 draws): what a perfectly calibrated predictor shows on these prompts;
 * ``level_corrected``: the ECE after one logit shift per LLM that makes its mean prediction equal its
@@ -25,7 +25,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not another installed copy
 
-from benchmarks.latent_goals import compose  # noqa: E402
+from benchmarks.latent_quality import compose  # noqa: E402
 
 
 def level_shift(p: np.ndarray, target: float) -> np.ndarray:

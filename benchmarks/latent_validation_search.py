@@ -1,7 +1,7 @@
 """Choose the latent assessor's settings on validation LLMs only; prints JSON.
 
 For each seed, the pipeline of ``python train.py assessor=latent`` prepares the split (same data,
-features, reference set as ``benchmarks/latent_goals.py``); the validation LLMs' validation prompts
+features, reference set as ``benchmarks/latent_quality.py``); the validation LLMs' validation prompts
 are cut in two halves (fixed per seed):
 
 * half A is what the assessor is fitted with as ``validation`` (early stopping, Platt scaling);
@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not another installed copy
 
-from benchmarks.latent_goals import compose  # noqa: E402
+from benchmarks.latent_quality import compose  # noqa: E402
 
 #: Named configs: Hydra overrides of the latent assessor.
 CONFIGS = {

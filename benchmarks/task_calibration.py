@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's package, not another installed copy
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from latent_goals import compose  # noqa: E402
+from latent_quality import compose  # noqa: E402
 
 
 def mean_auc(S, P) -> float:

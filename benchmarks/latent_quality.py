@@ -9,10 +9,10 @@ splits, features and baselines as ``train.py``), then measures on the test LLMs:
 * cost: fit time, posterior (registration) time per new LLM from its reference answers, and
   (LLM, prompt) pairs scored per second with cached features.
 
-    python benchmarks/latent_goals.py --seeds 0 1 2                                  # default split
-    python benchmarks/latent_goals.py --seeds 0 1 2 -- selector.size=30 compare.specific=false
-    python benchmarks/latent_goals.py --seeds 0 1 2 -- llm_split=frontier
-    python benchmarks/latent_goals.py --seeds 0 1 2 --assessor latent_stream -- compare.random_selector=false
+    python benchmarks/latent_quality.py --seeds 0 1 2                                  # default split
+    python benchmarks/latent_quality.py --seeds 0 1 2 -- selector.size=30 compare.specific=false
+    python benchmarks/latent_quality.py --seeds 0 1 2 -- llm_split=frontier
+    python benchmarks/latent_quality.py --seeds 0 1 2 --assessor latent_stream -- compare.random_selector=false
 """
 from __future__ import annotations
 
