@@ -1,8 +1,8 @@
 """``train_assessors(cfg)``: the default task of ``train.py``.
 
-loader -> validate -> split -> features (cached) -> selector -> the configured assessor (+ specific
-and baselines) -> each test LLM as served (its trust verdict, the fallback if any) -> per-test-LLM
-metrics, plots and MLflow run -> pyfunc model. In the results the configured assessor is named after
+loader -> validate -> split -> features (cached) -> selector -> the configured assessor -> each test
+LLM as served (its trust verdict, the fallback if any), beside it in a thread the specific assessor and
+the baselines (:func:`fit_and_serve`) -> per-test-LLM metrics, plots and MLflow run -> pyfunc model. In the results the configured assessor is named after
 its method (:func:`~assessors.tasks.wrapper.method_name`), as served (the headline) and raw.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from assessors.core.evidence import Evidence
@@ -232,9 +232,10 @@ def fit_and_serve(cfg, prep: Prepared, run=None) -> tuple[dict[str, np.ndarray],
 
     Two lanes: the configured assessor (fit, trust parts, serving; mostly one thread) and the
     baseline columns. ``cfg.overlap`` (default true) runs them at once in threads of this process
-    (:func:`~assessors.tasks.lanes.run_lanes`), each lane with ``fit_threads(2)`` BLAS/torch threads:
-    the limit is process-wide, so it is set once for both; XGBoost and the per-LLM fits keep their own
-    thread counts. False: one after the other, the baselines last.
+    (:func:`~assessors.tasks.lanes.run_lanes`), each lane with ``fit_threads(2)`` threads (1 on 2 cores):
+    the BLAS/torch limit is process-wide, so it is set once for both, and the baselines' XGBoost fits get
+    that many too (the paper column's predictions were identical at 1 and 2 threads; at 2 beside the
+    assessor's lane its one-thread steps waited for a core). False: one after the other, the baselines last.
     """
     selector = select_reference(cfg, prep)
     ref_ids = selector.reference_ids_
@@ -247,8 +248,10 @@ def fit_and_serve(cfg, prep: Prepared, run=None) -> tuple[dict[str, np.ndarray],
         return preds, fitted, served
 
     overlap = bool(cfg.get("overlap", True))
-    with thread_limits(fit_threads(2, cfg.get("threads")) if overlap else None):
-        (preds, fitted, served), columns = run_lanes(assessor_lane, lambda: baseline_columns(cfg, prep, ref_ids),
+    lane = fit_threads(2, cfg.get("threads")) if overlap else None
+    base_cfg = OmegaConf.merge(cfg, {"threads": lane}) if overlap else cfg
+    with thread_limits(lane):
+        (preds, fitted, served), columns = run_lanes(assessor_lane, lambda: baseline_columns(base_cfg, prep, ref_ids),
                                                      overlap=overlap)
     return in_column_order({**preds, **dict(columns)}), fitted, served
 
