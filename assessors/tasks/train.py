@@ -1,19 +1,20 @@
 """``train_assessors(cfg)``: the default task of ``train.py``.
 
-loader -> validate -> split -> features (cached) -> selector -> the configured assessor (+ specific
-and baselines) -> each test LLM as served (its trust verdict, the fallback if any) -> per-test-LLM
-metrics, plots and MLflow run -> pyfunc model. In the results the configured assessor is named after
+loader -> validate -> split -> features (cached) -> selector -> the configured assessor -> each test
+LLM as served (its trust verdict, the fallback if any), beside it in a thread the specific assessor and
+the baselines (:func:`fit_and_serve`) -> per-test-LLM metrics, plots and MLflow run -> pyfunc model. In the results the configured assessor is named after
 its method (:func:`~assessors.tasks.wrapper.method_name`), as served (the headline) and raw.
 """
 from __future__ import annotations
 
 import logging
 import time
+from typing import Iterator
 
 import numpy as np
 import pandas as pd
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from assessors.core.evidence import Evidence
@@ -22,7 +23,8 @@ from assessors.errors import ConfigError
 from assessors.metrics import evaluate
 from assessors.selection.base import RandomSelector
 from assessors.tasks.config import plain
-from assessors.tasks.prepare import Prepared, fit_assessor, fit_generic, prepare
+from assessors.tasks.lanes import run_lanes
+from assessors.tasks.prepare import Prepared, fit_assessor, fit_generic, fit_selector, prepare
 from assessors.tasks.train_trust import fit_trust_parts
 from assessors.tasks.timing import stage
 from assessors.tasks.served import Served, serve_llms, served_table, serving_model
@@ -32,22 +34,62 @@ from assessors.threads import budgeted, fit_threads, thread_limits
 log = logging.getLogger(__name__)
 
 
+#: The order of the methods' columns in the results (the configured assessor's first).
+COLUMNS = ("generic", PAPER, "all_train_data", "random_selector", "reference_only", "specific")
+
+
 def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
-    """Test-set P(success) of shape (n_test_llms, n_test) for every method."""
-    test_llms, X_te = prep.llms["test"], prep.X["test"]
-    preds, fitted = {}, {}
+    """Test-set P(success) of shape (n_test_llms, n_test) for every method, one after another."""
+    selector = select_reference(cfg, prep)
+    preds, fitted = predict_generic(cfg, prep, selector)
+    return in_column_order({**preds, **dict(baseline_columns(cfg, prep, selector.reference_ids_))}), fitted
+
+
+def in_column_order(preds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``preds`` with its methods in :data:`COLUMNS` order, however the lanes produced them."""
+    return {m: preds[m] for m in COLUMNS if m in preds}
+
+
+def select_reference(cfg, prep: Prepared):
+    """The configured selector, fitted (timed with the generic assessor's fit, as it always was)."""
     with stage(prep.timings, "generic_fit_s"):
-        generic, ref_ids = fit_generic(cfg, prep)
+        return fit_selector(instantiate(cfg.selector), prep)
+
+
+def predict_generic(cfg, prep: Prepared, selector) -> tuple[dict[str, np.ndarray], dict]:
+    """The configured assessor on ``selector``'s reference set (and on a random one, the
+    ``random_selector`` column): test-set P(success) (n_test_llms, n_test) and ``{generic, reference_ids}``."""
+    test_llms, X_te = prep.llms["test"], prep.X["test"]
+    ref_ids = selector.reference_ids_
+    with stage(prep.timings, "generic_fit_s"):
+        generic = fit_assessor(cfg, prep, np.asarray(selector.reference_index_), ref_ids)
+    preds = {"generic": generic.predict_proba(X_te, prep.results.matrix(test_llms, ref_ids))}
+    if cfg.get("compare", {}).get("random_selector", True):
+        # with the configured selector already random the baseline is the headline itself: not a column.
+        # In this lane, not the baselines': a second latent fit beside the first would share torch's RNG
+        if type(instantiate(cfg.selector)) is not RandomSelector:  # __init__ only stores params
+            g2, ref2 = fit_generic(cfg, prep, selector=RandomSelector(size=cfg.selector.size, seed=cfg.seed))
+            preds["random_selector"] = g2.predict_proba(X_te, prep.results.matrix(test_llms, ref2))
+    return preds, {"generic": generic, "reference_ids": ref_ids}
+
+
+def baseline_columns(cfg, prep: Prepared, ref_ids: list[str]) -> Iterator[tuple[str, np.ndarray]]:
+    """``(method, P)`` of each baseline column in turn, P the test-set P(success) (n_test_llms, n_test):
+    the paper's generic assessor, all train data, reference only, specific (those ``cfg.compare`` turns on).
+
+    They read the prepared data and the reference set only, never the configured assessor, so
+    ``train.py`` runs them beside it (:func:`~assessors.tasks.lanes.run_lanes`).
+    """
+    test_llms, X_te = prep.llms["test"], prep.X["test"]
     R_test = prep.results.matrix(test_llms, ref_ids)
-    preds["generic"] = generic.predict_proba(X_te, R_test)
-    fitted.update(generic=generic, reference_ids=ref_ids)
     cmp = cfg.get("compare", {})
     if cmp.get("paper_generic", False) and method_name(cfg) != PAPER and cfg.get(PAPER) is not None:
         # the paper's generic assessor (XGBoost on [features, reference vector]) on the same reference set
         with stage(prep.timings, f"{PAPER}_fit_s"):
             ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
             paper = fit_assessor(cfg, prep, ref_idx, ref_ids, assessor_cfg=cfg[PAPER])
-            preds[PAPER] = paper.predict_proba(X_te, R_test)
+            P = paper.predict_proba(X_te, R_test)
+        yield PAPER, P
     if cmp.get("all_train_data", True):
         with stage(prep.timings, "all_train_data_fit_s"):
             base = all_train_data_assessor(cfg, fit_threads(threads=cfg.get("threads")))
@@ -55,20 +97,15 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
             if prep.llms["val"]:
                 val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
             base.fit(prep.X["train"], prep.S("train", "train"), np.array([], dtype=int), validation=val)
-            preds["all_train_data"] = base.predict_proba(X_te, np.zeros((len(test_llms), 0), np.float32))
-    if cmp.get("random_selector", True):
-        # with the configured selector already random the baseline is the headline itself: not a column
-        if type(instantiate(cfg.selector)) is not RandomSelector:  # __init__ only stores params
-            g2, ref2 = fit_generic(cfg, prep, selector=RandomSelector(size=cfg.selector.size, seed=cfg.seed))
-            preds["random_selector"] = g2.predict_proba(X_te, prep.results.matrix(test_llms, ref2))
+            P = base.predict_proba(X_te, np.zeros((len(test_llms), 0), np.float32))
+        yield "all_train_data", P
     ref_pos = prep.results.instance_index(ref_ids)
     X_ref = prep.X["train"][pd.Index(prep.inst["train"]).get_indexer(ref_ids)]
-    per_llm = {"reference_only": cmp.get("reference_only", True), "specific": cmp.get("specific", True)}
-    for method, on in per_llm.items():
-        if on:
+    for method in ("reference_only", "specific"):
+        if cmp.get(method, True):
             with stage(prep.timings, f"{method}_fit_s"):
-                preds[method] = fit_per_llm(cfg, prep, method, X_ref, ref_pos)
-    return preds, fitted
+                P = fit_per_llm(cfg, prep, method, X_ref, ref_pos)
+            yield method, P
 
 
 def all_train_data_assessor(cfg, threads: int):
@@ -159,11 +196,8 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
                            reference_size=cfg.selector.get("size"),
                            text_features=prep.featurizer.reads == "prompts")
         print(data_line(prep, cfg))
-        preds, fitted = predict_methods(cfg, prep)
-        fitted.update(fit_trust_parts(cfg, prep, fitted["generic"], fitted["reference_ids"], run))
+        preds, fitted, served = fit_and_serve(cfg, prep, run)
         method = method_name(cfg) or "generic"
-        with stage(prep.timings, "serve_test_llms_s"):
-            served = serve_test_llms(cfg, prep, fitted)
         headline, raw = served_name(method), raw_name(method)
         # served first: the headline is what predict.py and the server give each test LLM
         preds = {headline: served.P, raw: preds.pop("generic"), **preds}
@@ -190,6 +224,36 @@ def train_assessors(cfg: DictConfig, run) -> dict[str, float]:
             print(f"Next: score held-out prompts with this model (P(success) of each training LLM):\n  {command}")
             run.log_text(command + "\n", "predict_command.txt")
     return summary
+
+
+def fit_and_serve(cfg, prep: Prepared, run=None) -> tuple[dict[str, np.ndarray], dict, Served]:
+    """Every method's test-set P(success) (n_test_llms, n_test) in :data:`COLUMNS` order, the configured
+    assessor with its trust parts, and each test LLM as served.
+
+    Two lanes: the configured assessor (fit, trust parts, serving; mostly one thread) and the
+    baseline columns. ``cfg.overlap`` (default true) runs them at once in threads of this process
+    (:func:`~assessors.tasks.lanes.run_lanes`), each lane with ``fit_threads(2)`` threads (1 on 2 cores):
+    the BLAS/torch limit is process-wide, so it is set once for both, and the baselines' XGBoost fits get
+    that many too (the paper column's predictions were identical at 1 and 2 threads; at 2 beside the
+    assessor's lane its one-thread steps waited for a core). False: one after the other, the baselines last.
+    """
+    selector = select_reference(cfg, prep)
+    ref_ids = selector.reference_ids_
+
+    def assessor_lane():
+        preds, fitted = predict_generic(cfg, prep, selector)
+        fitted.update(fit_trust_parts(cfg, prep, fitted["generic"], ref_ids, run))
+        with stage(prep.timings, "serve_test_llms_s"):
+            served = serve_test_llms(cfg, prep, fitted)
+        return preds, fitted, served
+
+    overlap = bool(cfg.get("overlap", True))
+    lane = fit_threads(2, cfg.get("threads")) if overlap else None
+    base_cfg = OmegaConf.merge(cfg, {"threads": lane}) if overlap else cfg
+    with thread_limits(lane):
+        (preds, fitted, served), columns = run_lanes(assessor_lane, lambda: baseline_columns(base_cfg, prep, ref_ids),
+                                                     overlap=overlap)
+    return in_column_order({**preds, **dict(columns)}), fitted, served
 
 
 def served_name(method: str) -> str:
