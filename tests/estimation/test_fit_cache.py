@@ -114,3 +114,31 @@ def test_outside_a_disk_cache_block_nothing_is_written(tmp_path, monkeypatch):
         assert fit_cache.load_or_fit(("t", "d", ()), lambda: 5) == 5
     assert fit_cache.load_or_fit(("t", "d", ()), lambda: 6) == 6
     assert not any(tmp_path.iterdir())
+
+
+def test_the_task_keeps_fits_in_fit_cache_dir_only_when_set(S, tmp_path, monkeypatch):
+    from omegaconf import OmegaConf
+
+    from assessors.data.results import Results
+    from assessors.tasks import benchmark_prediction as task
+    from tests.estimation.test_harness import Recorder
+
+    res = Results(instances=pd.DataFrame(index=[f"i{j}" for j in range(S.shape[1])]), llms=LLMS, success=S,
+                  name="sim")
+    monkeypatch.setattr(task, "load_benchmarks", lambda cfg: {"sim": res})
+    B = "assessors.estimation.benchmark"
+    cfg = OmegaConf.create({
+        "estimators": {"random_sampling": {"_target_": f"{B}.random_sampling.RandomSampling"},
+                       "lasso": {"_target_": f"{B}.lasso.LassoCore"}},
+        "benchmark_prediction": {"splits": ["extrapolation"], "sizes": [10], "trials": 2, "main_size": 10,
+                                 "target_fraction": 0.25, "benchmarks": {}, "progress": False, "n_jobs": 1,
+                                 "log_records": False, "fit_cache_dir": str(tmp_path / "fits")}})
+    base._CACHE.clear()
+    task.execute(cfg, Recorder())
+    assert len(list((tmp_path / "fits").glob("lasso_path-*.pkl"))) == 1
+    other = Results(instances=res.instances, llms=LLMS, success=1 - S, name="sim")  # new sources: new keys
+    monkeypatch.setattr(task, "load_benchmarks", lambda cfg: {"sim": other})
+    base._CACHE.clear()
+    task.execute(OmegaConf.merge(cfg, {"benchmark_prediction": {"fit_cache_dir": None}}), Recorder())
+    assert len(list((tmp_path / "fits").glob("lasso_path-*.pkl"))) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fits"]
