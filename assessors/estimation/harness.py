@@ -11,7 +11,9 @@ random model split, so the work that depends on the source LLMs alone (IRT and l
 lasso paths, item correlations, the split-level assessor proxy's classifier, and the IRT anchors and
 anchor-point medoids of a fixed ``core_seed``, cached in :mod:`assessors.estimation.benchmark.base`)
 is done once per split instead of once per trial. The targets stay out of every fit: they are the same LLMs in
-all trials of a split.
+all trials of a split. With ``fit_cache_dir`` those fits are also kept on disk
+(:mod:`assessors.estimation.benchmark.fit_cache`), so the harness jobs that share a split (extrapolation
+has one per benchmark, split over every block of trials) fit it once between them.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from assessors.errors import ConfigError
+from assessors.estimation.benchmark.fit_cache import disk_cache
 from assessors.io import atomic_write
 
 log = logging.getLogger(__name__)
@@ -58,7 +61,7 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
                        trials: int, target_fraction: float = 0.25, trials_per_method: dict | None = None,
                        features: np.ndarray | None = None, progress: bool = True,
                        checkpoint: str | Path | None = None, first_trial: int = 0,
-                       trials_per_split: int = 1) -> pd.DataFrame:
+                       trials_per_split: int = 1, fit_cache_dir: str | Path | None = None) -> pd.DataFrame:
     """One row per (split, size, trial, method, target LLM) with truth, estimate, CI and timings.
 
     Parameters
@@ -76,6 +79,10 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
     trials_per_split : int
         Consecutive interpolation trials that share one model split (see :func:`model_split`); each
         trial keeps its own core sets. A block of trials aligned to it fits each split once.
+    fit_cache_dir : path of a folder, optional
+        Where the fits that depend on the source LLMs alone are kept on disk
+        (:mod:`~assessors.estimation.benchmark.fit_cache`), so another call on the same split (a later
+        block of trials, a restarted run) loads them instead of fitting again. None: in memory only.
     """
     from tqdm.auto import tqdm
 
@@ -92,14 +99,15 @@ def evaluate_benchmark(name: str, S: np.ndarray, llms: list[str], estimators: di
     units = [(sp, t) for t in range(int(first_trial), trials) for sp in splits]
     frames = _read_parts(folder, units)
     bar = tqdm(total=len(units), initial=len(frames), desc=name, disable=not progress, mininterval=5)
-    for split, trial in units:
-        if (split, trial) in frames:
-            continue
-        frames[(split, trial)] = df = _one_unit(name, S, acc, llms, estimators, split, trial, sizes, trials,
-                                                target_fraction, trials_per_method, features, trials_per_split)
-        if folder is not None:
-            atomic_write(_part(folder, split, trial), lambda tmp: df.to_parquet(tmp, index=False))
-        bar.update()
+    with disk_cache(fit_cache_dir):
+        for split, trial in units:
+            if (split, trial) in frames:
+                continue
+            frames[(split, trial)] = df = _one_unit(name, S, acc, llms, estimators, split, trial, sizes, trials,
+                                                    target_fraction, trials_per_method, features, trials_per_split)
+            if folder is not None:
+                atomic_write(_part(folder, split, trial), lambda tmp: df.to_parquet(tmp, index=False))
+            bar.update()
     bar.close()
     parts = [frames[u] for u in units if not frames[u].empty]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)

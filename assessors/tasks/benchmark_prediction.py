@@ -88,7 +88,7 @@ def execute(cfg, run_) -> dict[str, float]:
     per_split = int(h.get("trials_per_split") or 1)
     args = dict(splits=splits, sizes=sizes, target_fraction=float(h.target_fraction), trials_per_split=per_split,
                 trials_per_method=dict(h.get("trials_per_method") or {}), progress=bool(h.get("progress", True)),
-                blas=blas)
+                blas=blas, fit_cache_dir=h.get("fit_cache_dir"))
     done = Parallel(n_jobs=int(h.get("n_jobs", 1)))(
         delayed(harness._evaluate_and_save)(name, data[name].success, data[name].llms, estimators, paths[name],
                                             first_trial=b0, trials=min(b0 + block, trials), **args)

@@ -106,12 +106,12 @@ class AnchorPoints(BenchmarkEstimator):
         rng = np.random.default_rng(seed)
         if self.max_items is None or m <= int(self.max_items):
             # every item is a candidate: the full matrix, shared by both variants and all core sizes
-            cand, corr = np.arange(m), cached("item_corr", S, (), lambda: item_correlations(S))
+            cand, corr = np.arange(m), cached("item_corr", S, (), lambda: item_correlations(S), disk=False)
         else:
             cand = np.sort(rng.choice(m, size=int(self.max_items), replace=False))
-            Z = cached("item_z", S, (), lambda: standardised_items(S))
+            Z = cached("item_z", S, (), lambda: standardised_items(S), disk=False)
             corr = cached("item_corr_sample", S, (int(self.max_items), seed),
-                          lambda: _correlations(Z[:, cand]))
+                          lambda: _correlations(Z[:, cand]), disk=False)
         diss = np.abs(corr) if self.variant == "predictor" else corr.copy()
         np.subtract(1.0, diss, out=diss)  # one (n_cand, n_cand) temporary, not two
         res = kmedoids.fasterpam(diss, self.core_size, max_iter=self.max_iter, init="random",

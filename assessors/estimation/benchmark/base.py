@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from assessors.core.posterior import evidence_labels
 from assessors.errors import ConfigError, DataError
+from assessors.estimation.benchmark.fit_cache import load_or_fit
 from assessors.selection.cache import array_digest
 
 
@@ -90,12 +91,15 @@ CACHE_BYTES = 1_000_000_000
 _CACHE: LRUCache = LRUCache(maxsize=CACHE_BYTES, getsizeof=lambda v: max(_nbytes(v), 1))
 
 
-def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object]) -> object:
-    """``fn()`` memoised on (tag, content hash of ``S``, params)."""
+def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object], disk: bool = True) -> object:
+    """``fn()`` memoised on (tag, content hash of ``S``, params): in this process and, inside a
+    :func:`~assessors.estimation.benchmark.fit_cache.disk_cache` block, on disk for other processes.
+    ``S`` must be the source LLMs' answers (or a function of them alone); ``disk=False`` for values
+    cheaper to recompute than to store (e.g. an item correlation matrix)."""
     key = (tag, array_digest(S), params)
     if key in _CACHE:
         return _CACHE[key]  # refreshes the key's recency
-    val = fn()
+    val = load_or_fit(key, fn) if disk else fn()
     if _nbytes(val) <= CACHE_BYTES:  # a value larger than the whole cache is used, not kept
         _CACHE[key] = val
     return val

@@ -76,8 +76,8 @@ class EmbeddedAssessorProxy(ItemProxy):
         super().fit(source_success, features, core_index)
         S = np.asarray(source_success, dtype=np.float32)
         dims = int(self.pattern_dims)
-        self.X_ = cached("item_patterns", S, (dims,), lambda: _patterns(S, dims, read_only=True))
-        self.item_mean_ = cached("item_means", S, (), lambda: item_means(S))
+        self.X_ = cached("item_patterns", S, (dims,), lambda: _patterns(S, dims, read_only=True), disk=False)
+        self.item_mean_ = cached("item_means", S, (), lambda: item_means(S), disk=False)
         if self.visible_counts is None:
             n_vis = (max(2, int(round(float(self.visible_share) * self.core_index_.size))),)
         else:  # one fit for every core size of the split

@@ -60,7 +60,7 @@ class GenericAssessorProxy(ItemProxy):
             self.X_ = np.asarray(features, dtype=np.float32)
         else:  # a function of the source split alone: one SVD serves its every trial, size and fold
             dims = None if self.pattern_dims is None else int(self.pattern_dims)
-            self.X_ = cached("item_patterns", S, (dims,), lambda: _patterns(S, dims, read_only=True))
+            self.X_ = cached("item_patterns", S, (dims,), lambda: _patterns(S, dims, read_only=True), disk=False)
         rng = np.random.default_rng(self.seed)
         rows, items = np.arange(len(S)), np.arange(S.shape[1])
         if self.max_pairs and S.size > self.max_pairs:
