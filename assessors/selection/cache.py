@@ -14,13 +14,15 @@ import logging
 import os
 import zipfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
 from assessors.io import atomic_open
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def array_digest(*arrays: Any) -> str:
@@ -55,23 +57,31 @@ def memo(cache_dir: str | os.PathLike | None, kind: str, key: str, compute: Call
     """
     if cache_dir is None:
         return compute()
-    folder = Path(cache_dir) / kind
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{key}.npz"
-    hit = _load(path)
+    return memo_file(Path(cache_dir) / kind / f"{key}.npz", compute, _load, lambda out, fh: np.savez(fh, **out))
+
+
+def memo_file(path: Path, compute: Callable[[], T], load: Callable[[Path], T | None],
+              dump: Callable[[T, Any], None]) -> T:
+    """``compute()``, read from ``path`` by ``load`` when it holds an entry, else computed and written there.
+
+    ``load(path)`` returns None when there is no readable entry. The entry is computed under a file lock,
+    so parallel jobs wait for the first one instead of duplicating the work, and ``dump(value, fh)``
+    writes it atomically (temporary file, then rename), so a killed job never leaves a torn file.
+    """
+    hit = load(path)
     if hit is not None:
-        log.info("selection cache hit: %s", path)
+        log.info("cache hit: %s", path)
         return hit
     from filelock import FileLock
 
-    # the lock makes parallel sweep jobs wait for the first instead of duplicating the work
+    path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock", timeout=-1):
-        hit = _load(path)
+        hit = load(path)
         if hit is not None:
             return hit
         out = compute()
         with atomic_open(path) as fh:
-            np.savez(fh, **out)
+            dump(out, fh)
     return out
 
 

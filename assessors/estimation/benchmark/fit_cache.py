@@ -9,8 +9,8 @@ computed one is stored there, so the first job pays the fit and the later ones l
 
 An entry's file name is a hash of the cache tag, the content hash of the matrix the fit saw (the
 source LLMs' answers: estimators never pass a target's) and the fit's parameters. Files are written
-atomically (a temporary file renamed into place), so a job killed mid-write leaves no entry rather
-than a torn one, and a file lock makes a parallel job wait for the first instead of fitting again.
+atomically under a file lock (:func:`~assessors.selection.cache.memo_file`), so a job killed mid-write
+leaves no entry rather than a torn one, and a parallel job waits for the first instead of fitting again.
 The key does not cover the code: clear the folder after changing how an estimator fits.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from assessors.io import atomic_open
+from assessors.selection.cache import memo_file
 
 log = logging.getLogger(__name__)
 
@@ -55,22 +55,9 @@ def load_or_fit(key: tuple, fn: Callable[[], object]) -> object:
     folder = _FOLDER[0]
     if folder is None:
         return fn()
-    path = entry_path(folder, key)
-    hit = _load(path)
-    if hit is not None:
-        return hit[0]
-    from filelock import FileLock
-
-    folder.mkdir(parents=True, exist_ok=True)
-    # a parallel job on the same split waits for the first one's fit instead of repeating it
-    with FileLock(str(path) + ".lock", timeout=-1):
-        hit = _load(path)
-        if hit is not None:
-            return hit[0]
-        val = fn()
-        with atomic_open(path) as fh:
-            pickle.dump(val, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    return val
+    # the value travels in a 1-tuple so that a stored None is a hit, not a miss
+    return memo_file(entry_path(folder, key), lambda: (fn(),), _load,
+                     lambda val, fh: pickle.dump(val[0], fh, protocol=pickle.HIGHEST_PROTOCOL))[0]
 
 
 def _load(path: Path) -> tuple[object] | None:
