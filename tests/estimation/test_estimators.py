@@ -322,5 +322,5 @@ def test_generic_proxy_computes_the_item_patterns_once_per_source_split(monkeypa
             ((S[:50], np.arange(0, 200, 10)), (S[:50], np.arange(5, 200, 7)), (S[10:], np.arange(0, 200, 10)))]
     assert len(svds) == 2  # the second core set on the same sources reuses the first SVD
     assert fits[0].X_ is fits[1].X_ and not fits[0].X_.flags.writeable  # shared, so no fit may change it
-    assert np.allclose(fits[0].X_, generic_proxy._patterns(S[:50].astype(np.float32), 8))
+    assert np.allclose(fits[0].X_, generic_proxy.success_patterns(S[:50].astype(np.float32), 8))
     assert not np.allclose(fits[2].X_, fits[0].X_)

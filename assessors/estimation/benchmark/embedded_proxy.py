@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.base import clone
 
 from assessors.estimation.benchmark.base import cached, item_means
-from assessors.estimation.benchmark.generic_proxy import _patterns
+from assessors.estimation.benchmark.generic_proxy import shared_patterns
 from assessors.estimation.benchmark.proxy import ItemProxy
 from assessors.estimation.benchmark.split_trees import factorise
 
@@ -76,7 +76,7 @@ class EmbeddedAssessorProxy(ItemProxy):
         super().fit(source_success, features, core_index)
         S = np.asarray(source_success, dtype=np.float32)
         dims = int(self.pattern_dims)
-        self.X_ = cached("item_patterns", S, (dims,), lambda: _patterns(S, dims, read_only=True), disk=False)
+        self.X_ = shared_patterns(S, dims)
         self.item_mean_ = cached("item_means", S, (), lambda: item_means(S), disk=False)
         if self.visible_counts is None:
             n_vis = (max(2, int(round(float(self.visible_share) * self.core_index_.size))),)

@@ -60,7 +60,7 @@ class GenericAssessorProxy(ItemProxy):
             self.X_ = np.asarray(features, dtype=np.float32)
         else:  # a function of the source split alone: one SVD serves its every trial, size and fold
             dims = None if self.pattern_dims is None else int(self.pattern_dims)
-            self.X_ = cached("item_patterns", S, (dims,), lambda: _patterns(S, dims, read_only=True), disk=False)
+            self.X_ = shared_patterns(S, dims)
         rng = np.random.default_rng(self.seed)
         rows, items = np.arange(len(S)), np.arange(S.shape[1])
         if self.max_pairs and S.size > self.max_pairs:
@@ -88,7 +88,13 @@ class GenericAssessorProxy(ItemProxy):
         return np.clip(np.asarray(P, dtype=np.float64), 0.0, 1.0)
 
 
-def _patterns(S: np.ndarray, dims: int | None, read_only: bool = False) -> np.ndarray:
+def shared_patterns(S: np.ndarray, dims: int | None) -> np.ndarray:
+    """:func:`success_patterns`, read-only and memoised per source split (in this process: cheaper to
+    recompute than to store on disk), for every proxy that reads them."""
+    return cached("item_patterns", S, (dims,), lambda: success_patterns(S, dims, read_only=True), disk=False)
+
+
+def success_patterns(S: np.ndarray, dims: int | None, read_only: bool = False) -> np.ndarray:
     """Items' success patterns over the sources, shape (n_items, n_sources or dims); ``read_only``
     for a cached array that later fits share."""
     P = _compressed(S.T.copy(), dims)
