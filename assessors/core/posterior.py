@@ -34,13 +34,19 @@ def logit_moments(theta, cov, A, b):
     return mean, var
 
 
+def probit_scale(var):
+    """MacKay's ``sqrt(1 + pi var / 8)``: ``E[sigmoid(z)] ~ sigmoid(mean / scale)`` for ``z ~ N(mean, var)``,
+    and so the derivative of that probability in ``mean`` is ``p (1 - p) / scale``."""
+    return np.sqrt(1.0 + np.pi * var / 8.0)
+
+
 def probit_predictive(mean, var):
     """``E[sigmoid(z)]`` for ``z ~ N(mean, var)`` (MacKay's probit approximation) and its std.
 
     The std is the delta-method spread ``p (1 - p) sqrt(var)``, capped at the Bernoulli bound
     ``sqrt(p (1 - p))``.
     """
-    p = sigmoid(mean / np.sqrt(1.0 + np.pi * var / 8.0))
+    p = sigmoid(mean / probit_scale(var))
     std = np.minimum(p * (1 - p) * np.sqrt(var), np.sqrt(p * (1 - p)))
     return p, std
 

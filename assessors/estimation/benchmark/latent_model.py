@@ -28,7 +28,7 @@ from sklearn.base import clone
 
 from scipy.stats import norm
 
-from assessors.core.posterior import logit_moments, probit_predictive
+from assessors.core.posterior import logit_moments, probit_scale
 from assessors.errors import ConfigError
 from assessors.estimation.benchmark.base import BenchmarkEstimator, Estimate
 from assessors.estimation.benchmark.latent_proxy import LatentProxy
@@ -84,10 +84,10 @@ class LatentModel(BenchmarkEstimator):
         the unseen-item mask ``unseen`` (k, N) and the summed observed answers ``seen_sum`` (k,)."""
         A, b = self.proxy_.discrimination_, self.proxy_.difficulty_
         mean, var = logit_moments(theta, cov, A, b)  # (k, N) each
-        shrink = 1.0 / np.sqrt(1.0 + np.pi * var / 8.0)
-        p = probit_predictive(mean, var)[0] * unseen  # 0 on seen items
-        slope = p * (1 - p)  # the Bernoulli variance of each unseen item, and with ``shrink`` dp/dlogit
-        g = (slope * shrink) @ A  # (k, D): gradient of the unseen items' summed probability in theta
+        scale = probit_scale(var)
+        p = sigmoid(mean / scale) * unseen  # MacKay's predictive probability, 0 on seen items
+        slope = p * (1 - p)  # the Bernoulli variance of each unseen item, and over ``scale`` dp/dlogit
+        g = (slope / scale) @ A  # (k, D): gradient of the unseen items' summed probability in theta
         var_sum = np.einsum("kd,kde,ke->k", g, cov, g) + slope.sum(1)
         point = (seen_sum + p.sum(1)) / self.n_items_
         half = norm.ppf(1 - self.alpha / 2) * np.sqrt(var_sum) / self.n_items_
