@@ -35,6 +35,43 @@ from assessors.estimation.benchmark.latent_proxy import LatentProxy
 from assessors.irt_math import sigmoid
 
 
+def observed(Y: np.ndarray, core_index: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """The unseen-item mask (k, n_items) of core answers ``Y`` (k, n_core) on ``core_index`` (1 off
+    the core and on missing core cells) and each row's sum of observed answers (k,)."""
+    seen = ~np.isnan(Y)
+    unseen = np.ones((Y.shape[0], n_items))
+    unseen[:, core_index] = ~seen
+    return unseen, np.where(seen, Y, 0.0).sum(1)
+
+
+def predictive_accuracy(proxy: LatentProxy, Y: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted accuracy and the delta-method sd of the realised one (both (k,)) of targets with
+    core answers ``Y`` (k, n_core), from a fitted ``proxy``'s posterior (the analytic band's moments)."""
+    theta, cov = proxy.posterior(Y)
+    unseen, seen_sum = observed(Y, proxy.core_index_, n_items)
+    A, b = proxy.discrimination_, proxy.difficulty_
+    mean, var = logit_moments(theta, cov, A, b)  # (k, N) each
+    scale = probit_scale(var)
+    p = sigmoid(mean / scale) * unseen  # MacKay's predictive probability, 0 on seen items
+    slope = p * (1 - p)  # the Bernoulli variance of each unseen item, and over ``scale`` dp/dlogit
+    g = (slope / scale) @ A  # (k, D): gradient of the unseen items' summed probability in theta
+    var_sum = np.einsum("kd,kde,ke->k", g, cov, g) + slope.sum(1)
+    return (seen_sum + p.sum(1)) / n_items, np.sqrt(var_sum) / n_items
+
+
+def conformal_quantile(scores: np.ndarray, alpha: float) -> float:
+    """Split-conformal ``1 - alpha`` quantile of calibration ``scores``: the ``ceil((n + 1)(1 - alpha))``-th
+    smallest, so a new exchangeable score falls at or below it with probability ``>= 1 - alpha``;
+    ``inf`` when there are too few scores for that rank."""
+    n = scores.size
+    rank = int(np.ceil((n + 1) * (1 - alpha)))
+    return float(np.sort(scores)[rank - 1]) if rank <= n else np.inf
+
+
+#: The ways the band is worked out (see the module docstring).
+BANDS = ("calibrated", "analytic", "sampled")
+
+
 class LatentModel(BenchmarkEstimator):
     """Benchmark accuracy predicted by the latent model from the target's core answers.
 
@@ -42,59 +79,91 @@ class LatentModel(BenchmarkEstimator):
     ----------
     proxy : LatentProxy, optional
         The latent model (default ``LatentProxy()``).
-    band : {"analytic", "sampled"}
+    band : {"calibrated", "analytic", "sampled"}
         How the band is worked out (see the module docstring).
     n_samples : int
         Ability draws per target for the sampled band.
+    calibration_folds : int
+        Folds of source LLMs whose cross-fitted errors calibrate the ``calibrated`` band.
+    calibration_neighbours : int, optional
+        Calibrate each target on the sources whose cross-fitted prediction is nearest its own
+        (None: on all sources).
 
     Attributes
     ----------
     proxy_ : LatentProxy
         Fitted on the source LLMs.
+    source_point_, source_score_ : ndarray of shape (n_source_llms,)
+        ``calibrated`` band only: each source's cross-fitted predicted accuracy and its error over
+        the predicted sd, ``|realised - predicted| / sd`` (NaN for a source with no core answer).
     """
 
     has_ci = True
 
     def __init__(self, core_size: int = 50, seed: int = 0, alpha: float = 0.05, proxy: LatentProxy | None = None,
-                 n_samples: int = 400, band: str = "analytic"):
+                 n_samples: int = 400, band: str = "calibrated", calibration_folds: int = 5,
+                 calibration_neighbours: int | None = None):
         super().__init__(core_size, seed, alpha)
         self.proxy = proxy
         self.n_samples = n_samples
         self.band = band
+        self.calibration_folds = calibration_folds
+        self.calibration_neighbours = calibration_neighbours
 
     def _fit(self, S, filled, features, rng):
-        if self.band not in ("analytic", "sampled"):
-            raise ConfigError(f"LatentModel: band must be 'analytic' or 'sampled', got {self.band!r}")
+        if self.band not in BANDS:
+            raise ConfigError(f"LatentModel: band must be one of {BANDS}, got {self.band!r}")
         # the raw matrix: the item fit leaves missing cells out of the likelihood
         self.proxy_ = clone(self.proxy if self.proxy is not None else LatentProxy()).fit(S, features, self.core_index_)
+        if self.band == "calibrated":
+            self._cross_fit(S, features)
 
     def _estimate(self, Y):
-        theta, cov = self.proxy_.posterior(Y)
-        k, N = Y.shape[0], self.n_items_
-        seen = ~np.isnan(Y)
-        unseen = np.ones((k, N))
-        unseen[:, self.core_index_] = ~seen
-        seen_sum = np.where(seen, Y, 0.0).sum(1)
+        if self.band == "sampled":
+            theta, cov = self.proxy_.posterior(Y)
+            return self._sampled(theta, cov, *observed(Y, self.core_index_, self.n_items_))
+        point, sd = predictive_accuracy(self.proxy_, Y, self.n_items_)
         if self.band == "analytic":
-            return self._analytic(theta, cov, unseen, seen_sum)
-        return self._sampled(theta, cov, unseen, seen_sum)
-
-    def _analytic(self, theta, cov, unseen, seen_sum) -> Estimate:
-        """Point and delta-method normal band from the posterior ``theta`` (k, D), ``cov`` (k, D, D),
-        the unseen-item mask ``unseen`` (k, N) and the summed observed answers ``seen_sum`` (k,)."""
-        A, b = self.proxy_.discrimination_, self.proxy_.difficulty_
-        mean, var = logit_moments(theta, cov, A, b)  # (k, N) each
-        scale = probit_scale(var)
-        p = sigmoid(mean / scale) * unseen  # MacKay's predictive probability, 0 on seen items
-        slope = p * (1 - p)  # the Bernoulli variance of each unseen item, and over ``scale`` dp/dlogit
-        g = (slope / scale) @ A  # (k, D): gradient of the unseen items' summed probability in theta
-        var_sum = np.einsum("kd,kde,ke->k", g, cov, g) + slope.sum(1)
-        point = (seen_sum + p.sum(1)) / self.n_items_
-        half = norm.ppf(1 - self.alpha / 2) * np.sqrt(var_sum) / self.n_items_
+            half = norm.ppf(1 - self.alpha / 2) * sd
+        else:
+            half = self._calibrated_scale(point) * sd
         return Estimate(point, point - half, point + half)
 
+    def _cross_fit(self, S, features) -> None:
+        """Each source LLM's accuracy predicted from its core answers by the latent model refitted
+        without its fold of sources, and its score ``|realised - predicted| / sd`` (``source_point_``,
+        ``source_score_``; NaN for a source with no core answer). The folds depend on the source
+        split only (seeded by the proxy's seed), so the refits are cached across trials and sizes."""
+        n, N = S.shape[0], self.n_items_
+        folds = min(int(self.calibration_folds), n)
+        if folds < 2 or n - -(-n // folds) < 2:
+            raise ConfigError(f"LatentModel: calibration_folds={self.calibration_folds} needs 2+ folds that "
+                              f"each leave 2+ of the {n} source LLMs for the refit")
+        fold = np.random.default_rng(self.proxy_.seed).permutation(n) % folds
+        Y = S[:, self.core_index_]
+        point, sd = np.full(n, np.nan), np.full(n, np.nan)
+        for f in range(folds):
+            held = (fold == f) & ~np.isnan(Y).all(1)
+            proxy = clone(self.proxy_).fit(S[fold != f], features, self.core_index_)
+            point[held], sd[held] = predictive_accuracy(proxy, Y[held], N)
+        resid = np.abs(np.nanmean(S, axis=1) - point)
+        self.source_point_ = point
+        self.source_score_ = np.where(resid > 0, resid / np.maximum(sd, 1e-12), 0.0)
+
+    def _calibrated_scale(self, point: np.ndarray) -> np.ndarray:
+        """Each target's multiple of its posterior sd: the conformal ``1 - alpha`` quantile of the
+        scores of all sources, or of the ``calibration_neighbours`` sources whose cross-fitted
+        prediction is nearest the target's ``point`` (k,)."""
+        ok = ~np.isnan(self.source_score_)
+        src, score = self.source_point_[ok], self.source_score_[ok]
+        m = score.size if self.calibration_neighbours is None else min(int(self.calibration_neighbours), score.size)
+        if m == score.size:
+            return np.full(point.shape, conformal_quantile(score, self.alpha))
+        near = np.argsort(np.abs(point[:, None] - src[None, :]), axis=1, kind="stable")[:, :m]
+        return np.array([conformal_quantile(score[i], self.alpha) for i in near])
+
     def _sampled(self, theta, cov, unseen, seen_sum) -> Estimate:
-        """Point and band from ``n_samples`` ability draws (arguments as :meth:`_analytic`)."""
+        """Point and band from ``n_samples`` ability draws (arguments as :func:`observed` returns, after the posterior)."""
         A, b = self.proxy_.discrimination_, self.proxy_.difficulty_
         N, s = self.n_items_, int(self.n_samples)
         rng = np.random.default_rng(self.seed)
