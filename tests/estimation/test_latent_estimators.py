@@ -202,3 +202,66 @@ def test_stratified_design_needs_a_latent_design_model(sim):
         StratifiedAIPW(proxy=[RidgeProxy()]).fit(sim[:60])
     with pytest.raises(ConfigError, match="pseudo_share"):
         StratifiedAIPW(proxy=LatentProxy(dims=2), pseudo_share="x").fit(sim[:60])
+
+
+def _latent_model_coverage(band, truth_dims, fit_dims, slip=0.0, splits=4, trials=4, n_items=1500):
+    """Coverage of ``latent_model`` bands over interpolation splits of simulated LLMs (75 sources,
+    25 targets, n = 50): abilities of ``truth_dims`` dimensions, each LLM failing a random share
+    (up to ``slip``) of the items it would solve, fitted by a ``fit_dims``-dimensional model."""
+    cover = []
+    for split in range(splits):
+        rng = np.random.default_rng(split)
+        theta = rng.normal(size=(100, truth_dims))
+        a = rng.normal(0.6, 0.5, size=(n_items, truth_dims))
+        P = 1 / (1 + np.exp(-(theta @ a.T - rng.normal(0, 1.5, size=n_items))))
+        P *= 1 - rng.uniform(0, slip, size=(100, 1))
+        S = (rng.random(P.shape) < P).astype(float)
+        src, tgt = S[:75], S[75:]
+        for trial in range(trials):
+            est = LatentModel(proxy=LatentProxy(dims=fit_dims), core_size=50, seed=trial, band=band).fit(src)
+            out = est.estimate(tgt[:, est.core_index_])
+            cover.append((out.ci_low <= tgt.mean(1)) & (tgt.mean(1) <= out.ci_high))
+    return np.mean(cover)
+
+
+def test_calibrated_band_covers_a_misspecified_model_where_the_posterior_band_does_not():
+    # a per-LLM slip the 1-D model cannot express: the posterior band alone claims too much
+    assert _latent_model_coverage("analytic", 1, 1, slip=0.5) < 0.9
+    assert 0.93 <= _latent_model_coverage("calibrated", 1, 1, slip=0.5) <= 0.99
+
+
+def test_calibrated_band_does_not_over_cover_much_when_the_model_is_true():
+    assert 0.93 <= _latent_model_coverage("calibrated", 2, 2) <= 0.985
+
+
+def test_conformal_quantile_covers_a_new_exchangeable_score():
+    from assessors.estimation.benchmark.latent_model import conformal_quantile
+
+    rng = np.random.default_rng(0)
+    scores = rng.exponential(size=(4000, 20))
+    q = np.array([conformal_quantile(s[:19], 0.1) for s in scores])
+    hit = (scores[:, 19] <= q).mean()  # 1 - alpha <= P(hit) = 18/20 exactly for continuous scores
+    assert abs(hit - 0.9) < 3 * np.sqrt(0.09 / 4000), hit
+    assert conformal_quantile(np.arange(5.0), 0.1) == np.inf  # rank 6 of 5: no finite bound
+    assert conformal_quantile(np.arange(19.0), 0.1) == 17.0
+
+
+def test_calibration_refits_once_per_source_split(sim, monkeypatch):
+    from assessors.selection.irt import MultidimIRT
+
+    calls = []
+    fit = MultidimIRT.fit
+    monkeypatch.setattr(MultidimIRT, "fit", lambda self, S: calls.append(S.shape) or fit(self, S))
+    src = sim[:57]  # a split no other test fits
+    a = LatentModel(proxy=LatentProxy(dims=2), core_size=30, seed=0, calibration_folds=4).fit(src)
+    b = LatentModel(proxy=LatentProxy(dims=2), core_size=50, seed=1, calibration_folds=4).fit(src)
+    assert len(calls) == 5  # the full fit and one per fold, shared by the second trial
+    assert a.source_score_.shape == (57,) and np.all(np.isfinite(b.source_score_))
+    far = a._calibrated_scale(np.array([2.0]))  # nearest sources: the strongest ones
+    near = LatentModel(proxy=LatentProxy(dims=2), core_size=30, seed=0, calibration_folds=4,
+                       calibration_neighbours=19).fit(src)
+    top = np.argsort(near.source_point_)[-19:]
+    assert near._calibrated_scale(np.array([2.0]))[0] == np.sort(near.source_score_[top])[-1]
+    assert np.isfinite(far).all()
+    with pytest.raises(ConfigError, match="calibration_folds"):
+        LatentModel(proxy=LatentProxy(dims=2), calibration_folds=1).fit(src)

@@ -95,7 +95,9 @@ class LatentModel(BenchmarkEstimator):
         Fitted on the source LLMs.
     source_point_, source_score_ : ndarray of shape (n_source_llms,)
         ``calibrated`` band only: each source's cross-fitted predicted accuracy and its error over
-        the predicted sd, ``|realised - predicted| / sd`` (NaN for a source with no core answer).
+        its predicted spread, ``|r| / sqrt(sd^2 + tau^2)`` (NaN for a source with no core answer).
+    misfit_var_ : float
+        ``calibrated`` band only: the model's error variance ``tau^2`` beyond the posterior's.
     """
 
     has_ci = True
@@ -125,14 +127,16 @@ class LatentModel(BenchmarkEstimator):
         point, sd = predictive_accuracy(self.proxy_, Y, self.n_items_)
         if self.band == "analytic":
             half = norm.ppf(1 - self.alpha / 2) * sd
-        else:
-            half = self._calibrated_scale(point) * sd
+        else:  # 0 when every item is seen
+            half = np.where(sd > 0, self._calibrated_scale(point) * np.sqrt(sd ** 2 + self.misfit_var_), 0.0)
         return Estimate(point, point - half, point + half)
 
     def _cross_fit(self, S, features) -> None:
         """Each source LLM's accuracy predicted from its core answers by the latent model refitted
-        without its fold of sources, and its score ``|realised - predicted| / sd`` (``source_point_``,
-        ``source_score_``; NaN for a source with no core answer). The folds depend on the source
+        without its fold of sources (``source_point_``), the misfit variance ``tau^2 = mean(r^2 - sd^2)``
+        of the residuals ``r`` = realised - predicted beyond the posterior's ``sd`` (``misfit_var_``,
+        at least 0), and each source's score ``|r| / sqrt(sd^2 + tau^2)`` (``source_score_``; NaN for
+        a source with no core answer). The folds depend on the source
         split only (seeded by the proxy's seed), so the refits are cached across trials and sizes."""
         n, N = S.shape[0], self.n_items_
         folds = min(int(self.calibration_folds), n)
@@ -146,12 +150,15 @@ class LatentModel(BenchmarkEstimator):
             held = (fold == f) & ~np.isnan(Y).all(1)
             proxy = clone(self.proxy_).fit(S[fold != f], features, self.core_index_)
             point[held], sd[held] = predictive_accuracy(proxy, Y[held], N)
-        resid = np.abs(np.nanmean(S, axis=1) - point)
+        resid = np.nanmean(S, axis=1) - point
+        # the model's own error: the spread of the residuals beyond what the posterior explains
+        self.misfit_var_ = max(0.0, float(np.nanmean(resid ** 2 - sd ** 2)))
+        scale = np.sqrt(sd ** 2 + self.misfit_var_)
         self.source_point_ = point
-        self.source_score_ = np.where(resid > 0, resid / np.maximum(sd, 1e-12), 0.0)
+        self.source_score_ = np.where(resid != 0, np.abs(resid) / np.maximum(scale, 1e-12), 0.0)
 
     def _calibrated_scale(self, point: np.ndarray) -> np.ndarray:
-        """Each target's multiple of its posterior sd: the conformal ``1 - alpha`` quantile of the
+        """Each target's multiple of its ``sqrt(sd^2 + tau^2)``: the conformal ``1 - alpha`` quantile of the
         scores of all sources, or of the ``calibration_neighbours`` sources whose cross-fitted
         prediction is nearest the target's ``point`` (k,)."""
         ok = ~np.isnan(self.source_score_)
