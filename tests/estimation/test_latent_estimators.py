@@ -267,5 +267,7 @@ def test_calibration_refits_once_per_source_split(sim, monkeypatch):
     top = np.argsort(near.source_point_)[-19:]
     assert near._calibrated_scale(np.array([2.0]))[0] == np.sort(near.source_score_[top])[-1]
     assert np.isfinite(far).all()
+    with pytest.raises(ConfigError, match="calibration_neighbours"):
+        LatentModel(proxy=LatentProxy(dims=2), calibration_neighbours=18).fit(src)
     with pytest.raises(ConfigError, match="calibration_folds"):
         LatentModel(proxy=LatentProxy(dims=2), calibration_folds=1).fit(src)

@@ -118,6 +118,10 @@ class LatentModel(BenchmarkEstimator):
         # the raw matrix: the item fit leaves missing cells out of the likelihood
         self.proxy_ = clone(self.proxy if self.proxy is not None else LatentProxy()).fit(S, features, self.core_index_)
         if self.band == "calibrated":
+            fewest = int(np.ceil((1 - self.alpha) / self.alpha))  # fewer scores bound no 1 - alpha quantile
+            if self.calibration_neighbours is not None and int(self.calibration_neighbours) < fewest:
+                raise ConfigError(f"LatentModel: calibration_neighbours={self.calibration_neighbours} cannot "
+                                  f"give a finite {1 - self.alpha:.0%} band; use {fewest} or more (or null)")
             self._cross_fit(S, features)
 
     def _estimate(self, Y):
