@@ -1,25 +1,34 @@
-"""Purely model-based benchmark accuracy from the latent posterior, with a posterior-predictive band.
+"""Purely model-based benchmark accuracy from the latent posterior, with a band for its error.
 
 The target's observed core answers count as they are; every other item (outside the core, or
-missing in it) contributes its posterior-predictive success probability. The band is the central
-``1 - alpha`` interval of the realised accuracy when abilities follow the target's Laplace posterior
-and the unseen items' outcomes the resulting probabilities. Its variance over the ``m`` unseen
-items is ``Var_theta(sum p_i(theta)) + E_theta[sum p_i (1 - p_i)]``:
+missing in it) contributes its posterior-predictive success probability. The posterior's own
+spread of the realised accuracy, when abilities follow the target's Laplace posterior and the unseen
+items' outcomes the resulting probabilities, has variance ``Var_theta(sum p_i(theta)) +
+E_theta[sum p_i (1 - p_i)]`` over the ``m`` unseen items. It takes the item parameters fitted on
+the source LLMs as known and the model as right, so it leaves out the model's own error:
 
-* ``band="analytic"`` (default): the first term by the delta method, ``g' Cov g`` with ``g`` the
-  gradient of the unseen items' summed posterior-predictive probability (MacKay's probit
-  approximation) in the abilities, the second as ``sum p (1 - p)`` of the predictive
+* ``band="calibrated"`` (default): the error is learned on the source LLMs. They are split into
+  ``calibration_folds`` folds (fixed per source split); the latent model is refitted without each
+  fold (one cached item fit per fold, shared by every trial and size on the split) and predicts the
+  held-out sources' accuracy from their answers on the trial's core, as for a target. The residuals'
+  variance beyond the posterior's, ``tau^2 = mean(r^2 - sd^2)``, is added to each target's ``sd^2``,
+  and the band is ``point +- q sqrt(sd^2 + tau^2)`` with ``q`` the split-conformal ``1 - alpha``
+  quantile of the sources' ``|r| / sqrt(sd^2 + tau^2)`` (of the ``calibration_neighbours`` sources
+  predicted nearest the target, when set). It holds for targets exchangeable with the sources
+  (interpolation); for a target above every source (extrapolation) the sources cannot show the error.
+* ``band="analytic"``: the posterior spread alone, its first term by the delta method, ``g' Cov g``
+  with ``g`` the gradient of the unseen items' summed posterior-predictive probability (MacKay's
+  probit approximation) in the abilities, the second as ``sum p (1 - p)`` of the predictive
   probabilities (which adds each item's own ``Var_theta p_i``: a little wider); a normal interval.
   One pass over the ``k x N`` logits.
-* ``band="sampled"``: ``n_samples`` ability draws, each item's probability worked out per draw
-  and the unseen mean drawn from its normal approximation (``mean p``, ``sum p (1 - p) / m^2``);
-  the interval is the draws' quantiles. ``n_samples`` times the work of the analytic band.
+* ``band="sampled"``: the posterior spread alone from ``n_samples`` ability draws, each item's
+  probability worked out per draw and the unseen mean drawn from its normal approximation (``mean
+  p``, ``sum p (1 - p) / m^2``); the interval is the draws' quantiles. ``n_samples`` times the work
+  of the analytic band.
 
-It is only as good as the model: item parameters fitted on the source LLMs are taken as known,
-so the band leaves out their error and any misfit of the model for the target (e.g. an LLM above
-every source, as in extrapolation). :class:`~assessors.estimation.benchmark.aipw.AIPW` with the
-same posterior as its proxy (``estimator=aipw_latent``) keeps a design-based interval whatever the
-model's error, which is why it, not this estimate, is the default.
+:class:`~assessors.estimation.benchmark.aipw.AIPW` with the same posterior as its proxy
+(``estimator=aipw_latent``) keeps a design-based interval whatever the model's error, which is why
+it, not this estimate, is the default.
 """
 from __future__ import annotations
 
@@ -140,8 +149,8 @@ class LatentModel(BenchmarkEstimator):
         without its fold of sources (``source_point_``), the misfit variance ``tau^2 = mean(r^2 - sd^2)``
         of the residuals ``r`` = realised - predicted beyond the posterior's ``sd`` (``misfit_var_``,
         at least 0), and each source's score ``|r| / sqrt(sd^2 + tau^2)`` (``source_score_``; NaN for
-        a source with no core answer). The folds depend on the source
-        split only (seeded by the proxy's seed), so the refits are cached across trials and sizes."""
+        a source with no core answer). The folds depend on the source split only (seeded by the
+        proxy's seed), so the refits are cached across trials and sizes."""
         n, N = S.shape[0], self.n_items_
         folds = min(int(self.calibration_folds), n)
         if folds < 2 or n - -(-n // folds) < 2:
