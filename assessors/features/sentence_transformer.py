@@ -242,7 +242,7 @@ class SentenceTransformerFeaturizer(Featurizer):
             autocast = torch.autocast(device_type=str(self.device).split(":")[0], dtype=torch.bfloat16)
         texts = clip_long_texts(texts, model.tokenizer, model.max_seq_length, self.truncation_side)
         bar = bool(self.show_progress) and not self.cache_dir and len(texts) > 4 * bs
-        with torch_threads(self.num_threads), autocast, quiet_hf_progress():
+        with torch_threads(self.num_threads), autocast:
             emb = model.encode(texts, batch_size=bs, normalize_embeddings=bool(self.normalize), show_progress_bar=bar,
                                convert_to_numpy=True, **extra)
         return np.asarray(emb, dtype=np.float32)
