@@ -156,8 +156,8 @@ class SentenceTransformerFeaturizer(Featurizer):
         part of the cache key. ``"auto"``: bfloat16 on a CPU with AMX, else float32 (see
         :func:`resolve_precision`).
     show_progress : bool
-        Without a cache, sentence-transformers' bar on encodes of more than a few batches; with one, the
-        cache's bar over its shards is the only one (the library's bars would nest under it).
+        One progress bar: with a cache, the cache's over its shards (the library's bars would nest under
+        it); without one, sentence-transformers' on encodes of more than a few batches.
     cache_dir : str or None
         Embedding cache directory; None disables caching.
     """
