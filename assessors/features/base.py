@@ -92,7 +92,9 @@ class Featurizer(BaseEstimator, abc.ABC):
         texts = list(texts)
         if not self.cache_dir:
             return np.asarray(self._transform(texts), dtype=np.float32)
-        return EmbeddingCache(self.cache_dir, self.identity()).get_or_compute(texts, self._transform)
+        cache = EmbeddingCache(self.cache_dir, self.identity(),
+                               progress=bool(getattr(self, "show_progress", True)))  # the featurizer's switch, if any
+        return cache.get_or_compute(texts, self._transform)
 
     def fit_transform(self, texts: Sequence[str], y=None) -> np.ndarray:
         return self.fit(texts).transform(texts)

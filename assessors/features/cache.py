@@ -58,14 +58,17 @@ class EmbeddingCache:
         (credentials in URLs are redacted first, see :mod:`assessors.secrets`).
     shard_size : int, optional
         Texts computed and written per shard (default :data:`SHARD_SIZE`).
+    progress : bool
+        A progress bar over the shards when there are several to compute.
     """
 
-    def __init__(self, root: str | os.PathLike, identity: str, shard_size: int | None = None):
+    def __init__(self, root: str | os.PathLike, identity: str, shard_size: int | None = None, progress: bool = True):
         from assessors.secrets import redact_text
 
         self.identity = redact_text(identity)
         self.dir = Path(root) / hashlib.sha256(self.identity.encode()).hexdigest()[:20]
         self.shard_size = max(1, int(shard_size or SHARD_SIZE))
+        self.progress = progress
 
     def _shards(self) -> list[Path]:
         return sorted(self.dir.glob("*.npz")) if self.dir.exists() else []
@@ -120,7 +123,8 @@ class EmbeddingCache:
 
         self.dir.mkdir(parents=True, exist_ok=True)
         chunks = [missing[s:s + self.shard_size] for s in range(0, len(missing), self.shard_size)]
-        bar = tqdm(total=len(missing), desc="embedding (cache shards)", unit="text", disable=len(chunks) <= 1)
+        bar = tqdm(total=len(missing), desc="embedding (cache shards)", unit="text",
+                   disable=not self.progress or len(chunks) <= 1)
         n_new, busy = 0, []
         for chunk in chunks:
             lock = FileLock(str(self._lock_path(chunk)), timeout=0)

@@ -98,6 +98,24 @@ def set_precision(featurizer, precision: str | None) -> None:
         log.info("encoder precision %s (%s)", precision, encoder_precision(featurizer))
 
 
+@contextlib.contextmanager
+def quiet_hf_progress():
+    """transformers' and huggingface_hub's own progress bars (e.g. "Loading weights") off inside the block,
+    through their documented switches, and each back as it was after it: set at import time they would
+    silence every other user of those libraries in the process too."""
+    from huggingface_hub import utils as hub
+    from transformers.utils import logging as hf_logging
+
+    was_on, hub_was_on = hf_logging.is_progress_bar_enabled(), not hub.are_progress_bars_disabled()
+    hf_logging.disable_progress_bar()  # both libraries' bars
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+        (hub.enable_progress_bars if hub_was_on else hub.disable_progress_bars)()
+
+
 class SentenceTransformerFeaturizer(Featurizer):
     """Sentence embeddings of shape (n_texts, model_dim), float32 (384 for MiniLM).
 
@@ -138,7 +156,8 @@ class SentenceTransformerFeaturizer(Featurizer):
         part of the cache key. ``"auto"``: bfloat16 on a CPU with AMX, else float32 (see
         :func:`resolve_precision`).
     show_progress : bool
-        Progress bar on encodes of more than a few batches.
+        One progress bar: with a cache, the cache's over its shards (the library's bars would nest under
+        it); without one, sentence-transformers' on encodes of more than a few batches.
     cache_dir : str or None
         Embedding cache directory; None disables caching.
     """
@@ -176,7 +195,8 @@ class SentenceTransformerFeaturizer(Featurizer):
         path = resolve_model_path(self.model_name)
         log.info("loading sentence-transformers model %s (%s backend)", path, self.backend)
         try:
-            model = SentenceTransformer(path, device=self.device, backend=self.backend)
+            with quiet_hf_progress():
+                model = SentenceTransformer(path, device=self.device, backend=self.backend)
         except ImportError as e:
             raise ConfigError(f"backend={self.backend!r} needs extra packages: {e}") from e
         except OSError as e:  # huggingface_hub raises OSError subclasses when offline / not cached
@@ -221,8 +241,8 @@ class SentenceTransformerFeaturizer(Featurizer):
             bs, extra = min(bs, BF16_BATCH), {"processing_kwargs": {"text": {"pad_to_multiple_of": BF16_LENGTH_STEP}}}
             autocast = torch.autocast(device_type=str(self.device).split(":")[0], dtype=torch.bfloat16)
         texts = clip_long_texts(texts, model.tokenizer, model.max_seq_length, self.truncation_side)
+        bar = bool(self.show_progress) and not self.cache_dir and len(texts) > 4 * bs
         with torch_threads(self.num_threads), autocast:
-            emb = model.encode(texts, batch_size=bs, normalize_embeddings=bool(self.normalize),
-                               show_progress_bar=bool(self.show_progress) and len(texts) > 4 * bs,
+            emb = model.encode(texts, batch_size=bs, normalize_embeddings=bool(self.normalize), show_progress_bar=bar,
                                convert_to_numpy=True, **extra)
         return np.asarray(emb, dtype=np.float32)

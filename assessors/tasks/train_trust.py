@@ -103,7 +103,7 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
     left out.
     """
     from assessors.trust.fallbacks import POPULATION_NAME
-    from assessors.trust.posterior_policy import fitted_population
+    from assessors.trust.fallbacks import fitted_population
 
     node = (cfg.get("trust") or {}).get("ood_fallback")
     record = {**record, "options": dict(record["options"])}

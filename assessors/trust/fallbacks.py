@@ -3,13 +3,9 @@
 Three fit a ranking's level to the LLM's answers and keep its AUC: :class:`ReleveledPredictor` (the model's
 ranking), the recalibrated one (the same, its spread refitted too, under a slope prior chosen per
 population) and :class:`PopulationPredictor` (the training LLMs', for prompts unlike the training prompts);
-:class:`ReferenceOnlyPredictor` learns from the LLM's own answers only.
-
-A report's ``auc_band`` and ``accuracy_band`` are about the model;
-:meth:`~assessors.trust.posterior_policy.PosteriorTrustPolicy.served` gives those of what the LLM is served.
-Throughout, one LLM's answers are ``X_answered`` (n, d), the prompts' features, and ``y`` (n,), 0/1 (NaN = not
-answered); each predictor is fitted on the answered ones and called on prompt features ``X`` (m, d) for
-P(success) (m,).
+:class:`ReferenceOnlyPredictor` learns from the LLM's own answers only. Throughout, one LLM's answers are
+``X_answered`` (n, d), the prompts' features, and ``y`` (n,), 0/1 (NaN = not answered); each predictor is fitted
+on the answered ones and called on prompt features ``X`` (m, d) for P(success) (m,).
 """
 from __future__ import annotations
 
@@ -20,8 +16,8 @@ from assessors.errors import ConfigError, DataError
 from assessors.irt_math import logit, map_ability, sigmoid
 
 #: Names of the fallback predictors in reports and outputs.
-RELEVEL_NAME, FALLBACK_NAME, POPULATION_NAME = "releveled", "reference_only", "population"
-RECALIBRATED_NAME = "recalibrated"
+RELEVEL_NAME, RECALIBRATED_NAME, FALLBACK_NAME, POPULATION_NAME = ("releveled", "recalibrated", "reference_only",
+                                                                  "population")
 #: Smallest slope a recalibrated ranking keeps: the model's order of the prompts is never reversed or tied.
 MIN_SLOPE = 1e-3
 #: Candidate slope priors (sd) of the recalibrated fallback, chosen per population on validation LLMs; the
@@ -45,8 +41,8 @@ def own_predictions(assessor, X_answered, y, X_target) -> np.ndarray:
     return assessor.predict_state(np.asarray(X_target, dtype=np.float32), state)[0]
 
 
-def fit_slope_offset(z: np.ndarray, y: np.ndarray, slope_sd: float | None = None, prior_sd: float = 3.0,
-                     n_iter: int = 50) -> tuple[float, float]:
+def fit_slope_offset(z: np.ndarray, y: np.ndarray, slope_sd: float | None = None,
+                     prior_sd: float = 3.0) -> tuple[float, float]:
     """MAP ``(slope, offset)`` of ``y ~ Bernoulli(sigmoid(slope * z + offset))``, ``offset ~ N(0, prior_sd**2)``.
 
     Parameters
@@ -58,6 +54,8 @@ def fit_slope_offset(z: np.ndarray, y: np.ndarray, slope_sd: float | None = None
     slope_sd : float, optional
         Standard deviation of the slope's zero-mean normal prior (the slope floored at :data:`MIN_SLOPE`);
         None: the slope is 1 and only the offset is fitted.
+    prior_sd : float
+        Standard deviation of the offset's prior, in logits.
 
     The 2PL ability posterior (:func:`assessors.irt_math.map_ability`) with discriminations ``[z, 1]``
     (``[1]`` and difficulty ``-z`` for the offset alone); Newton steps capped at 2 logits (the first steps
@@ -67,44 +65,38 @@ def fit_slope_offset(z: np.ndarray, y: np.ndarray, slope_sd: float | None = None
     z, y = np.asarray(z, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if slope_sd is None:
         prec = np.eye(1) / float(prior_sd) ** 2
-        offset = map_ability(np.ones((len(z), 1)), -z, y[None], np.zeros(1), prec, n_iter=n_iter, max_step=2.0)
+        offset = map_ability(np.ones((len(z), 1)), -z, y[None], np.zeros(1), prec, n_iter=50, max_step=2.0)
         return 1.0, float(offset[0, 0])
     prec = np.diag([1.0 / float(slope_sd) ** 2, 1.0 / float(prior_sd) ** 2])
     slope, offset = map_ability(np.c_[z, np.ones(len(z))], np.zeros(len(z)), y[None], np.zeros(2), prec,
-                                n_iter=n_iter, max_step=2.0)[0]
+                                n_iter=50, max_step=2.0)[0]
     return max(float(slope), MIN_SLOPE), float(offset)
 
 
 class _Shifted:
-    """A logit ranking for one LLM (``logit(X)`` (m,)), its slope and offset fitted on the LLM's answers.
-
-    ``prior_sd`` (of the subclasses): the standard deviation of the offset's zero-mean normal prior, in logits.
-    ``slope_`` and ``offset_``: fitted by :func:`fit_slope_offset` with ``slope_sd``. A positive slope is
-    monotone: the AUC is the ranking's.
-    """
+    """A logit ranking for one LLM (``logit(X)`` (m,)); ``slope_`` and ``offset_`` fitted on its answers by
+    :func:`fit_slope_offset` with ``slope_sd``. A positive slope is monotone: the AUC is the ranking's."""
 
     slope_sd = None  # the offset only
 
-    def _fit(self, X, y, prior_sd: float) -> None:
-        self.slope_, self.offset_ = fit_slope_offset(self.logit(X), y, slope_sd=self.slope_sd, prior_sd=prior_sd)
+    def _fit(self, X, y) -> None:
+        self.slope_, self.offset_ = fit_slope_offset(self.logit(X), y, slope_sd=self.slope_sd)
 
     def __call__(self, X) -> np.ndarray:
         return sigmoid(self.slope_ * self.logit(X) + self.offset_)
 
 
 class ReleveledPredictor(_Shifted):
-    """The model's predictions for one LLM (``assessor``: a fitted assessor of any family), re-levelled to
-    its answers; with a ``slope_sd`` (the slope prior's standard deviation, in logits per logit; chosen per
-    population on validation LLMs by :class:`~assessors.trust.validated_policy.ValidatedTrustPolicy`) their
-    spread is refitted too: the ``recalibrated`` fallback."""
+    """The model's predictions for one LLM (``assessor``: fitted, of any family), re-levelled to its answers;
+    with a ``slope_sd`` (:data:`SLOPE_SDS`) their spread is refitted too: the ``recalibrated`` fallback."""
 
-    def __init__(self, assessor, X_answered, y, prior_sd: float = 3.0, slope_sd: float | None = None):
+    def __init__(self, assessor, X_answered, y, slope_sd: float | None = None):
         self.name = RELEVEL_NAME if slope_sd is None else RECALIBRATED_NAME
         X, y = answered(X_answered, y, self.name)
         self.assessor = assessor
         self.slope_sd = None if slope_sd is None else float(slope_sd)
         self.state_ = assessor.describe_answered(Evidence(X, y))
-        self._fit(X, y, prior_sd)
+        self._fit(X, y)
 
     def logit(self, X) -> np.ndarray:
         """The model's logits (m,) for this LLM on prompt features ``X`` (m, d)."""
@@ -112,23 +104,14 @@ class ReleveledPredictor(_Shifted):
 
 
 class ReferenceOnlyPredictor:
-    """P(success) from a logistic regression on one LLM's own answers (the "reference only" fallback).
-
-    Features are the family's prompt projection (:meth:`~assessors.core.protocol.Assessor.project`: the
-    latent assessor's whitened one, the prompt features themselves for the others). With answers of one class only, the
-    smoothed answered rate everywhere.
-
-    Parameters
-    ----------
-    assessor : Assessor
-        Fitted; its projection is used, never its predictions.
-    C : float
-        Inverse L2 strength of the logistic regression.
-    """
+    """P(success) from a logistic regression (L2, ``C=1``) on one LLM's own answers (the "reference only"
+    fallback), on the fitted ``assessor``'s prompt projection, never its predictions
+    (:meth:`~assessors.core.protocol.Assessor.project`: the latent assessor's whitened one, the prompt features
+    themselves for the others). With answers of one class only, the smoothed answered rate everywhere."""
 
     name = FALLBACK_NAME
 
-    def __init__(self, assessor, X_answered, y, C: float = 1.0):
+    def __init__(self, assessor, X_answered, y):
         from sklearn.linear_model import LogisticRegression
 
         X, y = answered(X_answered, y, self.name)
@@ -137,7 +120,7 @@ class ReferenceOnlyPredictor:
         if len(np.unique(y)) < 2:
             self.constant_ = float(np.clip((y.sum() + 0.5) / (len(y) + 1), 0.01, 0.99))
             return
-        self.model_ = LogisticRegression(C=C, max_iter=1000).fit(self.projection(X), y)
+        self.model_ = LogisticRegression(C=1.0, max_iter=1000).fit(self.projection(X), y)
 
     def __call__(self, X) -> np.ndarray:
         X = np.asarray(X, dtype=np.float32)
@@ -152,10 +135,10 @@ class PopulationPredictor(_Shifted):
 
     name = POPULATION_NAME
 
-    def __init__(self, population, X_answered, y, prior_sd: float = 3.0):
+    def __init__(self, population, X_answered, y):
         X, y = answered(X_answered, y, self.name)
         self.logit = population.logit
-        self._fit(X, y, prior_sd)
+        self._fit(X, y)
 
 
 #: The fallbacks a trust verdict can switch an LLM to.

@@ -84,11 +84,8 @@ class OODFallbackValidation(BaseEstimator):
         X, S_train, S_val = np.asarray(X, np.float32), np.asarray(S_train, np.float64), np.asarray(S_val, np.float64)
         groups = np.asarray(groups, dtype=str)
         names = np.unique(groups)
-        self.n_groups_ = len(names)
-        self.folds_ = []
-        self.aucs_ = {c: [] for c in self.candidates}
-        self.errors_ = {c: [] for c in self.candidates}
-        self.mean_auc_ = {}
+        self.n_groups_, self.folds_, self.mean_auc_ = len(names), [], {}
+        self.aucs_, self.errors_ = {c: [] for c in self.candidates}, {c: [] for c in self.candidates}
         if len(names) < 2 or not len(S_val):
             self.choice_ = self.default
             self.chosen_by_ = (f"stated default ({len(names)} group(s) of training prompts)" if len(names) < 2
@@ -122,15 +119,14 @@ class OODFallbackValidation(BaseEstimator):
         assessor = make_assessor().fit(X[inside], S_train[:, inside], np.searchsorted(inside, ref))
         fitted = clone(population).fit(X[inside], S_train[:, inside]) if population is not None else None
         for s in S_val:
-            y = s[ref]
-            if not np.isfinite(y).any() or len(np.unique(s[out][np.isfinite(s[out])])) < 2:
+            y, s_out = s[ref], s[out]
+            seen = np.isfinite(s_out)
+            if not np.isfinite(y).any() or len(np.unique(s_out[seen])) < 2:
                 continue
-            seen = np.isfinite(s[out])
             for c in self.candidates:
-                p = fallback_predictor(c, assessor, X[ref], y, population=fitted)
-                p_out = p(X[out])
-                self.aucs_[c].append(masked_auc(s[out], p_out))
-                self.errors_[c].append(float(s[out][seen].mean() - np.asarray(p_out)[seen].mean()))
+                p_out = np.asarray(fallback_predictor(c, assessor, X[ref], y, population=fitted)(X[out]))
+                self.aucs_[c].append(masked_auc(s_out, p_out))
+                self.errors_[c].append(float(s_out[seen].mean() - p_out[seen].mean()))
 
     def _bands(self, values) -> dict[str, list[float]]:
         """Central ``level`` interval of each candidate's per-pair values (candidates with >= 10 finite pairs)."""

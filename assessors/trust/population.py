@@ -56,10 +56,9 @@ class PopulationDifficulty(BaseEstimator):
         if keep.sum() < 2:
             raise DataError(f"PopulationDifficulty: {int(keep.sum())} answered training prompt(s); need at least 2")
         rate = np.nansum(S[:, keep], 0) / weight[keep]
-        self.model_ = xgb.XGBRegressor(objective="binary:logistic", tree_method="hist", n_estimators=self.n_estimators,
-                                       max_depth=self.max_depth, learning_rate=self.learning_rate,
-                                       subsample=self.subsample, colsample_bytree=self.colsample_bytree,
-                                       max_bin=self.max_bin, n_jobs=self.n_jobs, random_state=self.seed)
+        params = self.get_params()  # the XGBoost options by name, but for the seed
+        self.model_ = xgb.XGBRegressor(objective="binary:logistic", tree_method="hist", random_state=params.pop("seed"),
+                                       **params)
         self.model_.fit(X[keep], rate, sample_weight=weight[keep])
         self.n_prompts_ = int(keep.sum())
         return self

@@ -13,9 +13,8 @@ import numpy as np
 from assessors.core.evidence import Evidence
 from assessors.errors import ConfigError
 from assessors.trust.posterior_report import OPTIONS, OUT, OUT_FLAGS, posterior_trust
-from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACK_NAME, FALLBACKS,  # noqa: F401
-                                      RECALIBRATED_NAME, RELEVEL_NAME, check_bands, check_fallback,
-                                      fallback_predictor, fitted_population, own_predictions)
+from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACK_NAME, RECALIBRATED_NAME, RELEVEL_NAME, check_bands,
+                                      check_fallback, fallback_predictor, fitted_population, own_predictions)
 from assessors.trust.similarity import training_profile
 from assessors.trust.target import POOL_TARGET, REFERENCE_TARGET, target_prompts
 
@@ -199,11 +198,7 @@ def json_safe(d):
         return [json_safe(v) for v in d]
     if isinstance(d, (float, np.floating)):
         return float(d) if np.isfinite(d) else None
-    if isinstance(d, np.integer):
-        return int(d)
-    if isinstance(d, np.bool_):
-        return bool(d)
-    return d
+    return d.item() if isinstance(d, (np.integer, np.bool_)) else d
 
 
 def policy_options(model, options: Mapping | None = None) -> dict:

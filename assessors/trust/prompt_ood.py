@@ -1,12 +1,10 @@
 """Prompt-side out-of-distribution signal: how far the target prompts are from the training prompts.
 
-Each prompt's distance is the mean cosine distance to its ``n_neighbors`` nearest training prompts
-in feature space. The threshold is the ``quantile`` of that distance over the *validation* prompts
-(held out from training, drawn from the same population), so about ``1 - quantile`` of
-in-distribution prompts lie beyond it. The target set is called out of distribution when more than
-``max_share`` of its prompts do: the latent item parameters are then extrapolated to prompts unlike
-any they were learned from, which posterior checks on the LLM's answers cannot see. The signal also
-holds the fallback for such prompts (``population``).
+A prompt's distance is its mean cosine distance to its nearest training prompts, thresholded at a quantile of
+the distances of the *validation* prompts (held out from training, drawn from the same population). When too
+many target prompts lie beyond it, the latent item parameters are extrapolated to prompts unlike any they were
+learned from, which posterior checks on the LLM's answers cannot see. The signal also holds the fallback for
+such prompts (``population``).
 """
 from __future__ import annotations
 

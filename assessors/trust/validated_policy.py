@@ -72,8 +72,7 @@ class ValidatedTrustPolicy(BaseEstimator):
                  misfit_alphas: Sequence[float] = (0.001, 0.01, 0.05), range_margins: Sequence[float] = (0.02, 0.05, 0.1),
                  max_widths: Sequence[float] = (0.15, 0.2, 0.3), max_false_alarms: float = 0.2,
                  fallbacks: Sequence[str] = ("releveled", "reference_only"), slope_sds: Sequence[float] = SLOPE_SDS,
-                 min_failures: int = 3,
-                 min_triggered: int = 2, quiet_flags: bool = True, min_loss_gain: float = 0.005,
+                 min_failures: int = 3, min_triggered: int = 2, quiet_flags: bool = True, min_loss_gain: float = 0.005,
                  stated_defaults: Mapping | None = None):
         self.level = level
         self.band_scales = band_scales
@@ -131,6 +130,7 @@ class ValidatedTrustPolicy(BaseEstimator):
         return self
 
     def _fit_bands(self, reports, acc, a_lat) -> None:
+        """``band_scale_`` and ``auc_band_scale_`` (step 1) and their ``coverage_``."""
         def coverage(scale, auc: bool):
             hits = []
             for r, a, al in zip(reports, acc, a_lat):
@@ -145,24 +145,21 @@ class ValidatedTrustPolicy(BaseEstimator):
             cov = {s: coverage(s, auc) for s in self.band_scales}
             ok = [s for s, (c, n) in cov.items() if n and c >= self.level]
             n = max(n for _, n in cov.values())
-            if not n:
-                setattr(self, f"{name}_", 1.0)
-                self.chosen_by_[name] = "default 1.0 (no validation LLM with a finite value)"
-            elif ok:
-                setattr(self, f"{name}_", float(min(ok)))
-                self.chosen_by_[name] = f"smallest with coverage >= {self.level} on {n} validation LLMs"
-            else:
-                setattr(self, f"{name}_", float(max(self.band_scales)))
-                self.chosen_by_[name] = f"largest of the grid (none reached {self.level} on {n} validation LLMs)"
+            scale, self.chosen_by_[name] = (
+                (1.0, "default 1.0 (no validation LLM with a finite value)") if not n else
+                (min(ok), f"smallest with coverage >= {self.level} on {n} validation LLMs") if ok else
+                (max(self.band_scales), f"largest of the grid (none reached {self.level} on {n} validation LLMs)"))
+            setattr(self, f"{name}_", float(scale))
         self.coverage_ = {"accuracy": coverage(self.band_scale_, False)[0], "auc": coverage(self.auc_band_scale_, True)[0]}
 
-    def _judge(self, r, **thr):
-        return judge(r, band_scale=self.band_scale_, auc_band_scale=self.auc_band_scale_,
-                     muted_flags=self.muted_flags_, **thr)
+    def _judged(self, reports, **thr) -> list:
+        """``reports`` re-judged under the chosen bands and muted flags and the thresholds ``thr``."""
+        return [judge(r, band_scale=self.band_scale_, auc_band_scale=self.auc_band_scale_,
+                      muted_flags=self.muted_flags_, **thr) for r in reports]
 
     def _fit_thresholds(self, reports, acc, ranking_failed, d) -> np.ndarray:
         """Choose ``thresholds_``; returns which validation LLMs failed (k,)."""
-        base = [self._judge(r) for r in reports]
+        base = self._judged(reports)
         fail = ranking_failed | np.array([not (b.accuracy_band[0] <= a <= b.accuracy_band[1]) for b, a in zip(base, acc)])
         self.n_failures_ = int(fail.sum())
         keys = ("misfit_alpha", "range_margin", "max_width")
@@ -174,7 +171,7 @@ class ValidatedTrustPolicy(BaseEstimator):
         best = None
         for combo in itertools.product(self.misfit_alphas, self.range_margins, self.max_widths):
             thr = dict(zip(keys, map(float, combo)))
-            flagged = np.array([self._judge(r, **thr).verdict != OK for r in reports])
+            flagged = np.array([j.verdict != OK for j in self._judged(reports, **thr)])
             # recall of failures (NaN without failures), false-alarm share of the flagged LLMs
             rec = float(flagged[fail].mean()) if fail.any() else np.nan
             fa = float((~fail[flagged]).mean()) if flagged.any() else 0.0
@@ -189,7 +186,7 @@ class ValidatedTrustPolicy(BaseEstimator):
 
     def _fit_quiet(self, reports, fail: np.ndarray, losses) -> None:
         """The quiet rule: mute the flags, and widen ``max_width``, that only raised false alarms."""
-        judged = [self._judge(r, **self.thresholds_) for r in reports]
+        judged = self._judged(reports, **self.thresholds_)
         quiet = []
         for flag in OUT_FLAGS:
             on = np.array([flag in j.flags for j in judged])
@@ -204,8 +201,8 @@ class ValidatedTrustPolicy(BaseEstimator):
                                               f"none of them a failure, no fallback gain >= {self.min_loss_gain}")
 
         def uncertain(width):
-            return np.array([self._judge(r, **{**self.thresholds_, "max_width": width}).verdict == UNCERTAIN
-                             for r in reports])
+            thr = {**self.thresholds_, "max_width": width}
+            return np.array([j.verdict == UNCERTAIN for j in self._judged(reports, **thr)])
 
         width = self.thresholds_["max_width"]
         if (uncertain(width) & fail).any():
@@ -238,7 +235,7 @@ class ValidatedTrustPolicy(BaseEstimator):
         return {**losses, RECALIBRATED_NAME: loss[self.fallback_slope_sd_]}
 
     def _fit_fallback(self, reports, losses, d) -> None:
-        judged = [self._judge(r, **self.thresholds_) for r in reports]
+        judged = self._judged(reports, **self.thresholds_)
         out = np.array([j.verdict == OUT for j in judged])
         trig = {name: out & np.array([fs is None or any(f in j.flags for f in fs) for j in judged])
                 for name, fs in FLAG_SETS.items()}

@@ -114,3 +114,12 @@ def test_learned_featurizer_keyed_by_training_corpus(tmp_path):
     id2 = Learning(cache_dir=str(tmp_path)).fit(["a b", "d"]).identity()
     id3 = Learning(cache_dir=str(tmp_path)).fit(["a b", "c"]).identity()
     assert id1 != id2 and id1 == id3
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_shard_bar_follows_the_progress_switch(tmp_path, capfd, progress):
+    texts = [f"text {i}" for i in range(5)]
+    out = EmbeddingCache(tmp_path, "toy", shard_size=2, progress=progress).get_or_compute(
+        texts, lambda t: np.ones((len(t), 3), np.float32))
+    assert out.shape == (5, 3)
+    assert ("embedding (cache shards)" in capfd.readouterr().err) == progress

@@ -180,3 +180,19 @@ def test_the_tail_option_is_cached_apart_from_the_default(compose, tmp_path):
     assert {k: v for k, v in tail.get_params().items() if k != "truncation_side"} == \
         {k: v for k, v in head.get_params().items() if k != "truncation_side"}
     assert EmbeddingCache(tmp_path, tail.identity()).dir != EmbeddingCache(tmp_path, head.identity()).dir
+
+
+def test_first_run_shows_only_our_bar(tmp_path, capfd):
+    """A cold cache and a model loaded for the first time: neither the library's "Batches" bars (one per
+    cache shard, nested under the cache's bar) nor transformers' "Loading weights" bar, and the libraries'
+    switches are as they were after."""
+    from huggingface_hub.utils import are_progress_bars_disabled
+    from transformers.utils.logging import is_progress_bar_enabled
+
+    before = is_progress_bar_enabled(), are_progress_bars_disabled()
+    f = SentenceTransformerFeaturizer(batch_size=1, cache_dir=str(tmp_path))  # show_progress on, as configured
+    x = f.fit([]).transform([f"prompt number {i}" for i in range(5)])  # more than 4 batches
+    err = capfd.readouterr().err
+    assert x.shape == (5, 384) and any(tmp_path.iterdir())  # embedded, into the temporary cache
+    assert "Batches" not in err and "Loading weights" not in err
+    assert (is_progress_bar_enabled(), are_progress_bars_disabled()) == before

@@ -10,8 +10,9 @@ import pytest
 
 from assessors.irt_math import sigmoid
 from assessors.metrics import auc, brier, ece
-from assessors.trust.fallbacks import DEFAULT_SLOPE_SD, MIN_SLOPE, ReleveledPredictor, fit_slope_offset
-from assessors.trust.posterior_policy import FALLBACKS, PosteriorTrustPolicy, fallback_predictor
+from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACKS, MIN_SLOPE, ReleveledPredictor, fallback_predictor,
+                                      fit_slope_offset)
+from assessors.trust.posterior_policy import PosteriorTrustPolicy
 from tests.latent_sim import fit_simulated
 
 
