@@ -117,12 +117,12 @@ def test_killed_run_resumes_without_redoing_finished_trials(monkeypatch, tmp_pat
     real = harness._fit_and_estimate
     calls, kill = [], [True]
 
-    def killed_at_call_30(proto, S, llms, src, tgt, core, size, trial, features):
+    def killed_at_call_30(proto, unit, core, size, trial, features):
         calls.append(trial)
         if kill[0] and len(calls) == 30:
             kill[0] = False  # b's third split-trial (each has 2 sizes x 2 methods = 4 fits)
             raise RuntimeError("killed")
-        return real(proto, S, llms, src, tgt, core, size, trial, features)
+        return real(proto, unit, core, size, trial, features)
 
     monkeypatch.setattr(harness, "_fit_and_estimate", killed_at_call_30)
     with pytest.raises(RuntimeError, match="killed"):
