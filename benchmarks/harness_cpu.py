@@ -52,8 +52,9 @@ def main() -> None:
         cpu, wall = time.process_time() - t0, time.perf_counter() - w0
     records = pd.concat(frames, ignore_index=True)
     records.to_parquet(args.out)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     print(json.dumps({"cpu_s": round(cpu, 1), "wall_s": round(wall, 1), "rows": len(records),
-                      "load": os.getloadavg()[0], "maxrss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2)}))
+                      "load": os.getloadavg()[0], "maxrss_gb": round(peak, 2)}))
 
 
 if __name__ == "__main__":
