@@ -121,6 +121,7 @@ def main() -> None:
                     if t % tps == 0:  # a new source split: a new harness worker's cache, as in the harness
                         base._CACHE.clear()
                     src, tgt = harness.model_split(acc, split, t, trials_per_split=args.trials_per_split)
+                    unit = harness.split_rows(S, list(res.llms), src, tgt)  # as a harness worker takes them
                     # a split's first trial again from an empty process cache: a later job loading the disk
                     again = args.fit_cache is not None and t % tps == 0
                     for kind in ((0, 2) if again else (int(t % tps > 0),)):
@@ -132,8 +133,8 @@ def main() -> None:
                                 est = clone(proto).set_params(core_size=size, seed=t)
                                 core = np.sort(np.random.default_rng(t).choice(S.shape[1], size, replace=False))
                                 t0 = time.perf_counter()
-                                est.fit(S[src], core_index=None if est.selects_core else core)
-                                out_ = est.estimate(S[tgt][:, est.core_index_])
+                                est.fit(unit["source"], core_index=None if est.selects_core else core)
+                                out_ = est.estimate(unit["target"][:, est.core_index_])
                                 spent += time.perf_counter() - t0
                                 if kind == 2:
                                     continue

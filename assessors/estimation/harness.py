@@ -117,6 +117,7 @@ def _one_unit(name, S, acc, llms, estimators, split, trial, sizes, trials, targe
               features, trials_per_split=1) -> pd.DataFrame:
     """The records of one (split, trial): every size and method (see :func:`evaluate_benchmark`)."""
     src, tgt = model_split(acc, split, trial, target_fraction, trials_per_split)
+    unit = split_rows(S, llms, src, tgt)
     n_items = S.shape[1]
     rows = []
     for size in sizes:
@@ -124,12 +125,24 @@ def _one_unit(name, S, acc, llms, estimators, split, trial, sizes, trials, targe
         for mname, proto in estimators.items():
             if trials_per_method and trial >= int(trials_per_method.get(mname, trials)):
                 continue
-            est, out, fit_s, estimate_s = _fit_and_estimate(proto, S, llms, src, tgt, core, size, trial, features)
+            est, out, fit_s, estimate_s = _fit_and_estimate(proto, unit, core, size, trial, features)
             lo = out.ci_low if out.ci_low is not None else np.full(tgt.size, np.nan)
             hi = out.ci_high if out.ci_high is not None else np.full(tgt.size, np.nan)
             rows += [(name, split, size, trial, mname, llms[ti], acc[ti], out.point[j], lo[j], hi[j],
                       est.core_index_.size, fit_s, estimate_s, out.evidence[j]) for j, ti in enumerate(tgt)]
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def split_rows(S: np.ndarray, llms: list[str], src: np.ndarray, tgt: np.ndarray) -> dict:
+    """The source and target rows and names of one model split, taken once for all its fits.
+
+    The source matrix is read-only, so the per-split cache hashes it once for every method and size
+    (:func:`~assessors.estimation.benchmark.base.cached`) instead of once per fit.
+    """
+    source = S[src]
+    source.flags.writeable = False
+    return {"source": source, "target": S[tgt], "source_llms": [llms[i] for i in src],
+            "target_llms": [llms[i] for i in tgt]}
 
 
 def _part(folder: Path, split: str, trial: int) -> Path:
@@ -151,20 +164,19 @@ def finished_units(folder: str | Path | None, splits, trials: int) -> int:
     return sum(_part(Path(folder), sp, t).exists() for sp in splits for t in range(trials))
 
 
-def _fit_and_estimate(proto, S: np.ndarray, llms: list[str], src: np.ndarray, tgt: np.ndarray, core: np.ndarray,
-                      size: int, trial: int, features):
-    """Fit a clone of ``proto`` (core size ``size``, seed ``trial``) on the source rows and estimate
-    the targets from their core items. Returns the fitted estimator, its Estimate, the fit seconds
-    and the estimate seconds per target."""
+def _fit_and_estimate(proto, unit: dict, core: np.ndarray, size: int, trial: int, features):
+    """Fit a clone of ``proto`` (core size ``size``, seed ``trial``) on the source rows of ``unit``
+    (:func:`split_rows`) and estimate the targets from their core items. Returns the fitted
+    estimator, its Estimate, the fit seconds and the estimate seconds per target."""
     from sklearn.base import clone
 
     est = clone(proto).set_params(core_size=size, seed=trial)
     t0 = time.perf_counter()
-    est.fit(S[src], features, core_index=None if est.selects_core else core, source_llms=[llms[i] for i in src])
+    est.fit(unit["source"], features, core_index=None if est.selects_core else core, source_llms=unit["source_llms"])
     t1 = time.perf_counter()
-    out = est.estimate(S[tgt][:, est.core_index_], target_llms=[llms[i] for i in tgt])
+    out = est.estimate(unit["target"][:, est.core_index_], target_llms=unit["target_llms"])
     t2 = time.perf_counter()
-    return est, out, t1 - t0, (t2 - t1) / tgt.size
+    return est, out, t1 - t0, (t2 - t1) / len(unit["target_llms"])
 
 
 def source_similarity(S: np.ndarray, split: str, trial: int, target_fraction: float = 0.25,

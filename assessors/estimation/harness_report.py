@@ -170,7 +170,7 @@ def report(records: pd.DataFrame, sim: pd.DataFrame, run_, wall_seconds: float, 
     tables.update({"tables/eg_per_benchmark.csv": eg, "tables/coverage.csv": cov,
                    "tables/similarity_gap.csv": sg, "tables/timing.csv": tim.reset_index()})
     if log_records:
-        tables["tables/records.csv"] = records
+        tables["tables/records.parquet"] = records  # millions of rows in a full run: parquet, not CSV
     for path, df in tables.items():
         run_.log_table(df, path)
     import matplotlib.pyplot as plt

@@ -94,6 +94,7 @@ def execute(cfg, run_) -> dict[str, float]:
                                             first_trial=b0, trials=min(b0 + block, trials), **args)
         for name, b0 in jobs)
     records = pd.concat([df for df in done if not df.empty], ignore_index=True)
+    del done  # the jobs' frames: a second copy of every record while the report runs
     sim = _similarities(data, splits, trials, float(h.target_fraction), per_split)
     return rep.report(records, sim, run_, time.perf_counter() - t0, main_size=int(h.get("main_size", 50)),
                       log_records=bool(h.get("log_records", True)), paper_anchors=plain(h.get("paper_anchors")))

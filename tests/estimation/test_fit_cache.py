@@ -142,3 +142,23 @@ def test_the_task_keeps_fits_in_fit_cache_dir_only_when_set(S, tmp_path, monkeyp
     task.execute(OmegaConf.merge(cfg, {"benchmark_prediction": {"fit_cache_dir": None}}), Recorder())
     assert len(list((tmp_path / "fits").glob("lasso_path-*.pkl"))) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fits"]
+
+
+def test_source_digest_is_memoised_only_for_read_only_arrays(monkeypatch):
+    """A split's read-only source matrix is hashed once for all its fits; a writeable one on every
+    call, so a change made in place still gives a new key."""
+    hashed = []
+    real = base.array_digest
+    monkeypatch.setattr(base, "array_digest", lambda a: hashed.append(1) or real(a))
+    S, _ = simulate(n_llms=N_LLMS)
+    unit = harness.split_rows(S, LLMS, np.arange(20), np.arange(20, N_LLMS))
+    source = unit["source"]
+    assert not source.flags.writeable and np.array_equal(source, S[:20])
+    assert base._digest(source) == base._digest(source) == real(S[:20]) and len(hashed) == 1
+    writeable = S[:20].copy()
+    before = base._digest(writeable)
+    writeable[0, 0] = 1 - writeable[0, 0]
+    assert base._digest(writeable) != before and len(hashed) == 3
+    ident = id(source)
+    del unit, source
+    assert ident not in base._DIGESTS  # the entry leaves with its array

@@ -92,7 +92,7 @@ def test_run_with_recorder(monkeypatch):
     assert np.isfinite(table.loc["aipw", "extrapolation EG"])
     assert "plots/eg_vs_size.png" in rec.figures
     assert metrics["aipw.interpolation_EG.n20"] > 0
-    assert (rec.tables["tables/records.csv"]["size"] == 20).all()  # 200 >= 150 items: skipped
+    assert (rec.tables["tables/records.parquet"]["size"] == 20).all()  # 200 >= 150 items: skipped
     timing = rec.tables["tables/timing.csv"].set_index("method")
     assert set(timing.index) == {"random_sampling", "random_sampling_learn", "aipw"}
     assert timing["fits"].to_dict() == {"random_sampling": 6, "random_sampling_learn": 6, "aipw": 4}  # splits x trials
@@ -117,12 +117,12 @@ def test_killed_run_resumes_without_redoing_finished_trials(monkeypatch, tmp_pat
     real = harness._fit_and_estimate
     calls, kill = [], [True]
 
-    def killed_at_call_30(proto, S, llms, src, tgt, core, size, trial, features):
+    def killed_at_call_30(proto, unit, core, size, trial, features):
         calls.append(trial)
         if kill[0] and len(calls) == 30:
             kill[0] = False  # b's third split-trial (each has 2 sizes x 2 methods = 4 fits)
             raise RuntimeError("killed")
-        return real(proto, S, llms, src, tgt, core, size, trial, features)
+        return real(proto, unit, core, size, trial, features)
 
     monkeypatch.setattr(harness, "_fit_and_estimate", killed_at_call_30)
     with pytest.raises(RuntimeError, match="killed"):
@@ -135,7 +135,8 @@ def test_killed_run_resumes_without_redoing_finished_trials(monkeypatch, tmp_pat
     task.execute(cfg, rec)
     assert len(calls) == 5 * 4  # only b's five unfinished split-trials ran
     cols = ["benchmark", "split", "size", "trial", "method", "llm", "point", "ci_low", "ci_high"]
-    pd.testing.assert_frame_equal(rec.tables["tables/records.csv"][cols], uninterrupted.tables["tables/records.csv"][cols])
+    records = "tables/records.parquet"
+    pd.testing.assert_frame_equal(rec.tables[records][cols], uninterrupted.tables[records][cols])
     calls.clear()
     cfg.benchmark_prediction.trials = 4  # more trials reuse the finished ones
     task.execute(cfg, Recorder())
@@ -169,7 +170,7 @@ def test_benchmarks_in_parallel_processes_give_the_same_records(monkeypatch):
     cfg.benchmark_prediction.trial_block = 1  # one job per benchmark and trial
     task.execute(cfg, parallel)
     cols = ["benchmark", "trial", "method", "llm", "point", "ci_low", "ci_high"]
-    a, b = (r.tables["tables/records.csv"][cols].sort_values(cols[:4]).reset_index(drop=True)
+    a, b = (r.tables["tables/records.parquet"][cols].sort_values(cols[:4]).reset_index(drop=True)
             for r in (serial, parallel))
     assert set(a["benchmark"]) == {"a", "b"}
     pd.testing.assert_frame_equal(a, b)

@@ -13,6 +13,7 @@ The decision rules shared by all methods (input checks, imputation, caching) liv
 from __future__ import annotations
 
 import abc
+import weakref
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Sequence
 
@@ -96,13 +97,36 @@ def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object], dis
     :func:`~assessors.estimation.benchmark.fit_cache.disk_cache` block, on disk for other processes.
     ``S`` must be the source LLMs' answers (or a function of them alone); ``disk=False`` for values
     cheaper to recompute than to store (e.g. an item correlation matrix)."""
-    key = (tag, array_digest(S), params)
+    key = (tag, _digest(S), params)
     if key in _CACHE:
         return _CACHE[key]  # refreshes the key's recency
     val = load_or_fit(key, fn) if disk else fn()
     if _nbytes(val) <= CACHE_BYTES:  # a value larger than the whole cache is used, not kept
         _CACHE[key] = val
     return val
+
+
+#: Content hashes of read-only arrays that own their data, by id (an entry leaves with its array).
+_DIGESTS: dict[int, tuple[weakref.ref, str]] = {}
+
+
+def _digest(S: np.ndarray) -> str:
+    """:func:`~assessors.selection.cache.array_digest` of ``S``, memoised while ``S`` lives when it is a
+    read-only array owning its data (the harness's source matrix of a split, shared by every method and
+    size): its content cannot change behind the memo. Any other array is hashed on every call."""
+    if not isinstance(S, np.ndarray) or S.flags.writeable or S.base is not None:
+        return array_digest(S)
+    hit = _DIGESTS.get(id(S))
+    if hit is not None and hit[0]() is S:
+        return hit[1]
+    ident = id(S)
+
+    def forget(ref: weakref.ref) -> None:
+        if _DIGESTS.get(ident, (None,))[0] is ref:
+            del _DIGESTS[ident]
+
+    _DIGESTS[ident] = (weakref.ref(S, forget), array_digest(S))
+    return _DIGESTS[ident][1]
 
 
 def fixed_or_trial(fixed: int | None, seed: int) -> int:

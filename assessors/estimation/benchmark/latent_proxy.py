@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from assessors.core.posterior import GaussianPrior, logit_moments, probit_predictive
+from assessors.core.posterior import GaussianPrior, logit_moments, probit_mean, probit_predictive
 from assessors.estimation.benchmark.base import cached
 from assessors.estimation.benchmark.proxy import ItemProxy
 from assessors.irt_math import check_answers, laplace_posterior, sigmoid
@@ -101,4 +101,5 @@ class LatentProxy(ItemProxy):
         return probit_predictive(*logit_moments(theta, cov, self.discrimination_, self.difficulty_))
 
     def predict(self, core_success):
-        return self.predictive(core_success)[0]
+        theta, cov = self.posterior(core_success)
+        return probit_mean(*logit_moments(theta, cov, self.discrimination_, self.difficulty_))
