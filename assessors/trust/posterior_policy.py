@@ -159,10 +159,9 @@ class PosteriorTrustPolicy:
         held_out = "prompts_out_of_distribution" in rep.flags and name == self.ood_fallback
         out = {"predictor": name, "auc_band": None, "auc_band_from": None, "expected_accuracy": rep.expected_accuracy,
                "accuracy_band": list(rep.accuracy_band), "accuracy_band_from": "posterior"}
-        chance = rep.auc_chance_low
         if held_out and name in (self.ood_auc_bands or {}):
             lo, hi = self.ood_auc_bands[name]
-            lo = min(lo, float(chance)) if chance is not None and np.isfinite(chance) else lo
+            lo = lo if rep.auc_chance_low is None else min(lo, float(rep.auc_chance_low))  # a NaN chance level: lo
             out.update(auc_band=[lo, hi], auc_band_from="held-out subtasks")
         elif predictor is None or name in (RELEVEL_NAME, RECALIBRATED_NAME):
             out.update(auc_band=list(rep.auc_band), auc_band_from="posterior")
