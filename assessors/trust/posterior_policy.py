@@ -238,14 +238,9 @@ def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None
 
     Parameters
     ----------
-    target : ndarray of shape (n_target, d), optional
-        Features of the prompts the report is about (default: the reference prompts).
-    target_source : str
-        What ``target`` is.
-    max_target : int, optional
-        Keep a seeded random subsample of this many target prompts; None: all.
-    n_available : int, optional
-        How many prompts ``target`` was already cut from (by :func:`~assessors.trust.target.subsample`).
+    target, target_source, max_target, n_available : optional
+        The prompts the report is about (default: the reference prompts) and how they were or are cut to size:
+        :func:`~assessors.trust.target.target_prompts`' ``target``, ``source``, ``max_target`` and ``n_available``.
     """
     assessor = model.assessor
     policy = policy if policy is not None else PosteriorTrustPolicy(**policy_options(model, options))
