@@ -75,12 +75,10 @@ def fit_slope_offset(z: np.ndarray, y: np.ndarray, slope_sd: float | None = None
 
 class _Shifted:
     """A logit ranking for one LLM (``logit(X)`` (m,)); ``slope_`` and ``offset_`` fitted on its answers by
-    :func:`fit_slope_offset` with ``slope_sd``. A positive slope is monotone: the AUC is the ranking's."""
+    :func:`fit_slope_offset`. A positive slope is monotone: the AUC is the ranking's."""
 
-    slope_sd = None  # the offset only
-
-    def _fit(self, X, y) -> None:
-        self.slope_, self.offset_ = fit_slope_offset(self.logit(X), y, slope_sd=self.slope_sd)
+    def _fit(self, X, y, slope_sd: float | None = None) -> None:
+        self.slope_, self.offset_ = fit_slope_offset(self.logit(X), y, slope_sd=slope_sd)
 
     def __call__(self, X) -> np.ndarray:
         return sigmoid(self.slope_ * self.logit(X) + self.offset_)
@@ -94,9 +92,8 @@ class ReleveledPredictor(_Shifted):
         self.name = RELEVEL_NAME if slope_sd is None else RECALIBRATED_NAME
         X, y = answered(X_answered, y, self.name)
         self.assessor = assessor
-        self.slope_sd = None if slope_sd is None else float(slope_sd)
         self.state_ = assessor.describe_answered(Evidence(X, y))
-        self._fit(X, y)
+        self._fit(X, y, slope_sd)
 
     def logit(self, X) -> np.ndarray:
         """The model's logits (m,) for this LLM on prompt features ``X`` (m, d)."""
@@ -105,9 +102,8 @@ class ReleveledPredictor(_Shifted):
 
 class ReferenceOnlyPredictor:
     """P(success) from a logistic regression (L2, ``C=1``) on one LLM's own answers (the "reference only"
-    fallback), on the fitted ``assessor``'s prompt projection, never its predictions
-    (:meth:`~assessors.core.protocol.Assessor.project`: the latent assessor's whitened one, the prompt features
-    themselves for the others). With answers of one class only, the smoothed answered rate everywhere."""
+    fallback), on the fitted ``assessor``'s prompt projection (:meth:`~assessors.core.protocol.Assessor.project`),
+    never its predictions. With answers of one class only, the smoothed answered rate everywhere."""
 
     name = FALLBACK_NAME
 

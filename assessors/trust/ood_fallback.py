@@ -70,12 +70,8 @@ class OODFallbackValidation(BaseEstimator):
             ``make_assessor()`` -> an unfitted latent assessor (the configured one).
         population : PopulationDifficulty or None
             Unfitted population model (cloned per fold); None without a ``population`` candidate.
-        X : ndarray of shape (n, d)
-            Features of the training prompts.
-        S_train : ndarray of shape (n_train_llms, n)
-            Training LLMs' success on them (0/1, NaN).
-        S_val : ndarray of shape (n_val_llms, n)
-            Validation LLMs' success on the same prompts.
+        X, S_train, S_val : ndarray of shape (n, d), (n_train_llms, n), (n_val_llms, n)
+            Features of the training prompts; the training and validation LLMs' success on them (0/1, NaN).
         groups : ndarray of shape (n,)
             Group (subtask) of each prompt.
         """

@@ -18,11 +18,10 @@ PREDICTORS = ("latent",) + tuple(k for k in FALLBACKS if k != POPULATION_NAME)
 
 def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None,
                 slope_sd: float = DEFAULT_SLOPE_SD, slope_sds=SLOPE_SDS) -> dict:
-    """One LLM's realised accuracy on the target prompts ``X_target`` (m, d) and the AUC and Brier score there,
-    against its realised success ``s_target`` (m,), of the model (``latent``, whatever the family) and of each
-    fallback fitted on its answers ``y`` (n,) on ``X_answered`` (n, d). Arguments as :func:`llm_outcomes`' for
-    one LLM (``prompt_ood``: holds the ``population`` fallback's model; ``slope_sds``: the recalibrated
-    fallback's slope priors scored as ``brier_recalibrated@<sd>``).
+    """One LLM's realised accuracy on the target prompts and the AUC and Brier score there of the model
+    (``latent``, whatever the family) and of each fallback fitted on its answers. Arguments as :func:`llm_outcomes`'
+    for one LLM (``s_target``: its row of ``S_target``; ``prompt_ood``: holds the ``population`` fallback's model;
+    ``slope_sds``: the recalibrated fallback's slope priors scored as ``brier_recalibrated@<sd>``).
 
     Returns ``llm``, ``realised_accuracy``, ``n_answered`` and ``auc_<p>`` / ``brier_<p>`` for each of
     :data:`PREDICTORS`, and ``population`` when ``prompt_ood`` holds a population model (a fallback without

@@ -159,10 +159,9 @@ class PosteriorTrustPolicy:
         held_out = "prompts_out_of_distribution" in rep.flags and name == self.ood_fallback
         out = {"predictor": name, "auc_band": None, "auc_band_from": None, "expected_accuracy": rep.expected_accuracy,
                "accuracy_band": list(rep.accuracy_band), "accuracy_band_from": "posterior"}
-        chance = rep.auc_chance_low
         if held_out and name in (self.ood_auc_bands or {}):
             lo, hi = self.ood_auc_bands[name]
-            lo = min(lo, float(chance)) if chance is not None and np.isfinite(chance) else lo
+            lo = lo if rep.auc_chance_low is None else min(lo, float(rep.auc_chance_low))  # a NaN chance level: lo
             out.update(auc_band=[lo, hi], auc_band_from="held-out subtasks")
         elif predictor is None or name in (RELEVEL_NAME, RECALIBRATED_NAME):
             out.update(auc_band=list(rep.auc_band), auc_band_from="posterior")
@@ -239,14 +238,9 @@ def make_trust_fn(model, policy: PosteriorTrustPolicy | None = None, target=None
 
     Parameters
     ----------
-    target : ndarray of shape (n_target, d), optional
-        Features of the prompts the report is about (default: the reference prompts).
-    target_source : str
-        What ``target`` is.
-    max_target : int, optional
-        Keep a seeded random subsample of this many target prompts; None: all.
-    n_available : int, optional
-        How many prompts ``target`` was already cut from (by :func:`~assessors.trust.target.subsample`).
+    target, target_source, max_target, n_available : optional
+        The prompts the report is about (default: the reference prompts) and how they were or are cut to size:
+        :func:`~assessors.trust.target.target_prompts`' ``target``, ``source``, ``max_target`` and ``n_available``.
     """
     assessor = model.assessor
     policy = policy if policy is not None else PosteriorTrustPolicy(**policy_options(model, options))

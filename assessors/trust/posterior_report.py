@@ -74,9 +74,8 @@ def posterior_trust(assessor, X_answered, y, X_target, llm: str = "new", prompt_
     ----------
     assessor : Assessor
         A fitted assessor of any family (:class:`~assessors.core.protocol.Assessor`).
-    X_answered : ndarray of shape (n, d)
-    y : ndarray of shape (n,)
-        0/1, NaN = not answered.
+    X_answered, y : ndarray of shape (n, d), (n,)
+        The LLM's graded items (:class:`~assessors.core.evidence.Evidence`'s ``X`` and ``y``).
     X_target : ndarray of shape (m, d)
         The user's prompts (what the expected accuracy and AUC are about).
     level : float
@@ -162,7 +161,7 @@ def judge(rep: PosteriorTrust, *, misfit_alpha: float = 0.01, max_width: float =
     notes = [f for f in flags if f in muted_flags and f != "prior_only"]
     flags = [f for f in flags if f not in notes]
     verdict, more = _verdict(flags, band[1] - band[0], rep.n_answered, max_width)
-    if verdict == OUT and rep.auc_chance_low is not None and np.isfinite(rep.auc_chance_low) and np.isfinite(auc_band[0]):
+    if verdict == OUT and rep.auc_chance_low is not None:  # min() keeps a NaN end, and ignores a NaN chance level
         auc_band = (min(auc_band[0], rep.auc_chance_low), auc_band[1])
     return replace(rep, accuracy_band=band, auc_band=auc_band, flags=flags, notes=notes, verdict=verdict,
                    more_questions=more, accuracy_band_raw=tuple(acc_raw), auc_band_raw=tuple(auc_raw))
@@ -176,11 +175,10 @@ def _flags(rep: PosteriorTrust, misfit_alpha: float, range_margin: float, max_oo
     raised = {"accuracy_above_training": rep.expected_accuracy > hi + range_margin,
               "accuracy_below_training": rep.expected_accuracy < lo - range_margin,
               "ability_beyond_training": rep.mahalanobis > rep.mahalanobis_max_training,
-              "misfit": np.isfinite(rep.misfit_pvalue) and rep.misfit_pvalue < misfit_alpha,
+              "misfit": rep.misfit_pvalue < misfit_alpha,  # a NaN statistic compares false: no flag (None: off)
               "prior_only": rep.n_answered == 0,
-              "prompts_out_of_distribution": (max_ood_share is not None and ood is not None and np.isfinite(ood)
-                                              and ood > max_ood_share),
-              "low_similarity": sim_p is not None and np.isfinite(sim_p) and sim_p < similarity_alpha}
+              "prompts_out_of_distribution": None not in (ood, max_ood_share) and ood > max_ood_share,
+              "low_similarity": sim_p is not None and sim_p < similarity_alpha}
     return [f for f, on in raised.items() if on]
 
 

@@ -62,11 +62,10 @@ class PromptOOD(BaseEstimator):
             self.population_ = clone(self.population).fit(X_train, S_train)
         keep = subsample(len(X_train), self.max_train, self.seed)
         X_train = X_train if keep is None else X_train[keep]
-        self._memo = None  # distances of an earlier fit
         # the index is stored in half precision (it is most of the signal's share of a pickled model); the
         # threshold is computed on the rounded index, so a fitted and a loaded signal give the same distances
         self.index_ = X_train.astype(np.float16)
-        self._nn = None
+        self._nn = None  # the search and the distances of an earlier fit
         self.threshold_ = float(np.quantile(self.distance(X_val), self.quantile))
         self.n_val_ = len(X_val)
         return self
@@ -75,18 +74,13 @@ class PromptOOD(BaseEstimator):
         """Mean cosine distance (m,) of each prompt to its nearest training prompts (the last few
         query sets' distances are kept: a served model asks about the same target prompts for every LLM)."""
         check_is_fitted(self, "index_")
-        if getattr(self, "_memo", None) is None:  # also after unpickling
-            self._memo = ArrayMemo(4)
-        return self._memo.get(X, lambda X: self._index().kneighbors(np.asarray(X, dtype=np.float32))[0].mean(1))
+        if getattr(self, "_nn", None) is None:  # built on first use, and again after unpickling: not pickled
+            from sklearn.neighbors import NearestNeighbors
 
-    def _index(self):
-        """The kNN search over ``index_`` (built on first use, and again after unpickling: not pickled)."""
-        from sklearn.neighbors import NearestNeighbors
-
-        if getattr(self, "_nn", None) is None:
             self._nn = NearestNeighbors(n_neighbors=self.n_neighbors, metric="cosine", algorithm="brute").fit(
                 self.index_.astype(np.float32))
-        return self._nn
+            self._memo = ArrayMemo(4)
+        return self._memo.get(X, lambda X: self._nn.kneighbors(np.asarray(X, dtype=np.float32))[0].mean(1))
 
     def __getstate__(self):
         state = super().__getstate__()

@@ -132,13 +132,9 @@ class ValidatedTrustPolicy(BaseEstimator):
     def _fit_bands(self, reports, acc, a_lat) -> None:
         """``band_scale_`` and ``auc_band_scale_`` (step 1) and their ``coverage_``."""
         def coverage(scale, auc: bool):
-            hits = []
-            for r, a, al in zip(reports, acc, a_lat):
-                j = judge(r, band_scale=scale, auc_band_scale=scale)
-                lo, hi = j.auc_band if auc else j.accuracy_band
-                v = al if auc else a
-                if np.isfinite(v) and np.isfinite(lo):
-                    hits.append(lo <= v <= hi)
+            judged = (judge(r, band_scale=scale, auc_band_scale=scale) for r in reports)
+            bands = [j.auc_band if auc else j.accuracy_band for j in judged]
+            hits = [lo <= v <= hi for (lo, hi), v in zip(bands, a_lat if auc else acc) if np.isfinite(v) and np.isfinite(lo)]
             return (float(np.mean(hits)) if hits else np.nan), len(hits)
 
         for name, auc in (("band_scale", False), ("auc_band_scale", True)):
