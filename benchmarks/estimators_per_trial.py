@@ -104,6 +104,8 @@ def main() -> None:
            "trial_block": int(cfg.benchmark_prediction.trial_block),
            "load": os.getloadavg()[0], "per_benchmark": {}}
     block = int(cfg.benchmark_prediction.trial_block)
+    import torch  # the first optimiser imports torch._dynamo (about 3 CPU-s, once per harness worker):
+    torch.optim.LBFGS([torch.zeros(1, requires_grad=True)])  # paid here, not in the first benchmark's cold fit
     with thread_limits(1), disk_cache(args.fit_cache):  # one BLAS/OpenMP/torch thread, as each harness worker
         for name, c in bench.items():
             res = instantiate(c)
