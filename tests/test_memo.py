@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 import pytest
 
-from assessors.memo import ArrayMemo
+from assessors.memo import ArrayMemo, FrozenMemo
 
 
 def test_equal_arrays_hit_and_changed_ones_miss():
@@ -27,3 +27,21 @@ def test_equal_arrays_hit_and_changed_ones_miss():
     clone.get(X, f)
     assert len(calls) == 4 and clone.size == 2
     assert len(memo) == 2
+
+
+def test_frozen_memo_keeps_a_result_while_its_read_only_array_lives():
+    calls = []
+    memo = FrozenMemo(lambda X: calls.append(1) or float(X.sum()))
+    X = np.arange(6.0)
+    X.setflags(write=False)
+    assert memo.get(X) == memo.get(X) == 15.0 and len(calls) == 1
+    assert memo.get(X.copy()) == 15.0 and len(calls) == 2  # another object: computed again
+    W = np.arange(6.0)  # writeable: may change in place, so never kept
+    memo.get(W)
+    W[0] = 10
+    assert memo.get(W) == 25.0 and len(calls) == 4
+    view = X[1:]  # a view: its content follows its base, never kept
+    memo.get(view), memo.get(view)
+    assert len(calls) == 6 and len(memo) == 1
+    del X, view  # the view holds its base
+    assert len(memo) == 0  # the entry left with its array

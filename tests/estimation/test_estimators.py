@@ -324,3 +324,20 @@ def test_generic_proxy_computes_the_item_patterns_once_per_source_split(monkeypa
     assert fits[0].X_ is fits[1].X_ and not fits[0].X_.flags.writeable  # shared, so no fit may change it
     assert np.allclose(fits[0].X_, generic_proxy.success_patterns(S[:50].astype(np.float32), 8))
     assert not np.allclose(fits[2].X_, fits[0].X_)
+
+
+def test_ridge_proxy_predicts_a_target_alone_as_in_a_batch():
+    """Targets that show the same cells are solved together, others by their own pattern: each row's
+    prediction is the one it gets alone."""
+    from assessors.estimation.benchmark.proxy import RidgeProxy
+
+    S, _ = simulate(n_llms=40)
+    core = np.arange(0, 60, 2)
+    proxy = RidgeProxy().fit(impute_columns(S[:30]), None, core)
+    Y = S[30:][:, core].astype(np.float64)
+    Y[:, :5] = np.nan  # one shared pattern (a hidden fold)
+    alone = np.vstack([proxy.predict(Y[i:i + 1]) for i in range(len(Y))])
+    np.testing.assert_allclose(proxy.predict(Y), alone, rtol=0, atol=1e-12)
+    Y[0, 7] = np.nan  # two patterns
+    alone[0] = proxy.predict(Y[:1])[0]
+    np.testing.assert_allclose(proxy.predict(Y), alone, rtol=0, atol=1e-12)

@@ -159,6 +159,24 @@ def test_source_digest_is_memoised_only_for_read_only_arrays(monkeypatch):
     before = base._digest(writeable)
     writeable[0, 0] = 1 - writeable[0, 0]
     assert base._digest(writeable) != before and len(hashed) == 3
-    ident = id(source)
+    held = len(base._DIGESTS)
     del unit, source
-    assert ident not in base._DIGESTS  # the entry leaves with its array
+    assert len(base._DIGESTS) == held - 1  # the entry leaves with its array
+
+
+def test_a_split_shares_one_read_only_imputed_and_float32_source():
+    """The imputed and float32 copies of a read-only source are made once per split and equal the
+    per-fit ones; a source without missing cells is its own imputation."""
+    S, _ = simulate(n_llms=N_LLMS)
+    S = S.copy()
+    S[0, :5] = np.nan
+    source = harness.split_rows(S, LLMS, np.arange(20), np.arange(20, N_LLMS))["source"]
+    base._CACHE.clear()
+    filled = base.imputed_source(source)
+    assert base.imputed_source(source) is filled and not filled.flags.writeable
+    np.testing.assert_array_equal(filled, base.impute_columns(source))
+    f32 = base.source_float32(source)
+    assert base.source_float32(source) is f32 and f32.dtype == np.float32 and not f32.flags.writeable
+    np.testing.assert_array_equal(f32, source.astype(np.float32))
+    full = np.nan_to_num(S[:20])
+    assert base.imputed_source(full) is full and full.flags.writeable

@@ -13,7 +13,6 @@ The decision rules shared by all methods (input checks, imputation, caching) liv
 from __future__ import annotations
 
 import abc
-import weakref
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Sequence
 
@@ -25,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from assessors.core.posterior import evidence_labels
 from assessors.errors import ConfigError, DataError
 from assessors.estimation.benchmark.fit_cache import load_or_fit
+from assessors.memo import FrozenMemo
 from assessors.selection.cache import array_digest
 
 
@@ -106,27 +106,35 @@ def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object], dis
     return val
 
 
-#: Content hashes of read-only arrays that own their data, by id (an entry leaves with its array).
-_DIGESTS: dict[int, tuple[weakref.ref, str]] = {}
+#: Content hashes of read-only source matrices, kept while each lives (any other array is hashed on
+#: every call): the harness's source matrix of a split is shared by every method and size.
+_DIGESTS = FrozenMemo(lambda S: array_digest(S))
 
 
 def _digest(S: np.ndarray) -> str:
-    """:func:`~assessors.selection.cache.array_digest` of ``S``, memoised while ``S`` lives when it is a
-    read-only array owning its data (the harness's source matrix of a split, shared by every method and
-    size): its content cannot change behind the memo. Any other array is hashed on every call."""
-    if not isinstance(S, np.ndarray) or S.flags.writeable or S.base is not None:
-        return array_digest(S)
-    hit = _DIGESTS.get(id(S))
-    if hit is not None and hit[0]() is S:
-        return hit[1]
-    ident = id(S)
+    """:func:`~assessors.selection.cache.array_digest` of ``S`` (memoised while ``S`` lives when it is read-only)."""
+    return _DIGESTS.get(S)
 
-    def forget(ref: weakref.ref) -> None:
-        if _DIGESTS.get(ident, (None,))[0] is ref:
-            del _DIGESTS[ident]
 
-    _DIGESTS[ident] = (weakref.ref(S, forget), array_digest(S))
-    return _DIGESTS[ident][1]
+def imputed_source(S: np.ndarray) -> np.ndarray:
+    """:func:`impute_columns` of a source matrix, read-only and kept per source split (in this process)
+    when it has missing cells, so the methods and sizes of a split share one copy and its hash; ``S``
+    itself when it has none."""
+    if not np.isnan(S).any():
+        return S
+    return cached("imputed", S, (), lambda: _read_only(impute_columns(S)), disk=False)
+
+
+def source_float32(S: np.ndarray) -> np.ndarray:
+    """A float32 copy of a source matrix, read-only and kept per source split (in this process), so the
+    fits that work in float32 share one copy and its hash."""
+    return cached("float32", S, (), lambda: _read_only(np.array(S, dtype=np.float32)), disk=False)
+
+
+def _read_only(A: np.ndarray) -> np.ndarray:
+    """``A`` (an array this module made) marked read-only, for a cached value later fits share."""
+    A.setflags(write=False)
+    return A
 
 
 def fixed_or_trial(fixed: int | None, seed: int) -> int:
@@ -182,7 +190,7 @@ class BenchmarkEstimator(BaseEstimator, abc.ABC):
         self.source_llms_ = None if source_llms is None else [str(x) for x in source_llms]
         self.n_items_ = m
         rng = np.random.default_rng(self.seed)
-        filled = impute_columns(S)
+        filled = imputed_source(S)
         if core_index is None:
             core_index = np.asarray(self._select_core(S if self.selects_on_raw else filled, features, rng), dtype=int)
         self.core_index_ = core_index

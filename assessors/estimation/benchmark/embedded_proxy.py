@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import clone
 
-from assessors.estimation.benchmark.base import cached, item_means
+from assessors.estimation.benchmark.base import cached, item_means, source_float32
 from assessors.estimation.benchmark.generic_proxy import shared_patterns
 from assessors.estimation.benchmark.proxy import ItemProxy
 from assessors.estimation.benchmark.split_trees import factorise
@@ -74,7 +74,7 @@ class EmbeddedAssessorProxy(ItemProxy):
 
     def fit(self, source_success, features, core_index):
         super().fit(source_success, features, core_index)
-        S = np.asarray(source_success, dtype=np.float32)
+        S = source_float32(source_success)
         dims = int(self.pattern_dims)
         self.X_ = shared_patterns(S, dims)
         self.item_mean_ = cached("item_means", S, (), lambda: item_means(S), disk=False)

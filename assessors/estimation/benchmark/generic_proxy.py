@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from assessors.estimation.benchmark.base import cached
+from assessors.estimation.benchmark.base import cached, source_float32
 from assessors.estimation.benchmark.proxy import ItemProxy
 from assessors.estimation.benchmark.split_trees import split_trees
 
@@ -55,7 +55,7 @@ class GenericAssessorProxy(ItemProxy):
         from sklearn.base import clone
 
         super().fit(source_success, features, core_index)
-        S = np.asarray(source_success, dtype=np.float32)
+        S = source_float32(source_success)
         if features is not None:
             self.X_ = np.asarray(features, dtype=np.float32)
         else:  # a function of the source split alone: one SVD serves its every trial, size and fold

@@ -67,7 +67,8 @@ class LatentProxy(ItemProxy):
             max_iter=int(self.max_iter), seed=int(self.seed)).fit(S))
         self.discrimination_, self.difficulty_ = irt.discrimination_, irt.difficulty_
         self.source_ability_ = irt.ability_
-        self.prior_ = GaussianPrior.fit(irt.ability_)
+        # a function of the item fit alone: one per source split, in this process
+        self.prior_ = cached("latent_proxy_prior", S, key, lambda: GaussianPrior.fit(irt.ability_), disk=False)
         return self
 
     def population_moments(self) -> tuple[np.ndarray, np.ndarray]:

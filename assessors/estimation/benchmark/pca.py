@@ -55,7 +55,8 @@ class PCAImpute(BenchmarkEstimator):
             order = rng.permutation(n)
             val, tr = order[int(0.75 * n):], order[: int(0.75 * n)]
             best, r = np.inf, 1
-            mu, vt = _svd(filled[tr])
+            # the same held-out sources for every core size of a trial: one SVD serves them all
+            mu, vt = cached("pca_train_svd", filled, tuple(tr.tolist()), lambda: _svd(filled[tr]), disk=False)
             for c in self.candidates:
                 c = min(c, cap, len(tr) - 1)
                 pred = _impute_mean(mu, vt[:c].T, self.core_index_, filled[val][:, self.core_index_], self.ridge)

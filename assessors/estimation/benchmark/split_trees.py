@@ -51,7 +51,9 @@ class SplitTrees:
 
     def margin(self, ref: np.ndarray) -> np.ndarray:
         """Margins (k, n_items) of ``k`` targets with filled reference vectors ``ref`` (k, n_ref)."""
-        J = _indicator(np.asarray(ref, dtype=np.float32), *self.ref_cond, n_leaves=self.values.size).T
+        if getattr(self, "_ref_plan", None) is None:  # the conditions' part, worked out once per model
+            self._ref_plan = (_plan(*self.ref_cond, n_leaves=self.values.size),)
+        J = _apply(np.asarray(ref, dtype=np.float32), self._ref_plan[0], self.values.size).T
         return (J * self.values[None, :].astype(np.float32)) @ self.item_ind + np.float32(self.base)
 
     def predict(self, ref: np.ndarray) -> np.ndarray:
@@ -159,24 +161,40 @@ def _leaf_paths(df) -> tuple[np.ndarray, tuple] | None:
 def _indicator(Z: np.ndarray, leaf, col, thr, goes_yes, miss_yes, n_leaves: int) -> np.ndarray:
     """(n_leaves, n) float32: 1 where row ``Z[i]`` passes every condition of the leaf (XGBoost's rule:
     ``x < threshold`` goes to ``Yes``, a missing ``x`` to the node's ``Missing`` branch)."""
-    n = Z.shape[0]
+    return _apply(Z, _plan(leaf, col, thr, goes_yes, miss_yes, n_leaves), n_leaves)
+
+
+def _plan(leaf, col, thr, goes_yes, miss_yes, n_leaves: int) -> tuple | None:
+    """What :func:`_indicator` computes from the conditions alone (None when there are none): the
+    distinct splits ``nodes`` (column, threshold, missing goes yes), each condition's split and
+    wanted outcome, and per leaf its conditions' rows (padded with an all-true row)."""
     if not leaf.size:
-        return np.ones((n_leaves, n), dtype=np.float32)
+        return None
     order = np.argsort(leaf, kind="stable")
     leaf, col, thr, goes_yes, miss_yes = leaf[order], col[order], thr[order], goes_yes[order], miss_yes[order]
     # a node lies on the path of every leaf below it: test each distinct split once
     nodes, node = np.unique(np.column_stack([col, thr, miss_yes]), axis=0, return_inverse=True)
-    x = np.ascontiguousarray(Z.T)[nodes[:, 0].astype(int)]  # (n_nodes, n)
-    yes = x < nodes[:, 1].astype(np.float32)[:, None]
-    nan = np.isnan(x)
-    if nan.any():
-        yes = np.where(nan, nodes[:, 2].astype(bool)[:, None], yes)
-    # rows: each condition's outcome, then an all-true row that pads leaves with shorter paths
-    ok = np.vstack([yes[node.ravel()] == goes_yes[:, None], np.ones((1, n), dtype=bool)])
     _, starts, counts = np.unique(leaf, return_index=True, return_counts=True)
     pos = np.arange(leaf.size) - np.repeat(starts, counts)  # a condition's place on its leaf's path
     idx = np.full((n_leaves, pos.max() + 1), leaf.size)
     idx[leaf, pos] = np.arange(leaf.size)
+    return (nodes[:, 0].astype(int), nodes[:, 1].astype(np.float32)[:, None], nodes[:, 2].astype(bool)[:, None],
+            node.ravel(), goes_yes[:, None], idx)
+
+
+def _apply(Z: np.ndarray, plan: tuple | None, n_leaves: int) -> np.ndarray:
+    """:func:`_indicator` of rows ``Z`` (n, f) from the conditions' :func:`_plan`."""
+    n = Z.shape[0]
+    if plan is None:
+        return np.ones((n_leaves, n), dtype=np.float32)
+    cols, thr, miss_yes, node, goes_yes, idx = plan
+    x = np.ascontiguousarray(Z.T)[cols]  # (n_nodes, n)
+    yes = x < thr
+    nan = np.isnan(x)
+    if nan.any():
+        yes = np.where(nan, miss_yes, yes)
+    # rows: each condition's outcome, then an all-true row that pads leaves with shorter paths
+    ok = np.vstack([yes[node] == goes_yes, np.ones((1, n), dtype=bool)])
     out = ok[idx[:, 0]]
     for j in range(1, idx.shape[1]):  # at most the tree depth: an AND of whole rows
         out &= ok[idx[:, j]]

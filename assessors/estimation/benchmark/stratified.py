@@ -36,6 +36,7 @@ import numpy as np
 
 from assessors.errors import ConfigError
 from assessors.estimation.benchmark.aipw import AIPW
+from assessors.estimation.benchmark.base import cached
 from assessors.estimation.benchmark.latent_proxy import LatentProxy
 
 
@@ -55,11 +56,14 @@ def allocate(n: int, sizes: np.ndarray, sd: np.ndarray, minimum: int) -> np.ndar
 def design_moments(est: AIPW, S: np.ndarray, features) -> tuple[np.ndarray, np.ndarray]:
     """The population moments (:meth:`LatentProxy.population_moments`, two arrays of shape (n_items,))
     of the first of ``est``'s proxies that has them, fitted on the source matrix ``S``: a design
-    fixed before any target answer."""
+    fixed before any target answer, and so kept per source split (in this process) for every trial
+    and size on it. The model's moments depend on its parameters and ``S`` alone (it has no use for
+    ``features``)."""
     model = next((p for p in est._proxy_list() if hasattr(p, "population_moments")), None)
     if model is None:
         raise ConfigError(f"{type(est).__name__}: the design needs a LatentProxy among its proxies (proxy=...)")
-    return model.fit(S, features, []).population_moments()
+    return cached("design_moments", S, (repr(model),),
+                  lambda: model.fit(S, features, []).population_moments(), disk=False)
 
 
 class LatentDesignAIPW(AIPW):
