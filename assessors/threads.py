@@ -6,12 +6,18 @@ threads (or 2 sweep processes) on 2 cores ran small fits many times slower than 
 one fit, builds its estimators through :func:`budgeted` (``n_jobs`` of XGBoost and scikit-learn,
 ``num_threads`` of torch components) and runs inside :func:`thread_limits` (BLAS and OpenMP pools
 via threadpoolctl, and torch).
+
+Blocks in parallel threads of one process (``train.py``'s lanes) run inside one :func:`lane_limits`
+block, opened by the caller before the threads start: the process-wide pools (BLAS, torch) are set
+once, for every thread, and a :func:`thread_limits` block inside it sets only what is per thread (the
+OpenMP thread count of the calling thread); XGBoost takes its threads from its parameters.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
+import threading
 from typing import Any, Mapping, Sequence
 
 #: Config keys that set a component's thread count (XGBoost/scikit-learn, torch, LightGBM style).
@@ -23,7 +29,8 @@ THREAD_KEYS = ("n_jobs", "num_threads", "nthread")
 #: thread, with identical predictions (``benchmarks/small_fit_threads.py``). A round bound above that shape.
 SMALL_FIT_ROWS = 10_000
 
-_active: list[int] = []  # budgets of the enclosing thread_limits blocks (innermost last)
+_local = threading.local()  # .active: budgets of this thread's enclosing thread_limits blocks (innermost last)
+_shared: list[int] = []  # the budget of the open lane_limits block, every thread's ceiling
 _outer = [1]  # processes running at once beside this one (set_outer_jobs)
 
 
@@ -95,9 +102,20 @@ def budgeted(node: Mapping | None, n: int) -> dict | None:
     return walk(node)
 
 
+def _active() -> list[int]:
+    """This thread's stack of :func:`thread_limits` budgets (innermost last)."""
+    if not hasattr(_local, "active"):
+        _local.active = []
+    return _local.active
+
+
 def current_budget() -> int | None:
-    """The thread budget of the innermost :func:`thread_limits` block (None outside one)."""
-    return _active[-1] if _active else None
+    """The thread budget of this thread's innermost :func:`thread_limits` block, capped by the open
+    :func:`lane_limits` block's (which alone applies to a thread outside any block); None outside both."""
+    active = _active()
+    if not _shared:
+        return active[-1] if active else None
+    return min(active[-1], _shared[-1]) if active else _shared[-1]
 
 
 @contextlib.contextmanager
@@ -105,31 +123,85 @@ def thread_limits(n: int | None):
     """Run the block with BLAS/OpenMP pools (threadpoolctl) and torch limited to ``n`` threads.
 
     None leaves everything alone. torch is limited only if already imported; torch components
-    imported later pick the budget up through :func:`torch_threads`.
+    imported later pick the budget up through :func:`torch_threads`. Inside a :func:`lane_limits`
+    block (blocks in parallel threads) the budget is capped at the lanes' and only this thread's
+    OpenMP thread count is set: the process-wide pools stay as :func:`lane_limits` set them.
     """
     if not n:
         yield
         return
     from threadpoolctl import threadpool_limits
 
-    _active.append(int(n))
+    active = _active()
+    if _shared:
+        n = min(int(n), _shared[-1])
+        limits = threadpool_limits(limits=n, user_api="openmp")  # per thread: omp_set_num_threads
+    else:
+        limits = _process_limits(int(n))
+    active.append(int(n))
     try:
-        with threadpool_limits(limits=int(n)), (torch_threads(n) if "torch" in sys.modules else contextlib.nullcontext()):
+        with limits:
             yield
     finally:
-        _active.pop()
+        active.pop()
+
+
+@contextlib.contextmanager
+def lane_limits(n: int | None):
+    """Run the block with every thread of the process limited to ``n`` threads: for lanes in parallel threads.
+
+    Opened once, by the thread that starts the lanes, before they start: the process-wide pools (BLAS
+    via threadpoolctl, torch) are set to ``n`` here and restored at the end, and no :func:`thread_limits`
+    block inside changes them; each lane thread sets its own OpenMP thread count by opening a
+    :func:`thread_limits` block (a new thread starts at OpenMP's default). None leaves everything alone.
+
+    Raises
+    ------
+    RuntimeError
+        If a :func:`lane_limits` block is open already (they do not nest).
+    """
+    if not n:
+        yield
+        return
+    if _shared:
+        raise RuntimeError("lane_limits blocks do not nest")
+    with _process_limits(int(n)):
+        _shared.append(int(n))
+        try:
+            yield
+        finally:
+            _shared.pop()
+
+
+@contextlib.contextmanager
+def _process_limits(n: int):
+    """BLAS and OpenMP pools (threadpoolctl; OpenMP's of the calling thread) and torch (if imported) at ``n``."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=n), (_set_torch_threads(n) if "torch" in sys.modules else contextlib.nullcontext()):
+        yield
 
 
 @contextlib.contextmanager
 def torch_threads(n: int | None):
     """Run the block with ``torch.set_num_threads(n)``; None or 0 uses the active budget, if any.
 
-    The setting is process-wide: blocks running in parallel threads of one process share it.
-    torch is imported here, not at module import, so callers that never pin threads stay light.
+    The setting is process-wide: inside a :func:`lane_limits` block (blocks in parallel threads) it
+    is left as that block set it. torch is imported here, not at module import, so callers that never
+    pin threads stay light.
     """
+    if _shared:
+        yield
+        return
+    with _set_torch_threads(n or current_budget()):
+        yield
+
+
+@contextlib.contextmanager
+def _set_torch_threads(n: int | None):
+    """``torch.set_num_threads(n)`` for the block (None or 0: unchanged), restored after it."""
     import torch
 
-    n = n or current_budget()
     before = torch.get_num_threads()
     if n:
         torch.set_num_threads(int(n))

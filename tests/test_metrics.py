@@ -26,6 +26,24 @@ def test_against_sklearn(yp):
     assert 0.5 < M.auc(y, p) < 1
 
 
+@pytest.mark.parametrize("n, levels", [(2, 0), (7, 3), (40, 5), (300, 0), (300, 12), (1000, 50)])
+def test_auc_is_sklearns_to_the_last_bit(n, levels):
+    """Random outcomes and scores, with ties (scores drawn from a few levels) and without (levels 0)."""
+    rng = np.random.default_rng(n + levels)
+    for _ in range(50):
+        p = rng.integers(0, levels, n) / levels if levels else rng.random(n)
+        y = (rng.random(n) < rng.random()).astype(float)
+        y[:2] = [0.0, 1.0]  # both classes
+        rng.shuffle(y)
+        for scores in (p, p.astype(np.float32), 1 - p, np.round(p, 1)):
+            assert M.auc(y, scores) == skm.roc_auc_score(y, scores)
+
+
+def test_auc_of_constant_scores_and_perfect_rankings():
+    assert M.auc([0, 1, 0, 1], [0.3] * 4) == 0.5
+    assert M.auc([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4]) == 1.0 and M.auc([1, 1, 0, 0], [0.1, 0.2, 0.3, 0.4]) == 0.0
+
+
 def test_log_loss_is_clipped_not_infinite():
     # one certain miss among two: clipped at EPS -> (-log(EPS) + 0) / 2
     assert M.log_loss([1, 0], [0.0, 0.0]) == pytest.approx(-np.log(M.EPS) / 2)

@@ -113,3 +113,108 @@ def test_a_joblib_sweep_shares_the_cores_among_its_jobs(monkeypatch):
         HydraConfig.instance().cfg = None
         set_outer_jobs(1)
     assert sweep_jobs() == 1 and available_cores() == cores
+
+
+def _pools() -> dict:
+    """Thread counts of the BLAS pools (process-wide), this thread's OpenMP pools, and torch."""
+    import torch
+    from threadpoolctl import threadpool_info
+
+    return {"blas": sorted({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}),
+            "openmp": sorted({p["num_threads"] for p in threadpool_info() if p["user_api"] == "openmp"}),
+            "torch": torch.get_num_threads()}
+
+
+def test_two_threads_open_and_close_blocks_at_once_inside_lane_limits():
+    """Each thread sees its own budget; the process-wide pools stay at the lanes' until lane_limits closes."""
+    import threading
+
+    import numpy as np  # noqa: F401 (loads the BLAS library threadpoolctl limits)
+    import torch  # noqa: F401
+
+    from assessors.threads import lane_limits
+
+    before, seen, errors = _pools(), {}, []
+    barrier = threading.Barrier(2, timeout=10)
+
+    def lane(name: str, n: int):
+        try:
+            assert current_budget() == 1  # a new thread starts at the lanes' budget
+            with thread_limits(n):
+                barrier.wait()  # both blocks open at once
+                seen[name, "in"] = current_budget(), _pools()
+                barrier.wait()
+                if name == "a":
+                    barrier.wait()  # b has closed its block; a's is still open
+                    seen[name, "after_b"] = current_budget(), _pools()
+            if name == "b":
+                barrier.wait()
+            seen[name, "out"] = current_budget()
+        except BaseException as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    with thread_limits(2):
+        with lane_limits(1):
+            assert current_budget() == 1 and _pools()["blas"] == [1] and _pools()["torch"] == 1
+            threads = [threading.Thread(target=lane, args=("a", 3)), threading.Thread(target=lane, args=("b", 1))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(20)
+            assert current_budget() == 1
+        assert current_budget() == 2
+    assert not errors, errors
+    for key in (("a", "in"), ("b", "in"), ("a", "after_b")):
+        budget, pools = seen[key]
+        assert budget == 1 and pools == {"blas": [1], "openmp": [1], "torch": 1}, key  # capped at the lanes'
+    assert seen["a", "out"] == seen["b", "out"] == 1
+    assert current_budget() is None and _pools() == before
+
+
+def test_an_error_inside_the_blocks_propagates_and_restores_the_limits():
+    import numpy as np  # noqa: F401
+    import torch  # noqa: F401
+
+    from assessors.threads import lane_limits
+
+    before = _pools()
+    with pytest.raises(KeyError, match="broke"):
+        with lane_limits(1), thread_limits(1):
+            raise KeyError("broke")
+    with pytest.raises(RuntimeError, match="do not nest"):
+        with lane_limits(1), lane_limits(1):
+            pass
+    assert current_budget() is None and _pools() == before
+
+
+@pytest.mark.parametrize("omp", ["1", None])
+def test_the_original_limits_are_restored_in_a_process_started_with_omp_num_threads(omp):
+    """In a fresh process (OpenMP reads OMP_NUM_THREADS when it loads): train.py's nesting, lanes and all."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import json, numpy, torch
+        from threadpoolctl import threadpool_info
+        from assessors.tasks.lanes import run_lanes
+        from assessors.threads import current_budget, lane_limits, thread_limits
+        pools = lambda: (sorted((p["user_api"], p["num_threads"]) for p in threadpool_info()), torch.get_num_threads())
+        before = pools()
+        def side():
+            yield lambda: (current_budget(), pools())
+            yield lambda: (current_budget(), pools())
+        with thread_limits(2), lane_limits(1):
+            main, items = run_lanes(lambda: (current_budget(), pools()), side)
+        print(json.dumps({"before": before, "after": pools(), "lanes": [main, *items]}))
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    if omp:
+        env["OMP_NUM_THREADS"] = omp
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, check=True)
+    import json
+
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["after"] == got["before"]
+    for budget, (pools, torch_threads) in got["lanes"]:
+        assert budget == 1 and torch_threads == 1 and {n for _, n in pools} == {1}

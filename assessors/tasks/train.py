@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -29,7 +29,7 @@ from assessors.tasks.train_trust import fit_trust_parts
 from assessors.tasks.timing import stage
 from assessors.tasks.served import Served, serve_llms, served_table, serving_model
 from assessors.tasks.wrapper import PAPER, method_name, task_wrapper
-from assessors.threads import budgeted, fit_threads, thread_limits
+from assessors.threads import budgeted, fit_threads, lane_limits, thread_limits
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,8 @@ def predict_methods(cfg, prep: Prepared) -> tuple[dict[str, np.ndarray], dict]:
     """Test-set P(success) of shape (n_test_llms, n_test) for every method, one after another."""
     selector = select_reference(cfg, prep)
     preds, fitted = predict_generic(cfg, prep, selector)
-    return in_column_order({**preds, **dict(baseline_columns(cfg, prep, selector.reference_ids_))}), fitted
+    columns = dict(task() for task in baseline_columns(cfg, prep, selector.reference_ids_))
+    return in_column_order({**preds, **columns}), fitted
 
 
 def in_column_order(preds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -73,39 +74,50 @@ def predict_generic(cfg, prep: Prepared, selector) -> tuple[dict[str, np.ndarray
     return preds, {"generic": generic, "reference_ids": ref_ids}
 
 
-def baseline_columns(cfg, prep: Prepared, ref_ids: list[str]) -> Iterator[tuple[str, np.ndarray]]:
-    """``(method, P)`` of each baseline column in turn, P the test-set P(success) (n_test_llms, n_test):
-    the paper's generic assessor, all train data, reference only, specific (those ``cfg.compare`` turns on).
+def baseline_columns(cfg, prep: Prepared, ref_ids: list[str]) -> Iterator[Callable[[], tuple[str, np.ndarray]]]:
+    """The baseline columns as tasks, the longest first: each returns ``(method, P)``, P the test-set
+    P(success) (n_test_llms, n_test). The paper's generic assessor, specific, reference only and all
+    train data (those ``cfg.compare`` turns on).
 
     They read the prepared data and the reference set only, never the configured assessor, so
-    ``train.py`` runs them beside it (:func:`~assessors.tasks.lanes.run_lanes`).
+    ``train.py`` runs them beside it and each other (:func:`~assessors.tasks.lanes.run_lanes`).
     """
-    test_llms, X_te = prep.llms["test"], prep.X["test"]
-    R_test = prep.results.matrix(test_llms, ref_ids)
     cmp = cfg.get("compare", {})
     if cmp.get("paper_generic", False) and method_name(cfg) != PAPER and cfg.get(PAPER) is not None:
-        # the paper's generic assessor (XGBoost on [features, reference vector]) on the same reference set
-        with stage(prep.timings, f"{PAPER}_fit_s"):
-            ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
-            paper = fit_assessor(cfg, prep, ref_idx, ref_ids, assessor_cfg=cfg[PAPER])
-            P = paper.predict_proba(X_te, R_test)
-        yield PAPER, P
-    if cmp.get("all_train_data", True):
-        with stage(prep.timings, "all_train_data_fit_s"):
-            base = all_train_data_assessor(cfg, fit_threads(threads=cfg.get("threads")))
-            val = None
-            if prep.llms["val"]:
-                val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
-            base.fit(prep.X["train"], prep.S("train", "train"), np.array([], dtype=int), validation=val)
-            P = base.predict_proba(X_te, np.zeros((len(test_llms), 0), np.float32))
-        yield "all_train_data", P
+        yield lambda: (PAPER, timed_column(prep, PAPER, paper_generic_column, cfg, prep, ref_ids))
     ref_pos = prep.results.instance_index(ref_ids)
     X_ref = prep.X["train"][pd.Index(prep.inst["train"]).get_indexer(ref_ids)]
-    for method in ("reference_only", "specific"):
+    for method in ("specific", "reference_only"):
         if cmp.get(method, True):
-            with stage(prep.timings, f"{method}_fit_s"):
-                P = fit_per_llm(cfg, prep, method, X_ref, ref_pos)
-            yield method, P
+            yield lambda method=method: (method, timed_column(prep, method, fit_per_llm, cfg, prep, method, X_ref,
+                                                              ref_pos))
+    if cmp.get("all_train_data", True):
+        yield lambda: ("all_train_data", timed_column(prep, "all_train_data", all_train_data_column, cfg, prep))
+
+
+def timed_column(prep: Prepared, method: str, fit: Callable[..., np.ndarray], *args) -> np.ndarray:
+    """``fit(*args)``, timed as the stage ``<method>_fit_s``."""
+    with stage(prep.timings, f"{method}_fit_s"):
+        return fit(*args)
+
+
+def paper_generic_column(cfg, prep: Prepared, ref_ids: list[str]) -> np.ndarray:
+    """The paper's generic assessor (XGBoost on [features, reference vector]) on the same reference set:
+    test-set P(success) (n_test_llms, n_test)."""
+    ref_idx = pd.Index(prep.inst["train"]).get_indexer(ref_ids)
+    paper = fit_assessor(cfg, prep, ref_idx, ref_ids, assessor_cfg=cfg[PAPER])
+    return paper.predict_proba(prep.X["test"], prep.results.matrix(prep.llms["test"], ref_ids))
+
+
+def all_train_data_column(cfg, prep: Prepared) -> np.ndarray:
+    """The "all train data" baseline (:func:`all_train_data_assessor`) fitted on the training LLMs:
+    test-set P(success) (n_test_llms, n_test)."""
+    base = all_train_data_assessor(cfg, fit_threads(threads=cfg.get("threads")))
+    val = None
+    if prep.llms["val"]:
+        val = (prep.X["val"], prep.S("val", "val"), np.zeros((len(prep.llms["val"]), 0), np.float32))
+    base.fit(prep.X["train"], prep.S("train", "train"), np.array([], dtype=int), validation=val)
+    return base.predict_proba(prep.X["test"], np.zeros((len(prep.llms["test"]), 0), np.float32))
 
 
 def all_train_data_assessor(cfg, threads: int):
@@ -232,10 +244,12 @@ def fit_and_serve(cfg, prep: Prepared, run=None) -> tuple[dict[str, np.ndarray],
 
     Two lanes: the configured assessor (fit, trust parts, serving; mostly one thread) and the
     baseline columns. ``cfg.overlap`` (default true) runs them at once in threads of this process
-    (:func:`~assessors.tasks.lanes.run_lanes`), each lane with ``fit_threads(2)`` threads (1 on 2 cores):
-    the BLAS/torch limit is process-wide, so it is set once for both, and the baselines' XGBoost fits get
-    that many too (the paper column's predictions were identical at 1 and 2 threads; at 2 beside the
-    assessor's lane its one-thread steps waited for a core). False: one after the other, the baselines last.
+    (:func:`~assessors.tasks.lanes.run_lanes`; once the assessor's lane is done, its thread takes the
+    columns left), every thread with ``fit_threads(2)`` threads (1 on 2 cores): the BLAS/torch limit is
+    process-wide, so it is set once for all (:func:`~assessors.threads.lane_limits`), and the baselines'
+    XGBoost fits get that many too (the paper column's predictions were identical at 1 and 2 threads; at 2
+    beside the assessor's lane its one-thread steps waited for a core); a per-LLM column fits one LLM at a
+    time. False: one after the other, the baselines last.
     """
     selector = select_reference(cfg, prep)
     ref_ids = selector.reference_ids_
@@ -249,8 +263,10 @@ def fit_and_serve(cfg, prep: Prepared, run=None) -> tuple[dict[str, np.ndarray],
 
     overlap = bool(cfg.get("overlap", True))
     lane = fit_threads(2, cfg.get("threads")) if overlap else None
-    base_cfg = OmegaConf.merge(cfg, {"threads": lane}) if overlap else cfg
-    with thread_limits(lane):
+    # one LLM at a time in a per-LLM column: each thread within the lanes' budget (two per-LLM columns at
+    # once, two LLMs each, cost 16% more CPU than one after the other on 2 cores; the fits are the same)
+    base_cfg = OmegaConf.merge(cfg, {"threads": lane, "llm_jobs": 1}) if overlap else cfg
+    with lane_limits(lane):
         (preds, fitted, served), columns = run_lanes(assessor_lane, lambda: baseline_columns(base_cfg, prep, ref_ids),
                                                      overlap=overlap)
     return in_column_order({**preds, **dict(columns)}), fitted, served

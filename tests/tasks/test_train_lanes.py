@@ -1,4 +1,5 @@
-"""train.py's two lanes: the configured assessor here, the baseline columns in a worker thread."""
+"""train.py's two lanes: the configured assessor here, the baseline columns in a worker thread (and
+here, once the assessor's lane is done)."""
 from __future__ import annotations
 
 import threading
@@ -18,11 +19,14 @@ def test_the_side_lane_runs_at_the_same_time_in_another_thread():
         assert side_started.wait(10), "the side lane did not start while main ran"
         return threading.get_ident()
 
-    def side():
+    def first():
         side_started.set()
         assert main_started.wait(10)
-        yield threading.get_ident()
-        yield "b"
+        return threading.get_ident()
+
+    def side():
+        yield first
+        yield lambda: "b"
 
     ident, items = run_lanes(main, side)
     assert ident == threading.get_ident() and items[0] != ident and items[1] == "b"
@@ -32,8 +36,7 @@ def test_without_overlap_the_lanes_run_one_after_the_other_in_this_thread():
     order = []
 
     def side():
-        order.append("side")
-        yield threading.get_ident()
+        yield lambda: order.append("side") or threading.get_ident()
 
     result, items = run_lanes(lambda: order.append("main") or "m", side, overlap=False)
     assert (result, items, order) == ("m", [threading.get_ident()], ["main", "side"])
@@ -45,11 +48,14 @@ def test_an_error_in_the_main_lane_stops_the_side_lane_at_its_next_item_and_is_r
     def main():
         raise KeyError("main broke")
 
-    def slow_side():  # not started or still on its first item when main fails: it stops before a second
+    def slow(k):
+        produced.append(k)
+        never.wait(0.5)
+        return k
+
+    def slow_side():  # not started or still on its first task when main fails: it stops before a second
         for k in range(5):
-            produced.append(k)
-            never.wait(0.5)
-            yield k
+            yield lambda k=k: slow(k)
 
     with pytest.raises(KeyError, match="main broke"):
         run_lanes(main, slow_side)
@@ -60,13 +66,36 @@ def test_an_error_in_the_main_lane_stops_the_side_lane_at_its_next_item_and_is_r
 def test_an_error_in_the_side_lane_is_raised_once_main_is_done():
     done = []
 
-    def side():
-        yield 1
+    def broken():
         raise ValueError("baseline broke")
+
+    def side():
+        yield lambda: 1
+        yield broken
 
     with pytest.raises(ValueError, match="baseline broke"):
         run_lanes(lambda: done.append("main"), side)
     assert done == ["main"]
+
+
+def test_once_main_is_done_its_thread_takes_side_tasks_and_results_keep_the_tasks_order():
+    # the worker's first task waits until main's thread has taken (and finished) a task of its own
+    held_started, main_took, threads = threading.Event(), threading.Event(), {}
+
+    def held():
+        threads["held"] = threading.get_ident()
+        held_started.set()
+        assert main_took.wait(10), "main's thread took no side task once main was done"
+        return "held"
+
+    def quick(name):
+        threads[name] = threading.get_ident()
+        main_took.set()
+        return name
+
+    result, items = run_lanes(lambda: held_started.wait(10) and "m", lambda: iter([held, lambda: quick("q1"), lambda: quick("q2")]))
+    assert (result, items) == ("m", ["held", "q1", "q2"])
+    assert threads["held"] != threading.get_ident() and threading.get_ident() in (threads["q1"], threads["q2"])
 
 
 @pytest.mark.slow
