@@ -1,4 +1,6 @@
 """The harness end to end on a tiny simulated benchmark, with an in-memory recorder."""
+import multiprocessing
+
 import numpy as np
 import pytest
 import pandas as pd
@@ -169,6 +171,8 @@ def test_benchmarks_in_parallel_processes_give_the_same_records(monkeypatch):
     cfg.benchmark_prediction.n_jobs = 2
     cfg.benchmark_prediction.trial_block = 1  # one job per benchmark and trial
     task.execute(cfg, parallel)
+    # the idle workers are stopped before the report: each holds its benchmarks' data and fits
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("LokyProcess")]
     cols = ["benchmark", "trial", "method", "llm", "point", "ci_low", "ci_high"]
     a, b = (r.tables["tables/records.parquet"][cols].sort_values(cols[:4]).reset_index(drop=True)
             for r in (serial, parallel))
