@@ -16,6 +16,7 @@ computed once per fit; the target side, a few thousand comparisons, per call.
 from __future__ import annotations
 
 import logging
+from functools import cached_property
 
 import numpy as np
 
@@ -49,11 +50,14 @@ class SplitTrees:
         self.values = values
         self.base = base
 
+    @cached_property
+    def _ref_plan(self) -> tuple | None:
+        """The reference conditions' part of the leaf indicators, worked out once per model."""
+        return _plan(*self.ref_cond, n_leaves=self.values.size)
+
     def margin(self, ref: np.ndarray) -> np.ndarray:
         """Margins (k, n_items) of ``k`` targets with filled reference vectors ``ref`` (k, n_ref)."""
-        if getattr(self, "_ref_plan", None) is None:  # the conditions' part, worked out once per model
-            self._ref_plan = (_plan(*self.ref_cond, n_leaves=self.values.size),)
-        J = _apply(np.asarray(ref, dtype=np.float32), self._ref_plan[0], self.values.size).T
+        J = _apply(np.asarray(ref, dtype=np.float32), self._ref_plan, self.values.size).T
         return (J * self.values[None, :].astype(np.float32)) @ self.item_ind + np.float32(self.base)
 
     def predict(self, ref: np.ndarray) -> np.ndarray:
