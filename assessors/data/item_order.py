@@ -93,6 +93,15 @@ class OrderDetection:
         return np.where(np.isfinite(m), m, np.nan)
 
 
+def _rows_to_true_order(block: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """Each row of ``block`` (n_rows, n_items) in the true item order of its process count ``ranks`` (n_rows,)."""
+    out = np.empty_like(block)
+    for r in np.unique(ranks):
+        rows = ranks == r
+        out[rows] = to_true_order(block[rows], int(r))
+    return out
+
+
 def _nan_corr(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson correlation of each row of ``x`` (..., k, n) with ``y`` (..., 1, n) or (n,) over the positions
     where both are finite, shape (..., k); NaN for a row with fewer than 3 such positions or a constant side."""
@@ -183,7 +192,7 @@ def detect_ranks(blocks: list[np.ndarray], header_ranks: int, candidates=DEFAULT
     ranks = np.full(n_rows, header_ranks)
     scores = np.full((n_rows, len(candidates)), np.nan)
     for _ in range(max(1, max_iter if reference is None else 1)):
-        true_blocks = [np.stack([to_true_order(b[i], r) for i, r in enumerate(ranks)]) for b in blocks]
+        true_blocks = [_rows_to_true_order(b, ranks) for b in blocks]
         cons = _consensus(true_blocks)
         per_block = [_block_scores(b, tb, cb, candidates, None if reference is None else reference[k])
                      for k, (b, tb, cb) in enumerate(zip(blocks, true_blocks, cons))]
