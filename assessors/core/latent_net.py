@@ -101,10 +101,8 @@ class _PromptBatches(torch.utils.data.IterableDataset):
         for s in range(0, len(perm), self.batch_prompts):
             items = np.sort(perm[s:s + self.batch_prompts])
             lo, hi = self.offsets[items], self.offsets[items + 1]
-            # the pairs of each prompt, lo[i]..hi[i] - 1, in a row
-            n = hi - lo
-            local = np.repeat(np.arange(len(items)), n)
-            pos = np.arange(n.sum()) + np.repeat(lo - (np.cumsum(n) - n), n)
+            pos = np.concatenate([np.arange(a, c) for a, c in zip(lo, hi)])
+            local = np.repeat(np.arange(len(items)), hi - lo)
             yield (torch.from_numpy(self.X[items]), torch.from_numpy(self.li[pos]), torch.from_numpy(local),
                    torch.from_numpy(self.y[pos]))
 
@@ -151,7 +149,7 @@ def _fit_loop(module: LatentIRTModule, data, validate, monitor: str, max_epochs:
         module.train()
         for batch in loader:
             loss = module.loss(batch)
-            _clear_grads(opt)
+            opt.zero_grad()
             loss.backward()
             opt.step()
         module.eval()
@@ -170,15 +168,6 @@ def _fit_loop(module: LatentIRTModule, data, validate, monitor: str, max_epochs:
     if state is not None:
         module.load_state_dict(state)
     return epoch + 1, best_epoch, best
-
-
-def _clear_grads(opt: torch.optim.Optimizer) -> None:
-    """``opt.zero_grad()`` (its default ``set_to_none=True``: every gradient to None) without the wrapper
-    torch puts around it to keep it from being compiled, which cost more than the loop itself at each
-    of the latent fit's small steps."""
-    for group in opt.param_groups:
-        for p in group["params"]:
-            p.grad = None
 
 
 def weights_of(module: LatentIRTModule) -> dict:
