@@ -93,16 +93,25 @@ class OrderDetection:
         return np.where(np.isfinite(m), m, np.nan)
 
 
+def _rows_to_true_order(block: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """Each row of ``block`` (n_rows, n_items) in the true item order of its process count ``ranks`` (n_rows,)."""
+    out = np.empty_like(block)
+    for r in np.unique(ranks):
+        rows = ranks == r
+        out[rows] = to_true_order(block[rows], int(r))
+    return out
+
+
 def _nan_corr(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Pearson correlation of each row of ``x`` (k, n) with ``y`` (n,) over the positions where both
-    are finite, shape (k,); NaN for a row with fewer than 3 such positions or a constant side."""
+    """Pearson correlation of each row of ``x`` (..., k, n) with ``y`` (..., 1, n) or (n,) over the positions
+    where both are finite, shape (..., k); NaN for a row with fewer than 3 such positions or a constant side."""
     ok = np.isfinite(x) & np.isfinite(y)
-    n = ok.sum(axis=1)
+    n = ok.sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        a = np.where(ok, x - (np.where(ok, x, 0.0).sum(axis=1) / n)[:, None], 0.0)
-        b = np.where(ok, y - (np.where(ok, y, 0.0).sum(axis=1) / n)[:, None], 0.0)
-        den = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
-        r = (a * b).sum(axis=1) / den
+        a = np.where(ok, x - (np.where(ok, x, 0.0).sum(axis=-1) / n)[..., None], 0.0)
+        b = np.where(ok, y - (np.where(ok, y, 0.0).sum(axis=-1) / n)[..., None], 0.0)
+        den = np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+        r = (a * b).sum(axis=-1) / den
     return np.where((n >= 3) & (den > 0), r, np.nan)
 
 
@@ -111,30 +120,38 @@ def _consensus(true_blocks: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarr
     return [(np.nansum(b, axis=0), np.isfinite(b).sum(axis=0)) for b in true_blocks]
 
 
-def _row_scores(blocks, true_blocks, cons, i, candidates, reference) -> tuple[np.ndarray, float]:
-    """Mean correlation per candidate over the row's non-constant blocks, and its null standard error."""
-    scores = np.full(len(candidates), np.nan)
-    per_block, sizes = [], []
-    for b, (block, true_block) in enumerate(zip(blocks, true_blocks)):
-        row = block[i]
-        if np.isfinite(row).sum() < 3 or np.nanmax(row) == np.nanmin(row):
-            continue  # a constant or missing row is the same in every order
-        if reference is not None:
-            target = reference[b]
-        else:  # leave this row out, so it is not compared with itself
-            own = true_block[i]
-            s, c = cons[b]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                target = (s - np.nan_to_num(own)) / (c - np.isfinite(own))
-        # every candidate's re-keyed row at once: one (n_candidates, n_items) matrix
-        per_block.append(_nan_corr(np.stack([to_true_order(row, r) for r in candidates]), target))
-        sizes.append(np.isfinite(row).sum())
-    if per_block:
+def _block_scores(block, true_block, cons, candidates, reference) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's correlation per candidate in one block, (n_rows, n_candidates), and its finite cells
+    per row, (n_rows,) (0 where the row is constant or has fewer than 3: the same in every order)."""
+    size = np.isfinite(block).sum(axis=1)
+    with np.errstate(invalid="ignore"):
+        used = size >= 3
+        used[used] = np.nanmax(block[used], axis=1) != np.nanmin(block[used], axis=1)
+    if reference is not None:
+        target = reference
+    else:  # leave each row out, so it is not compared with itself
+        s, c = cons
+        with np.errstate(invalid="ignore", divide="ignore"):
+            target = ((s - np.nan_to_num(true_block[used])) / (c - np.isfinite(true_block[used])))[:, None, :]
+    # every row's re-keyed rows for every candidate at once: (n_rows, n_candidates, n_items)
+    stacked = np.stack([to_true_order(block[used], r) for r in candidates], axis=1)
+    scores = np.full((len(block), len(candidates)), np.nan)
+    scores[used] = _nan_corr(stacked, target)
+    return scores, np.where(used, size, 0)
+
+
+def _row_scores(per_block: list[tuple[np.ndarray, np.ndarray]], i: int, n_candidates: int) -> tuple[np.ndarray, float]:
+    """Row ``i``'s mean correlation per candidate over its non-constant blocks (``per_block``:
+    :func:`_block_scores` of each block), and its null standard error."""
+    scores = np.full(n_candidates, np.nan)
+    mine = [(sc[i], size[i]) for sc, size in per_block if size[i]]
+    if mine:
         with np.errstate(all="ignore"):
-            arr = np.array(per_block, dtype=float)
+            arr = np.array([sc for sc, _ in mine], dtype=float)
             if np.isfinite(arr).any():
                 scores = np.nanmean(arr, axis=0)
     # a correlation of unrelated rows has sd ~ 1/sqrt(n); the mean of k such has sqrt(sum 1/n) / k
+    sizes = [n for _, n in mine]
     se = float(np.sqrt(np.sum(1.0 / np.asarray(sizes, float))) / len(sizes)) if sizes else np.nan
     return scores, se
 
@@ -175,9 +192,11 @@ def detect_ranks(blocks: list[np.ndarray], header_ranks: int, candidates=DEFAULT
     ranks = np.full(n_rows, header_ranks)
     scores = np.full((n_rows, len(candidates)), np.nan)
     for _ in range(max(1, max_iter if reference is None else 1)):
-        true_blocks = [np.stack([to_true_order(b[i], r) for i, r in enumerate(ranks)]) for b in blocks]
+        true_blocks = [_rows_to_true_order(b, ranks) for b in blocks]
         cons = _consensus(true_blocks)
-        rows = [_row_scores(blocks, true_blocks, cons, i, candidates, reference) for i in range(n_rows)]
+        per_block = [_block_scores(b, tb, cb, candidates, None if reference is None else reference[k])
+                     for k, (b, tb, cb) in enumerate(zip(blocks, true_blocks, cons))]
+        rows = [_row_scores(per_block, i, len(candidates)) for i in range(n_rows)]
         scores = np.stack([sc for sc, _ in rows])
         se = np.array([e for _, e in rows])
         best = np.where(np.isnan(scores).all(axis=1), header_ranks,

@@ -86,3 +86,29 @@ def test_leaderboard_rows_line_up_with_the_prompt_targets(data_dir):
     raw = mean_abs_corr(load_open_llm_leaderboard_v2(root=data_dir, subtasks=subs, item_order="as_written"))
     for s in subs:
         assert fixed[s] > 0.35 and fixed[s] > raw[s] + 0.1, (s, fixed[s], raw[s])
+
+
+def test_block_scores_equal_each_rows_own_correlation():
+    """All rows of a block scored at once give, to the last bit, each row's correlation computed alone
+    (its candidates' re-keyed rows against the leave-one-out consensus); constant, short and missing
+    rows are left out."""
+    from assessors.data.item_order import _block_scores, _consensus, _nan_corr
+
+    rng = np.random.default_rng(3)
+    _, written, _ = _simulate(rng, n_llms=12, sizes=(250,))
+    block = written[0].copy()
+    block[0] = 1.0  # constant
+    block[1, 2:] = np.nan  # two cells
+    block[2, rng.random(250) < 0.3] = np.nan
+    candidates = (1, 2, 4, 8)
+    true_block = np.stack([to_true_order(row, 2) for row in block])
+    cons = _consensus([true_block])[0]
+    scores, size = _block_scores(block, true_block, cons, candidates, None)
+    assert np.isnan(scores[:2]).all() and size[:2].tolist() == [0, 0]
+    for i in range(2, len(block)):
+        own = true_block[i]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            target = (cons[0] - np.nan_to_num(own)) / (cons[1] - np.isfinite(own))
+        alone = _nan_corr(np.stack([to_true_order(block[i], r) for r in candidates]), target)
+        assert scores[i].tobytes() == alone.tobytes()
+        assert size[i] == np.isfinite(block[i]).sum()
