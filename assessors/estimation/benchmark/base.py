@@ -107,8 +107,8 @@ def cached(tag: str, S: np.ndarray, params: tuple, fn: Callable[[], object], dis
 
 
 #: Content hashes of read-only source matrices, kept while each lives (any other array is hashed on
-#: every call): the harness's source matrix of a split is shared by every method and size.
-# (array_digest is looked up at each call, so a test can count the hashing)
+#: every call): the harness's source matrix of a split is shared by every method and size. The lambda
+#: looks ``array_digest`` up at each call, so a test can count the hashing.
 _DIGESTS = FrozenMemo(lambda S: array_digest(S))
 
 
