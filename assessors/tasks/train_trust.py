@@ -97,7 +97,8 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
     the training prompts, chosen on held-out groups of training prompts by ``cfg.trust.ood_fallback``
     (:class:`~assessors.trust.ood_fallback.OODFallbackValidation`; null: the stated default).
 
-    ``record["ood_fallback"]`` says how it was chosen and each candidate's mean AUC; ``options.ood_auc_bands``
+    ``record["ood_fallback"]`` says how it was chosen (its ``criterion``) and each candidate's mean AUC, overall
+    and per held-out fold (``fold_auc``; absent from models stored before it, which load as they did); ``options.ood_auc_bands``
     and ``options.ood_accuracy_bands`` hold each candidate's AUC band and accuracy-error band on the held-out
     subtasks (what a report says of a fallback it applies to such prompts). A candidate the model cannot serve (``population`` without a population model) is
     left out.

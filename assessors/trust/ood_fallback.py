@@ -43,9 +43,10 @@ def choose_fallback(mean_auc: dict, fold_auc: dict, criterion: str = "worst_fold
     Parameters
     ----------
     mean_auc : dict of str to float
-        Each candidate's mean AUC over its (fold, validation LLM) pairs (NaN: none finite).
+        Each candidate's mean AUC over its (fold, validation LLM) pairs (NaN or None: none finite).
     fold_auc : dict of str to list of float
-        Each candidate's mean AUC per held-out fold (NaN: none finite on that fold).
+        Each candidate's mean AUC per held-out fold (NaN or None: none finite on that fold); a stored
+        :meth:`OODFallbackValidation.record`'s ``mean_auc`` and ``fold_auc`` as they are.
     criterion : {"worst_fold", "mean"}
         Rank by the lowest finite fold mean (ties: the mean AUC) or by the mean AUC.
 
@@ -56,9 +57,9 @@ def choose_fallback(mean_auc: dict, fold_auc: dict, criterion: str = "worst_fold
         raise ConfigError(f"unknown OOD fallback criterion {criterion!r}; choose one of {list(CRITERIA)}")
 
     def value(c):
-        folds = np.asarray(fold_auc.get(c, []), dtype=np.float64)
+        folds, mean = np.asarray(fold_auc.get(c, []), dtype=np.float64), np.float64(_nanmean([mean_auc[c]]))
         worst = np.nanmin(folds) if np.isfinite(folds).any() else np.nan
-        return (worst if criterion == "worst_fold" else mean_auc[c]), mean_auc[c]
+        return (worst if criterion == "worst_fold" else mean), mean
 
     values = {c: value(c) for c in mean_auc if c != FLAT_NAME}
     ranked = {c: v for c, v in values.items() if np.isfinite(v).all()}
