@@ -48,11 +48,11 @@ def test_the_choice_follows_what_transfers_to_held_out_groups(shared):
     rec = v.record()
     assert rec["choice"] == v.choice_ and sorted(sum(rec["folds"], [])) == sorted(set(groups))
     assert rec["n_pairs"]["population"] == 3 * len(S_val)
-    assert "worst fold's mean AUC on 3 held-out folds of 6 training-prompt groups" in rec["chosen_by"]
-    assert rec["criterion"] == "worst_fold" and rec["fold_auc"]["flat"] == [0.5] * 3
+    assert "mean AUC on 3 held-out folds of 6 training-prompt groups" in rec["chosen_by"]
+    assert rec["criterion"] == "mean" and rec["fold_auc"]["flat"] == [0.5] * 3
     per_fold = np.asarray(v.aucs_["population"]).reshape(3, len(S_val)).mean(axis=1)
     np.testing.assert_allclose(rec["fold_auc"]["population"], per_fold)
-    assert rec["choice"] == choose_fallback(rec["mean_auc"], rec["fold_auc"], "worst_fold")
+    assert rec["choice"] == choose_fallback(rec["mean_auc"], rec["fold_auc"], "mean")
 
 
 def test_one_group_or_no_validation_llm_keeps_the_stated_default():
