@@ -97,11 +97,10 @@ def with_ood_fallback(cfg, prep: Prepared, record: dict, prompt_ood, run=None) -
     the training prompts, chosen on held-out groups of training prompts by ``cfg.trust.ood_fallback``
     (:class:`~assessors.trust.ood_fallback.OODFallbackValidation`; null: the stated default).
 
-    ``record["ood_fallback"]`` says how it was chosen (its ``criterion``) and each candidate's mean AUC, overall
-    and per held-out fold (``fold_auc``; models stored without these two load as before: nothing serves from
-    them); ``options.ood_auc_bands`` and ``options.ood_accuracy_bands`` hold each candidate's AUC band and
-    accuracy-error band on the held-out subtasks (what a report says of a fallback it applies to such prompts).
-    A candidate the model cannot serve (``population`` without a population model) is left out.
+    ``record["ood_fallback"]`` says how it was chosen and each candidate's mean AUC; ``options.ood_auc_bands``
+    and ``options.ood_accuracy_bands`` hold each candidate's AUC band and accuracy-error band on the held-out
+    subtasks (what a report says of a fallback it applies to such prompts). A candidate the model cannot serve (``population`` without a population model) is
+    left out.
     """
     from assessors.trust.fallbacks import POPULATION_NAME
     from assessors.trust.fallbacks import fitted_population

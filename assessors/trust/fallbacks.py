@@ -3,8 +3,7 @@
 Three fit a ranking's level to the LLM's answers and keep its AUC: :class:`ReleveledPredictor` (the model's
 ranking), the recalibrated one (the same, its spread refitted too, under a slope prior chosen per
 population) and :class:`PopulationPredictor` (the training LLMs', for prompts unlike the training prompts);
-:class:`ReferenceOnlyPredictor` learns from the LLM's own answers only; :class:`FlatPredictor` ranks nothing
-(the LLM's answered rate on every prompt: AUC 0.5, for prompts on which no ranking is shown to transfer). Throughout, one LLM's answers are
+:class:`ReferenceOnlyPredictor` learns from the LLM's own answers only. Throughout, one LLM's answers are
 ``X_answered`` (n, d), the prompts' features, and ``y`` (n,), 0/1 (NaN = not answered); each predictor is fitted
 on the answered ones and called on prompt features ``X`` (m, d) for P(success) (m,).
 """
@@ -17,8 +16,8 @@ from assessors.errors import ConfigError, DataError
 from assessors.irt_math import logit, map_ability, sigmoid
 
 #: Names of the fallback predictors in reports and outputs.
-RELEVEL_NAME, RECALIBRATED_NAME, FALLBACK_NAME, POPULATION_NAME, FLAT_NAME = (
-    "releveled", "recalibrated", "reference_only", "population", "flat")
+RELEVEL_NAME, RECALIBRATED_NAME, FALLBACK_NAME, POPULATION_NAME = ("releveled", "recalibrated", "reference_only",
+                                                                  "population")
 #: Smallest slope a recalibrated ranking keeps: the model's order of the prompts is never reversed or tied.
 MIN_SLOPE = 1e-3
 #: Candidate slope priors (sd) of the recalibrated fallback, chosen per population on validation LLMs; the
@@ -33,13 +32,6 @@ def answered(X_answered, y, what: str) -> tuple[np.ndarray, np.ndarray]:
     if not len(y):
         raise DataError(f"the {what} fallback needs at least one answered item")
     return X, y
-
-
-def answered_rate(y) -> float:
-    """The smoothed share of successes ``(sum + 0.5) / (n + 1)`` of finite 0/1 answers ``y`` (n,), clipped to
-    [0.01, 0.99]: an LLM's predicted accuracy from its answers alone."""
-    y = np.asarray(y, dtype=np.float64)
-    return float(np.clip((y.sum() + 0.5) / (len(y) + 1), 0.01, 0.99))
 
 
 def own_predictions(assessor, X_answered, y, X_target) -> np.ndarray:
@@ -122,7 +114,7 @@ class ReferenceOnlyPredictor:
         self.projection = assessor.project
         self.constant_ = None
         if len(np.unique(y)) < 2:
-            self.constant_ = answered_rate(y)
+            self.constant_ = float(np.clip((y.sum() + 0.5) / (len(y) + 1), 0.01, 0.99))
             return
         self.model_ = LogisticRegression(C=1.0, max_iter=1000).fit(self.projection(X), y)
 
@@ -145,21 +137,8 @@ class PopulationPredictor(_Shifted):
         self._fit(X, y)
 
 
-class FlatPredictor:
-    """One LLM's predicted accuracy, its smoothed answered rate (:func:`answered_rate`), on every prompt: no
-    ranking (AUC 0.5 on any prompts), for prompts on which held-out tasks show that no ranking transfers."""
-
-    name = FLAT_NAME
-
-    def __init__(self, X_answered, y):
-        self.constant_ = answered_rate(answered(X_answered, y, self.name)[1])
-
-    def __call__(self, X) -> np.ndarray:
-        return np.full(len(X), self.constant_)
-
-
 #: The fallbacks a trust verdict can switch an LLM to.
-FALLBACKS = (RELEVEL_NAME, RECALIBRATED_NAME, FALLBACK_NAME, POPULATION_NAME, FLAT_NAME)
+FALLBACKS = (RELEVEL_NAME, RECALIBRATED_NAME, FALLBACK_NAME, POPULATION_NAME)
 
 
 def check_fallback(kind: str, population=True) -> None:
@@ -185,8 +164,6 @@ def fallback_predictor(kind: str, assessor, X_answered, y, population=None, slop
     check_fallback(kind, population)
     if kind == FALLBACK_NAME:
         return ReferenceOnlyPredictor(assessor, X_answered, y)
-    if kind == FLAT_NAME:
-        return FlatPredictor(X_answered, y)
     if kind == POPULATION_NAME:
         return PopulationPredictor(population, X_answered, y)
     return ReleveledPredictor(assessor, X_answered, y, slope_sd=slope_sd if kind == RECALIBRATED_NAME else None)

@@ -6,15 +6,14 @@ import numpy as np
 
 from assessors.metrics import brier, drop_unevaluated, masked_auc
 from assessors.irt_math import sigmoid
-from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACKS, FLAT_NAME, POPULATION_NAME, RECALIBRATED_NAME,
-                                      RELEVEL_NAME, SLOPE_SDS, fallback_predictor, fit_slope_offset,
-                                      fitted_population, own_predictions)
+from assessors.trust.fallbacks import (DEFAULT_SLOPE_SD, FALLBACKS, POPULATION_NAME, RECALIBRATED_NAME, RELEVEL_NAME,
+                                      SLOPE_SDS, fallback_predictor, fit_slope_offset, fitted_population,
+                                      own_predictions)
 from assessors.trust.posterior_policy import described
 from assessors.trust.posterior_report import posterior_trust
 from assessors.trust.similarity import training_profile
 
-#: The model and the fallbacks scored for each validation LLM (the OOD-only ones, population and flat, apart).
-PREDICTORS = ("latent",) + tuple(k for k in FALLBACKS if k not in (POPULATION_NAME, FLAT_NAME))
+PREDICTORS = ("latent",) + tuple(k for k in FALLBACKS if k != POPULATION_NAME)
 
 
 def llm_outcome(assessor, X_answered, y, X_target, s_target, *, llm: str = "new", prompt_ood=None,

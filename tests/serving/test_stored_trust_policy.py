@@ -232,21 +232,16 @@ def test_the_switch_and_a_non_latent_assessor_store_nothing(tiny, compose):
 @pytest.mark.slow
 def test_training_chooses_the_ood_fallback_on_held_out_subtasks_and_logs_it(trained):
     """The 3 training subtasks are dealt into 3 folds; each candidate is scored on the validation LLMs;
-    the one the configured criterion chooses is stored, logged as a param and as ``trust/ood_fallback.json``
-    with each candidate's AUC per fold."""
+    the best is stored, logged as a param and as ``trust/ood_fallback.json``."""
     import mlflow
-
-    from assessors.trust.ood_fallback import choose_fallback
 
     model, run = trained["model"], trained["run"]
     rec = model.trust_policy["ood_fallback"]
     assert rec["folds"] and len(rec["folds"]) == 3 and sorted(sum(rec["folds"], [])) == [
         "bbh_navigate", "bbh_sports_understanding", "bbh_web_of_lies"]
     finite = {k: v for k, v in rec["mean_auc"].items() if v is not None}
-    assert set(finite) == {"releveled", "reference_only", "population", "flat"} and finite["flat"] == 0.5
-    assert rec["criterion"] == "mean" and all(len(v) == 3 for v in rec["fold_auc"].values())
-    chosen = choose_fallback(rec["mean_auc"], rec["fold_auc"], rec["criterion"])
-    assert rec["choice"] == chosen == model.trust_policy["options"]["ood_fallback"]
+    assert set(finite) == {"releveled", "reference_only", "population"}
+    assert rec["choice"] == max(finite, key=finite.get) == model.trust_policy["options"]["ood_fallback"]
     assert model.trust_policy["options"]["ood_auc_bands"] == rec["auc_band"] and set(rec["auc_band"]) == set(finite)
     assert all(lo <= finite[c] <= hi for c, (lo, hi) in rec["auc_band"].items())
     assert model.trust_policy["options"]["ood_accuracy_bands"] == rec["accuracy_error_band"]
