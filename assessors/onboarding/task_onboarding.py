@@ -13,7 +13,6 @@ predictions instead of switching to the out-of-distribution fallback for every t
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,15 +124,15 @@ def calibrate_model(model, X: np.ndarray, llm_rows: list[int], Y: np.ndarray, mi
 
 
 def adapted_prompt_ood(prompt_ood, X_calibrated: np.ndarray):
-    """A copy of a fitted :class:`~assessors.trust.prompt_ood.PromptOOD` whose index also holds the calibrated
-    prompts ``X_calibrated`` (n_cal, d): prompts like them are no longer unlike every prompt with answers.
-    The threshold (from validation prompts) is kept. None stays None."""
+    """The prompt-side signal of a model calibrated on prompts ``X_calibrated`` (n_cal, d): a
+    :class:`~assessors.onboarding.calibrated_prompt_ood.CalibratedPromptOOD` copy of the fitted
+    :class:`~assessors.trust.prompt_ood.PromptOOD`, under which prompts as close to the calibrated prompts
+    as these are to each other are familiar. None stays None."""
     if prompt_ood is None or not len(X_calibrated):
         return prompt_ood
-    out = copy.copy(prompt_ood)
-    out.index_ = np.vstack([prompt_ood.index_, np.asarray(X_calibrated, dtype=np.float16)])
-    out._nn, out._memo = None, None  # built from the old index
-    return out
+    from assessors.onboarding.calibrated_prompt_ood import CalibratedPromptOOD
+
+    return CalibratedPromptOOD.from_fitted(prompt_ood, X_calibrated)
 
 
 def check_task(model, ids: list[str], texts: list[str], answers: pd.DataFrame, rows: tuple[Rows, Rows],

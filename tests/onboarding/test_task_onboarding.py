@@ -54,3 +54,35 @@ def test_calibrated_prompts_join_the_prompt_side_signal():
     assert adapted.share(task[10:]) < 0.1 and adapted.threshold_ == ood.threshold_
     assert ood.share(task) == 1.0 and len(ood.index_) == 200  # the trained signal is left as it was
     assert adapted_prompt_ood(None, task) is None and adapted_prompt_ood(ood, task[:0]) is ood
+
+
+def test_a_sparse_calibrated_task_is_familiar_and_another_task_is_not():
+    """30 calibrated prompts of a widely spread task: indexing them beside the dense training prompts
+    leaves most of the task beyond the training threshold; judged by the calibrated prompts' own spread,
+    the rest of the task is familiar, a second new task is not, and a pickled copy gives the same distances."""
+    import copy
+    import pickle
+
+    from assessors.trust.prompt_ood import PromptOOD
+
+    rng = np.random.default_rng(0)
+    train = rng.standard_normal((2000, 8)).astype(np.float32)
+    train[:, :2] = 0.0
+    ood = PromptOOD().fit(train[:1500], train[1500:])
+
+    def task(axis: int, n: int) -> np.ndarray:
+        t = rng.standard_normal((n, 8)).astype(np.float32)
+        t[:, :2] = 0.0
+        t[:, axis] += 3.0
+        return t
+
+    new, other = task(0, 400), task(1, 200)
+    union_only = copy.copy(ood)
+    union_only.index_, union_only._nn = np.vstack([ood.index_, new[:30].astype(np.float16)]), None
+    assert union_only.share(new[30:]) > 0.5
+    adapted = adapted_prompt_ood(ood, new[:30])
+    assert adapted.share(new[30:]) < 0.25 and adapted.share(other) == 1.0
+    assert adapted.summary()["n_calibrated"] == 30
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(adapted)).distance(new), adapted.distance(new))
+    few = adapted_prompt_ood(ood, new[:3])  # too few to measure their spread: only indexed
+    assert few.cal_threshold_ is None and np.array_equal(few.distance(other), ood.distance(other))
