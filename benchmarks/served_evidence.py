@@ -15,7 +15,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from hydra import compose, initialize_config_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,9 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def one_seed(seed: int, overrides: list[str]) -> dict:
     from assessors.core.evidence import Evidence
-    from assessors.metrics import evaluate
     from assessors.tasks.prepare import prepare
-    from assessors.tasks.train import fit_per_llm, predict_generic, select_reference
+    from assessors.tasks.train import baseline_columns, predict_generic, score_methods, select_reference
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=[*overrides, f"seed={seed}", "tracking=none", "compare.random_selector=false"])
@@ -42,13 +40,13 @@ def one_seed(seed: int, overrides: list[str]) -> dict:
             Evidence(prep.X["train"], row[pos["train"]])))[0])
         P["training and validation answers"].append(model.predict_state(prep.X["test"], model.describe(
             Evidence(X_all, np.concatenate([row[pos["train"]], row[pos["val"]]]))))[0])
-    ref_ids = selector.reference_ids_
-    X_ref = prep.X["train"][pd.Index(prep.inst["train"]).get_indexer(ref_ids)]
-    P["specific"] = fit_per_llm(cfg, prep, "specific", X_ref, prep.results.instance_index(ref_ids))
-    S = prep.S("test", "test")
-    return {"seed": seed, "n_test_llms": len(prep.llms["test"]),
-            "mean_auc": {name: round(float(np.mean([evaluate(S[k], np.asarray(p[k]).ravel())["auc"]
-                                                     for k in range(len(S))])), 4) for name, p in P.items()}}
+    P = {name: np.asarray(p) for name, p in P.items()}
+    # the specific column exactly as train.py builds it
+    only_specific = {m: m == "specific" for m in ("paper_generic", "specific", "reference_only", "all_train_data")}
+    cfg.compare.update(only_specific)
+    P.update(task() for task in baseline_columns(cfg, prep, selector.reference_ids_))
+    auc = score_methods(prep, P).query("metric == 'auc'").groupby("method", sort=False)["value"].mean()
+    return {"seed": seed, "n_test_llms": len(prep.llms["test"]), "mean_auc": auc.round(4).to_dict()}
 
 
 def main() -> None:

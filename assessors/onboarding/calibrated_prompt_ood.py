@@ -9,8 +9,6 @@ as they are to each other.
 """
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
 from assessors.trust.prompt_ood import PromptOOD
@@ -33,7 +31,7 @@ class CalibratedPromptOOD(PromptOOD):
         copy only indexes them (``cal_threshold_`` is None).
         """
         out = cls.__new__(cls)
-        out.__dict__.update(copy.copy(prompt_ood.__dict__))
+        out.__dict__.update(prompt_ood.__dict__)  # the fitted state; the arrays are replaced, not changed
         X_cal = np.asarray(X_calibrated, dtype=np.float16)
         out.index_ = np.vstack([prompt_ood.index_, X_cal])
         out._nn, out._memo = None, None  # built from the old index
