@@ -9,7 +9,10 @@ correction ``delta(x) = beta(x) - beta_net(x)`` has a Gaussian-process prior
     e(x) ~ N(0, s_e^2) independently per prompt,
 
 a task-level shift ``c`` shared by every prompt of the task, a smooth part ``g`` over the prompts'
-features (look-alike prompts get alike corrections) and a per-prompt part ``e``. Each calibrated
+features (look-alike prompts get alike corrections) and a per-prompt part ``e``. A coordinate's prior mean
+need not be the network's: with a share ``r`` it is pulled towards the coordinate's mean over the task's
+prompts, ``(1 - r) beta_net(x) + r mean_task(beta_net)`` (``r = 1``: the task's prompts share one
+discrimination until their own answers say otherwise). Each calibrated
 prompt contributes a Gaussian pseudo-observation of its correction (its answers' Laplace
 likelihood); the posterior at any prompt is then closed-form. A prompt gets the correction only when
 it belongs to the task: when a task prompt is at least as similar to it as any training prompt, so
@@ -49,6 +52,10 @@ class CoordinateFit:
         Cholesky factor of ``K`` (prior covariance plus pseudo-observation noise).
     log_ml : float
         Log marginal likelihood of the pseudo-observations.
+    pool : float
+        Share ``r`` of the pull of the prior mean towards ``task_mean`` (0: the network's own).
+    task_mean : float
+        The coordinate's mean network value over the task's prompts.
     """
 
     scales: tuple
@@ -57,16 +64,26 @@ class CoordinateFit:
     chol: np.ndarray
     log_ml: float
     space: str = "prompt"
+    pool: float = 0.0
+    task_mean: float = 0.0
 
 
-def fit_coordinate(U, y, noise, scales, length, space: str = "prompt") -> CoordinateFit:
-    """Posterior of one coordinate from pseudo-observations ``y`` (n_cal,) with variances ``noise`` (n_cal,)
-    at unit features ``U`` (n_cal, d) of the kernel space ``space``."""
+def fit_coordinate(U, y, noise, scales, length, space: str = "prompt", pool: float = 0.0,
+                   offset=None, task_mean: float = 0.0) -> CoordinateFit:
+    """Posterior of one coordinate from pseudo-observations ``y`` (n_cal,) of the correction to the network
+    with variances ``noise`` (n_cal,) at unit features ``U`` (n_cal, d) of the kernel space ``space``.
+
+    ``pool``, ``offset`` (n_cal,), ``task_mean``: the prior mean pulled by ``pool`` towards ``task_mean``;
+    ``offset`` is the calibrated prompts' network value minus ``task_mean``, so the Gaussian process
+    corrects ``y + pool * offset``, what is left of the correction from the pulled prior mean."""
+    if pool:
+        y = y + float(pool) * np.asarray(offset)
     K = covariance(U, U, scales, length) + np.diag(noise)
     L = np.linalg.cholesky(K + 1e-9 * np.eye(len(K)))
     alpha = np.linalg.solve(L.T, np.linalg.solve(L, y))
     log_ml = -0.5 * y @ alpha - np.log(np.diag(L)).sum() - 0.5 * len(y) * np.log(2 * np.pi)
-    return CoordinateFit(tuple(float(s) for s in scales), float(length), alpha, L, float(log_ml), space)
+    return CoordinateFit(tuple(float(s) for s in scales), float(length), alpha, L, float(log_ml), space,
+                         float(pool), float(task_mean))
 
 
 def hidden_units(weights: dict, inputs: np.ndarray) -> np.ndarray:
@@ -159,5 +176,15 @@ class TaskCorrection:
         """Each member's item parameters ``[(a (m, D), b (m,))]`` at prompts ``X`` (m, d), corrected."""
         if not self.fits or not self.fits[0]:
             return params
-        mean, _ = self.moments(np.asarray(X, dtype=np.float32))
-        return [(a + mean[m, :, :-1], b + mean[m, :, -1]) for m, (a, b) in enumerate(params)]
+        X = np.asarray(X, dtype=np.float32)
+        mean, _ = self.moments(X)
+        pooled = any(getattr(f, "pool", 0.0) for coords in self.fits for f in coords)  # absent on older pickles
+        inside = self.membership(X)[:, None] if pooled else False
+        out = []
+        for m, (a, b) in enumerate(params):
+            beta = np.hstack([a, b[:, None]])
+            pool = np.array([getattr(f, "pool", 0.0) for f in self.fits[m]])
+            centre = np.array([getattr(f, "task_mean", 0.0) for f in self.fits[m]])
+            beta = beta + mean[m] - np.where(inside, pool * (beta - centre), 0.0)
+            out.append((beta[:, :-1], beta[:, -1]))
+        return out

@@ -15,11 +15,15 @@ models calibrate new items:
    shift, a smooth part and a per-prompt part, their scales chosen per coordinate by marginal
    likelihood) carries the corrections to every prompt of the task: calibrated prompts get their own,
    the rest the task's, shrunk towards 0 when the calibrated prompts disagree or are few.
-4. Optionally (``cluster_grid``), before step 3, one difficulty offset per k-means cluster of the task's
+4. A discrimination's prior mean on the task may be pulled towards its mean over the task's prompts
+   (``pool_grid``, the share chosen per coordinate by marginal likelihood with the scales): on a task it
+   never saw, the network's prompt-to-prompt differences in discrimination, which reorder the prompts
+   differently for each LLM, need not hold; the calibrated prompts' answers say how far they do.
+5. Optionally (``cluster_grid``), before step 3, one difficulty offset per k-means cluster of the task's
    prompts (:mod:`assessors.core.task_clusters`; their number, none included, chosen by cross-validation
    on the calibration answers): a task's difficulty often moves by group, which cosine similarity misses.
    The Gaussian process then carries what the clusters leave.
-5. What the calibrated prompts leave unknown about the task as a whole (the correction's posterior
+6. What the calibrated prompts leave unknown about the task as a whole (the correction's posterior
    covariance, averaged over the task's prompts) widens the adapted model's accuracy bands.
 
 The adapted model (``model_``) is a copy of the latent model whose item parameters on the task's
@@ -73,6 +77,10 @@ class TaskCalibration(BaseEstimator):
         Candidate kernel spaces of the smooth part (one chosen per coordinate by marginal likelihood):
         cosine similarity of the prompts' features, or of the item network's last hidden layer
         (a Bayesian fine-tune of its output layer on the task).
+    pool_grid : tuple of float
+        Candidate shares of the pull of each discrimination's prior mean towards its mean over the task's
+        prompts (0: the network's own; 1: one discrimination for the task), chosen per coordinate by
+        marginal likelihood; ``(0.0,)`` keeps the network's, and so does ``discrimination=False``.
     cluster_grid : tuple of int
         Candidate numbers of k-means clusters of the task's prompts with their own difficulty offset,
         chosen by cross-validation on the calibration answers; 1 is none, ``()`` turns the step off.
@@ -89,7 +97,7 @@ class TaskCalibration(BaseEstimator):
         Posterior sd of a known LLM's mean accuracy over the task from the correction's uncertainty;
         added (in quadrature) to the adapted model's ``accuracy_error_sd_``, so its accuracy bands widen.
     chosen_ : list of list of tuple
-        Per member and coordinate ``(scale multiple, length, space)`` chosen.
+        Per member and coordinate ``(scale multiple, length, space, pool)`` chosen.
     clusters_ : ClusterOffsets or None
         The cluster offsets (None: none chosen or the step off); ``clusters_.cv`` holds the
         cross-validated log-likelihood per number of clusters.
@@ -97,7 +105,7 @@ class TaskCalibration(BaseEstimator):
 
     def __init__(self, assessor, min_answers: int = 5, scale_grid=(0.25, 0.5, 1.0, 2.0, 4.0),
                  length_grid=(0.05, 0.1, 0.2, 0.5, 1.0), item_share: float = 1.0, augment_profiles: bool = True,
-                 discrimination: bool = True, spaces=("prompt",), cluster_grid=()):
+                 discrimination: bool = True, spaces=("prompt",), pool_grid=(0.0, 0.5, 1.0), cluster_grid=()):
         self.assessor = assessor
         self.min_answers = min_answers
         self.scale_grid = scale_grid
@@ -106,6 +114,7 @@ class TaskCalibration(BaseEstimator):
         self.augment_profiles = augment_profiles
         self.discrimination = discrimination
         self.spaces = spaces
+        self.pool_grid = pool_grid
         self.cluster_grid = cluster_grid
 
     def fit(self, X: np.ndarray, Y: np.ndarray, llm_rows, theta: np.ndarray | None = None) -> "TaskCalibration":
@@ -139,14 +148,15 @@ class TaskCalibration(BaseEstimator):
         ref = base._params(base.reference_features_)
         spreads = [np.maximum(np.hstack([ra, rb[:, None]]).std(0), 1e-3) for ra, rb in ref]  # (D + 1,) each
         betas = [np.hstack([a, b[:, None]])[enough] for a, b in prior]
+        centres = [np.hstack([a, b[:, None]]).mean(0) for a, b in prior]  # (D + 1,) each: over the task's prompts
         pseudo = [self._pseudo(beta, Y[:, enough], theta[m], spreads[m]) for m, beta in enumerate(betas)
                   ] if enough.any() else []
         self.clusters_ = self._fit_clusters(X, Y, enough, theta, betas, spreads, pseudo) if pseudo else None
         fits, self.chosen_ = [], []
         for m, spread in enumerate(spreads):
-            coords = self._fit_member(*pseudo[m], spread, m) if pseudo else []
+            coords = self._fit_member(*pseudo[m], spread, m, betas[m] - centres[m], centres[m]) if pseudo else []
             fits.append(coords)
-            self.chosen_.append([(f.scales[0] / s, f.length, f.space) for f, s in zip(coords, spread)])
+            self.chosen_.append([(f.scales[0] / s, f.length, f.space, f.pool) for f, s in zip(coords, spread)])
         self.correction_.fits = fits
         model.item_correction_ = (self.correction_ if self.clusters_ is None
                                   else ClusteredCorrection(self.correction_, self.clusters_))
@@ -213,15 +223,20 @@ class TaskCalibration(BaseEstimator):
         obs = np.einsum("nij,njk,nk->ni", lik_cov, np.linalg.inv(cov), delta)  # the likelihood's own mean
         return obs, np.minimum(np.diagonal(lik_cov, axis1=1, axis2=2), 1e4)
 
-    def _fit_member(self, obs, noise, spread, member: int) -> list:
-        """One member's coordinate fits from its pseudo-observations ``obs``, ``noise`` (n_cal, D + 1)."""
+    def _fit_member(self, obs, noise, spread, member: int, offset, centre) -> list:
+        """One member's coordinate fits from its pseudo-observations ``obs``, ``noise`` (n_cal, D + 1); ``offset``
+        (n_cal, D + 1): the calibrated prompts' network parameters minus ``centre`` (D + 1,), their task means."""
         c = self.correction_
         spaces = {sp: c.calibrated if sp == "prompt" else c.calibrated_network[member] for sp in self.spaces}
         coords = []
         for p in range(len(spread)):
+            # discriminations only, and only when they are corrected
+            pools = self.pool_grid if self.discrimination and p < len(spread) - 1 else (0.0,)
             cands = [fit_coordinate(U, obs[:, p], noise[:, p],
-                                    (s * spread[p], s * spread[p], s * spread[p] * float(self.item_share)), length, sp)
-                     for sp, U in spaces.items() for s in self._scales(p, len(spread)) for length in self.length_grid]
+                                    (s * spread[p], s * spread[p], s * spread[p] * float(self.item_share)), length, sp,
+                                    r, offset[:, p], centre[p])
+                     for sp, U in spaces.items() for s in self._scales(p, len(spread)) for length in self.length_grid
+                     for r in pools]
             coords.append(max(cands, key=lambda f: f.log_ml))
         return coords
 

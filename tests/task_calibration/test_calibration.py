@@ -72,7 +72,8 @@ def test_more_answers_recover_better_and_new_llms_are_ranked_better(sim):
     errors = []
     for n_llms, k in ((10, 10), (20, 30), (60, 120)):
         rows, cal = rng.choice(60, n_llms, replace=False), rng.choice(len(X), k, replace=False)
-        tc = TaskCalibration(model).fit(X, answers(model, a, b, rows, cal, rng), rows)
+        # the correction alone (pooled discriminations: tests/task_calibration/test_pooled_discrimination.py)
+        tc = TaskCalibration(model, pool_grid=(0.0,)).fit(X, answers(model, a, b, rows, cal, rng), rows)
         errors.append(rmse(tc.item_posterior(X)["a"][0], a))
     assert errors[2] < errors[1] < errors[0]
     # new LLMs drawn from the prior, scored from their abilities on the task's prompts
