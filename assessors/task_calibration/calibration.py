@@ -148,16 +148,10 @@ class TaskCalibration(BaseEstimator):
         ref = base._params(base.reference_features_)
         spreads = [np.maximum(np.hstack([ra, rb[:, None]]).std(0), 1e-3) for ra, rb in ref]  # (D + 1,) each
         betas = [np.hstack([a, b[:, None]])[enough] for a, b in prior]
-        centres = [np.hstack([a, b[:, None]]).mean(0) for a, b in prior]  # (D + 1,) each: over the task's prompts
         pseudo = [self._pseudo(beta, Y[:, enough], theta[m], spreads[m]) for m, beta in enumerate(betas)
                   ] if enough.any() else []
         self.clusters_ = self._fit_clusters(X, Y, enough, theta, betas, spreads, pseudo) if pseudo else None
-        fits, self.chosen_ = [], []
-        for m, spread in enumerate(spreads):
-            coords = self._fit_member(*pseudo[m], spread, m, betas[m] - centres[m], centres[m]) if pseudo else []
-            fits.append(coords)
-            self.chosen_.append([(f.scales[0] / s, f.length, f.space, f.pool) for f, s in zip(coords, spread)])
-        self.correction_.fits = fits
+        self.correction_.fits = self._fit_members(pseudo, spreads, betas, prior)
         model.item_correction_ = (self.correction_ if self.clusters_ is None
                                   else ClusteredCorrection(self.correction_, self.clusters_))
         # the band of a new LLM's accuracy on the task also carries what the calibrated prompts leave
@@ -222,6 +216,17 @@ class TaskCalibration(BaseEstimator):
         lik_cov = np.linalg.inv(lik)
         obs = np.einsum("nij,njk,nk->ni", lik_cov, np.linalg.inv(cov), delta)  # the likelihood's own mean
         return obs, np.minimum(np.diagonal(lik_cov, axis1=1, axis2=2), 1e4)
+
+    def _fit_members(self, pseudo, spreads, betas, prior) -> list:
+        """Every member's coordinate fits (empty lists without pseudo-observations); sets ``chosen_``.
+        ``betas``: the calibrated prompts' network parameters; ``prior``: every task prompt's."""
+        fits, self.chosen_ = [], []
+        for m, spread in enumerate(spreads):
+            centre = np.hstack([prior[m][0], prior[m][1][:, None]]).mean(0)  # (D + 1,): over the task's prompts
+            coords = self._fit_member(*pseudo[m], spread, m, betas[m] - centre, centre) if pseudo else []
+            fits.append(coords)
+            self.chosen_.append([(f.scales[0] / s, f.length, f.space, f.pool) for f, s in zip(coords, spread)])
+        return fits
 
     def _fit_member(self, obs, noise, spread, member: int, offset, centre) -> list:
         """One member's coordinate fits from its pseudo-observations ``obs``, ``noise`` (n_cal, D + 1); ``offset``
